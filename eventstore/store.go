@@ -1,0 +1,274 @@
+package eventstore
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the method set every event store has. Optional capabilities
+// ([Outbox], [ShardOwner]) are separate interfaces, discovered by type
+// assertion as io.WriterTo is.
+//
+// Every method takes a context first; implementations return ctx.Err() (or an
+// error wrapping it) when the context is done before the call takes effect.
+type Store interface {
+	// Append commits events to the workflow's history after its current last
+	// event, all or nothing. expectedSeq is the history length the caller
+	// believes current (0 for a new workflow); the i-th event gets Seq
+	// expectedSeq+1+i. A stale expectedSeq returns a *SequenceConflictError and
+	// writes nothing. An empty slice is a no-op (after the token check).
+	Append(ctx context.Context, token WriteToken, workflowID WorkflowID, events []Event, expectedSeq uint64) error
+
+	// ReadHistory returns the workflow's whole history, in Seq order. An
+	// unknown workflow has an empty history.
+	ReadHistory(ctx context.Context, workflowID WorkflowID) ([]Event, error)
+	// ReadHistoryFrom returns the events with Seq >= fromSeq, in order.
+	ReadHistoryFrom(ctx context.Context, workflowID WorkflowID, fromSeq uint64) ([]Event, error)
+	// ReadRunChain returns the workflow's runs, oldest first.
+	ReadRunChain(ctx context.Context, workflowID WorkflowID) ([]RunSummary, error)
+	// ListWorkflowIDs returns every workflow with a history (in the owned
+	// shards, for a ShardOwner with a scope set).
+	ListWorkflowIDs(ctx context.Context) ([]WorkflowID, error)
+	// ListActive returns the workflows whose current run is running (not
+	// paused, not closed).
+	ListActive(ctx context.Context) ([]WorkflowID, error)
+	// ListPaused returns the workflows whose current run is paused.
+	ListPaused(ctx context.Context) ([]WorkflowID, error)
+	// StreamHeads returns each workflow's history length.
+	StreamHeads(ctx context.Context) ([]StreamHead, error)
+	// Query returns summaries of the workflows that match filter.
+	Query(ctx context.Context, filter WorkflowFilter) ([]WorkflowSummary, error)
+
+	// ScheduleTimer arms (or re-arms) a timer. armedSeq is the history Seq of
+	// the event that armed it; it fences retirement.
+	ScheduleTimer(ctx context.Context, workflowID WorkflowID, timerID TimerID, fireAt time.Time, armedSeq uint64) error
+	// ExpiredTimers returns the armed timers with FireAt <= asOf, earliest first.
+	ExpiredTimers(ctx context.Context, asOf time.Time) ([]TimerEntry, error)
+	// RetireTimer removes a timer only if it is still armed with exactly this
+	// fireAt and armedSeq, and says what it found.
+	RetireTimer(ctx context.Context, workflowID WorkflowID, timerID TimerID, fireAt time.Time, armedSeq uint64) (TimerRetirement, error)
+
+	// PutPackage stores a workflow package (replacing one with the same type
+	// and content hash).
+	PutPackage(ctx context.Context, record PackageRecord) error
+	// PutPackageWithRoutes stores a package and routes each named workflow
+	// type to it, in one step.
+	PutPackageWithRoutes(ctx context.Context, record PackageRecord, routeWorkflowTypes []string) error
+	// ListPackages returns every stored package.
+	ListPackages(ctx context.Context) ([]PackageRecord, error)
+	// DeletePackage removes a package.
+	DeletePackage(ctx context.Context, workflowType, contentHash string) error
+	// PutPackageRoute routes a workflow type to a stored package.
+	PutPackageRoute(ctx context.Context, workflowType, contentHash string) error
+	// ListPackageRoutes returns every route.
+	ListPackageRoutes(ctx context.Context) ([]PackageRoute, error)
+}
+
+// Outbox is the optional capability of staging activity dispatch rows in the
+// same commit as the events that schedule them (a transactional outbox).
+type Outbox interface {
+	// AppendWithOutbox is Append that also stages rows, all in one commit:
+	// events and rows land together or not at all.
+	AppendWithOutbox(ctx context.Context, token WriteToken, workflowID WorkflowID, events []Event, expectedSeq uint64, rows []OutboxRow) error
+	// RearmOutboxPending returns claimed rows (named by DispatchKey) to pending,
+	// for crash recovery.
+	RearmOutboxPending(ctx context.Context, rows []OutboxRow) error
+	// ClaimOutboxRows claims up to limit pending rows, oldest first.
+	ClaimOutboxRows(ctx context.Context, limit int) ([]OutboxRow, error)
+	// CountClaimedOutboxRows returns how many rows are claimed: the durable
+	// in-flight count that quota enforcement reads.
+	CountClaimedOutboxRows(ctx context.Context) (int, error)
+	// SettleOutboxRowCancelled cancels one open row.
+	SettleOutboxRowCancelled(ctx context.Context, dispatchKey string) error
+	// SettleWorkflowOutboxRowsCancelled cancels every open row of a workflow
+	// and returns their dispatch keys.
+	SettleWorkflowOutboxRowsCancelled(ctx context.Context, workflowID WorkflowID) ([]string, error)
+}
+
+// ShardOwner is the optional capability of a store partitioned into shards
+// that nodes own. A workflow's shard is [ShardOf] its ID.
+type ShardOwner interface {
+	// SetOwnedShards scopes the enumerating reads to these shards; nil means
+	// every shard.
+	SetOwnedShards(ctx context.Context, shards []int)
+	// AcquireOwnedShards runs the ownership election for each shard.
+	AcquireOwnedShards(ctx context.Context, shards []int) error
+	// AcquireOwnedShard runs the ownership election for one shard.
+	AcquireOwnedShard(ctx context.Context, shard int) error
+	// ExtendOwnedShards widens the enumeration scope (failover adoption).
+	ExtendOwnedShards(ctx context.Context, shards []int)
+	// IsCurrentOwner reports whether this store holds the shard now.
+	IsCurrentOwner(ctx context.Context, shard int) bool
+	// PublishShardOwner records this store as the shard's owner in the owner
+	// directory, so requests for the shard route here.
+	PublishShardOwner(ctx context.Context, shard int) error
+}
+
+// WorkflowStatus is the state of a run, as its lifecycle events leave it.
+type WorkflowStatus string
+
+// The statuses. The five closing ones match the aion.workflow.status values.
+const (
+	StatusRunning        WorkflowStatus = "running"
+	StatusPaused         WorkflowStatus = "paused"
+	StatusCompleted      WorkflowStatus = "completed"
+	StatusFailed         WorkflowStatus = "failed"
+	StatusCancelled      WorkflowStatus = "cancelled"
+	StatusTimedOut       WorkflowStatus = "timed_out"
+	StatusContinuedAsNew WorkflowStatus = "continued_as_new"
+)
+
+// Closed reports whether s ends a run.
+func (s WorkflowStatus) Closed() bool {
+	switch s {
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusContinuedAsNew:
+		return true
+	}
+	return false
+}
+
+// RunSummary describes one run of a workflow's continue-as-new chain.
+type RunSummary struct {
+	RunID        RunID
+	WorkflowType string
+	Status       WorkflowStatus
+	StartedAt    time.Time
+	ClosedAt     time.Time // zero while the run is open
+	FirstSeq     uint64    // Seq of the run's WorkflowStarted
+	LastSeq      uint64    // Seq of the run's latest event
+}
+
+// StreamHead is a workflow's history length.
+type StreamHead struct {
+	WorkflowID WorkflowID
+	Head       uint64
+}
+
+// WorkflowFilter selects workflows for [Store.Query]. Zero fields match
+// everything; Limit <= 0 means no limit.
+type WorkflowFilter struct {
+	WorkflowType  string
+	Status        WorkflowStatus
+	StartedAfter  time.Time // inclusive
+	StartedBefore time.Time // exclusive
+	Limit         int
+}
+
+// WorkflowSummary describes a workflow by its current run.
+type WorkflowSummary struct {
+	WorkflowID   WorkflowID
+	RunID        RunID
+	WorkflowType string
+	Status       WorkflowStatus
+	StartedAt    time.Time
+	ClosedAt     time.Time
+	Head         uint64
+}
+
+// TimerEntry is an armed timer.
+type TimerEntry struct {
+	WorkflowID WorkflowID
+	TimerID    TimerID
+	FireAt     time.Time
+	ArmedSeq   uint64
+}
+
+// TimerRetirement is what [Store.RetireTimer] found.
+type TimerRetirement uint8
+
+const (
+	// TimerRetired: the timer was armed as named and is now removed.
+	TimerRetired TimerRetirement = iota + 1
+	// TimerSuperseded: the timer was re-armed (another fireAt or armedSeq);
+	// nothing was removed.
+	TimerSuperseded
+	// TimerAbsent: no such timer is armed.
+	TimerAbsent
+)
+
+// String returns "retired", "superseded", "absent" or "unknown".
+func (r TimerRetirement) String() string {
+	switch r {
+	case TimerRetired:
+		return "retired"
+	case TimerSuperseded:
+		return "superseded"
+	case TimerAbsent:
+		return "absent"
+	default:
+		return "unknown"
+	}
+}
+
+// PackageRecord is a stored workflow package.
+type PackageRecord struct {
+	WorkflowType string
+	ContentHash  string
+	Data         []byte
+	CreatedAt    time.Time
+}
+
+// PackageRoute routes new runs of a workflow type to one package.
+type PackageRoute struct {
+	WorkflowType string
+	ContentHash  string
+}
+
+// OutboxState is where an outbox row is in its life.
+type OutboxState uint8
+
+const (
+	// OutboxPending rows wait to be claimed by a dispatcher.
+	OutboxPending OutboxState = iota + 1
+	// OutboxClaimed rows have been handed to a dispatcher.
+	OutboxClaimed
+	// OutboxSettled rows are done: the activity reached a terminal event.
+	OutboxSettled
+	// OutboxCancelled rows were cancelled before they settled.
+	OutboxCancelled
+)
+
+// String returns the state's lower-case name.
+func (s OutboxState) String() string {
+	switch s {
+	case OutboxPending:
+		return "pending"
+	case OutboxClaimed:
+		return "claimed"
+	case OutboxSettled:
+		return "settled"
+	case OutboxCancelled:
+		return "cancelled"
+	default:
+		return "unknown"
+	}
+}
+
+// OutboxRow is one staged activity dispatch. Its identity is DispatchKey;
+// [DispatchKey] derives the conventional one from workflow and ordinal.
+type OutboxRow struct {
+	DispatchKey  string
+	WorkflowID   WorkflowID
+	RunID        RunID
+	Ordinal      ActivityID // the activity the row dispatches
+	ActivityType string
+	Input        Payload
+	CreatedAt    time.Time
+	State        OutboxState // set by the store; ignored on staging
+}
+
+// DispatchKey returns the conventional dispatch key of an activity:
+// "<workflow>/<run>/<ordinal>".
+func DispatchKey(workflowID WorkflowID, runID RunID, ordinal ActivityID) string {
+	return workflowID.String() + "/" + runID.String() + "/" + ordinal.String()
+}
+
+// ShardOf returns the shard of a workflow among n shards (n > 0): the first
+// eight bytes of its UUID, big-endian, modulo n.
+func ShardOf(workflowID WorkflowID, n int) int {
+	var v uint64
+	for _, b := range workflowID[:8] {
+		v = v<<8 | uint64(b)
+	}
+	return int(v % uint64(n))
+}

@@ -1,0 +1,74 @@
+// Package catalog is the single source of the telemetry names aionotel emits:
+// instrument names, units, attribute keys and values, and the histogram
+// boundaries. The public packages (otelstore, pairing) use these constants;
+// dashboards and alert rules rely on the Prometheus names derived from them.
+package catalog
+
+import "go.opentelemetry.io/otel/attribute"
+
+// Instrument names.
+const (
+	StoreOperationDuration    = "aion.store.operation.duration"
+	WorkflowsStarted          = "aion.workflows.started"
+	WorkflowsCompleted        = "aion.workflows.completed"
+	WorkflowsReopened         = "aion.workflows.reopened"
+	SignalsDelivered          = "aion.signals.delivered"
+	SchedulesFired            = "aion.schedules.fired"
+	ActivitiesDispatched      = "aion.activities.dispatched"
+	InflightActivities        = "aion.inflight_activities"
+	ActivitiesCompleted       = "aion.activities.completed"
+	ActivityDuration          = "aion.activity.duration"
+	ActivitiesRetried         = "aion.activities.retried"
+	ActivityPairingEvicted    = "aion.activity.pairing.evicted"
+	KeyspaceOperationDuration = "aion.keyspace.operation.duration"
+	KeyspaceAppendBatchSize   = "aion.keyspace.append.batch_size"
+)
+
+// Units (UCUM; the annotations in braces are dropped from Prometheus names).
+const (
+	UnitSeconds  = "s"
+	UnitWorkflow = "{workflow}"
+	UnitActivity = "{activity}"
+	UnitSignal   = "{signal}"
+	UnitSchedule = "{schedule}"
+	UnitEvent    = "{event}"
+)
+
+// Attribute keys.
+const (
+	Namespace        attribute.Key = "aion.namespace"
+	OperationName    attribute.Key = "db.operation.name"
+	ErrorType        attribute.Key = "error.type"
+	WorkflowType     attribute.Key = "aion.workflow.type"
+	WorkflowStatus   attribute.Key = "aion.workflow.status"
+	SignalDelivery   attribute.Key = "aion.signal.delivery"
+	ActivityType     attribute.Key = "aion.activity.type"
+	ActivityOutcome  attribute.Key = "aion.activity.outcome"
+	WorkflowID       attribute.Key = "aion.workflow.id"
+	RunID            attribute.Key = "aion.run.id"
+	ExpectedSeq      attribute.Key = "aion.store.expected_seq"
+	FoundSeq         attribute.Key = "aion.store.found_seq"
+	EventCount       attribute.Key = "aion.store.event_count"
+	OutboxRowCount   attribute.Key = "aion.store.outbox_row_count"
+	ActivityID       attribute.Key = "aion.activity.id"
+	Attempt          attribute.Key = "aion.activity.attempt"
+	KeyspaceStoreSeq attribute.Key = "aion.keyspace.expected_seq"
+)
+
+// Attribute values with a fixed meaning.
+const (
+	DefaultNamespace = "default"
+	OtherType        = "_other"   // a type past the cardinality limit
+	UnknownType      = "_unknown" // an empty type
+	OtherError       = "_OTHER"   // an error no classifier recognises
+	DeliveryResident = "resident"
+)
+
+// DurationBoundaries are the explicit bucket boundaries, in seconds, of every
+// duration histogram: in-memory store calls take microseconds, so the buckets
+// start at 100µs rather than the semantic conventions' 1ms.
+var DurationBoundaries = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// BatchSizeBoundaries are the bucket boundaries of the keyspace batch-size
+// histogram, in events.
+var BatchSizeBoundaries = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
