@@ -1,0 +1,278 @@
+package eventstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Memory is the complete, single-node, in-memory reference store. It
+// implements [Store], [Outbox] and [ShardOwner]; the package documentation
+// describes every semantic choice it makes.
+//
+// A Memory is safe for concurrent use by multiple goroutines: one
+// sync.RWMutex guards all of its state, so every call sees and leaves a
+// consistent store. The zero value is not ready for use (its methods return
+// an error wrapping [ErrInvalidArgument]); create one with [NewMemory]. A
+// Memory must not be copied after first use.
+type Memory struct {
+	cfg   memoryConfig
+	ready bool // set by NewMemory, never changed afterwards
+
+	mu        sync.RWMutex
+	workflows map[WorkflowID]*memWorkflow
+
+	timers map[timerKey]TimerEntry
+
+	packages map[packageKey]PackageRecord
+	routes   map[string]string // workflow type -> content hash
+
+	outbox       []*outboxEntry          // every row ever staged, in staging order
+	outboxByKey  map[string]*outboxEntry // by dispatch key
+	outboxByWf   map[WorkflowID][]*outboxEntry
+	pendingFrom  int // no row before this index of outbox is pending
+	claimedCount int
+
+	owned     map[int]uint64   // shard -> election epoch, for shards this store won
+	directory map[int]uint64   // shard -> epoch published to the owner directory
+	scope     map[int]struct{} // enumeration scope; nil means every shard
+}
+
+// The promises Memory makes.
+var (
+	_ Store      = (*Memory)(nil)
+	_ Outbox     = (*Memory)(nil)
+	_ ShardOwner = (*Memory)(nil)
+)
+
+// memWorkflow is one workflow's history and the run chain derived from it.
+type memWorkflow struct {
+	id       WorkflowID
+	events   []Event // stored copies, Seq i+1 at index i
+	runs     []*RunSummary
+	runIndex map[RunID]*RunSummary
+}
+
+// memoryConfig holds what the MemoryOptions set.
+type memoryConfig struct {
+	now        func() time.Time
+	shardCount int
+}
+
+// MemoryOption configures [NewMemory].
+type MemoryOption interface {
+	applyMemory(*memoryConfig)
+}
+
+type memoryOptionFunc func(*memoryConfig)
+
+func (f memoryOptionFunc) applyMemory(c *memoryConfig) { f(c) }
+
+// WithClock sets the clock the store reads to fill in a zero
+// Envelope.RecordedAt, PackageRecord.CreatedAt or OutboxRow.CreatedAt at
+// commit. Without it (or with nil) the store uses time.Now.
+func WithClock(now func() time.Time) MemoryOption {
+	return memoryOptionFunc(func(c *memoryConfig) {
+		if now != nil {
+			c.now = now
+		}
+	})
+}
+
+// WithShardCount sets the number of shards workflows are partitioned into
+// (see [ShardOf]); it bounds the shard numbers the [ShardOwner] methods
+// accept. Without it, or with n <= 0, the store has 16 shards.
+func WithShardCount(n int) MemoryOption {
+	return memoryOptionFunc(func(c *memoryConfig) {
+		if n > 0 {
+			c.shardCount = n
+		}
+	})
+}
+
+// defaultShardCount is the number of shards without WithShardCount.
+const defaultShardCount = 16
+
+// NewMemory returns an empty store, configured by opts (nil options are
+// ignored).
+func NewMemory(opts ...MemoryOption) *Memory {
+	cfg := memoryConfig{now: time.Now, shardCount: defaultShardCount}
+	for _, o := range opts {
+		if o != nil {
+			o.applyMemory(&cfg)
+		}
+	}
+	return &Memory{
+		cfg:         cfg,
+		ready:       true,
+		workflows:   make(map[WorkflowID]*memWorkflow),
+		timers:      make(map[timerKey]TimerEntry),
+		packages:    make(map[packageKey]PackageRecord),
+		routes:      make(map[string]string),
+		outboxByKey: make(map[string]*outboxEntry),
+		outboxByWf:  make(map[WorkflowID][]*outboxEntry),
+		owned:       make(map[int]uint64),
+		directory:   make(map[int]uint64),
+	}
+}
+
+// errNotReady is what every method of a Memory not made by NewMemory returns.
+var errNotReady = invalidf("eventstore.Memory used without NewMemory")
+
+// notFoundf returns an error that wraps [ErrNotFound] with a message.
+func notFoundf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrNotFound}, args...)...)
+}
+
+// enter is the first check of every method: a done context is returned
+// unchanged, then a Memory that NewMemory did not make is refused.
+func (m *Memory) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if m == nil || !m.ready {
+		return errNotReady
+	}
+	return nil
+}
+
+// Append commits events after the workflow's current last event, all or
+// nothing. The checks come in this order: the token ([ErrInvalidToken], even
+// for an empty batch), the context, [ValidateAppend]; then an empty batch is a
+// no-op, and an expectedSeq other than the history length returns a
+// *SequenceConflictError whose Found is the real length. Nothing is written on
+// any error. The caller's slice and events are never modified: the store keeps
+// copies with Seq stamped, a zero WorkflowID and RecordedAt filled in.
+func (m *Memory) Append(ctx context.Context, token WriteToken, workflowID WorkflowID, events []Event, expectedSeq uint64) error {
+	if !token.Valid() {
+		return ErrInvalidToken
+	}
+	if err := m.enter(ctx); err != nil {
+		return err
+	}
+	if err := ValidateAppend(workflowID, events); err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return nil
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if head := m.headLocked(workflowID); head != expectedSeq {
+		return &SequenceConflictError{Expected: expectedSeq, Found: head}
+	}
+	m.commitLocked(workflowID, events, expectedSeq, m.cfg.now())
+	return nil
+}
+
+// headLocked returns the workflow's history length. m.mu must be held.
+func (m *Memory) headLocked(id WorkflowID) uint64 {
+	if w := m.workflows[id]; w != nil {
+		return uint64(len(w.events))
+	}
+	return 0
+}
+
+// commitLocked stores validated events after a successful sequence check and
+// applies their lifecycle effects. It cannot fail. m.mu must be held for
+// writing.
+func (m *Memory) commitLocked(id WorkflowID, events []Event, expectedSeq uint64, now time.Time) {
+	w := m.workflows[id]
+	if w == nil {
+		w = &memWorkflow{id: id, runIndex: make(map[RunID]*RunSummary)}
+		m.workflows[id] = w
+	}
+	for i, ev := range events {
+		env := ev.EventEnvelope()
+		env.WorkflowID = id
+		env.Seq = expectedSeq + 1 + uint64(i)
+		if env.RecordedAt.IsZero() {
+			env.RecordedAt = now
+		}
+		stored := WithEnvelope(ev, env)
+		w.events = append(w.events, stored)
+		m.applyLocked(w, stored)
+	}
+}
+
+// applyLocked updates the run chain and the outbox for one stored event.
+func (m *Memory) applyLocked(w *memWorkflow, ev Event) {
+	env := ev.EventEnvelope()
+	run := w.runIndex[env.RunID]
+	if run == nil {
+		// A run is created by the first event that names it, whatever its
+		// kind; a WorkflowStarted then fills in what it knows.
+		run = &RunSummary{
+			RunID:     env.RunID,
+			Status:    StatusRunning,
+			StartedAt: env.RecordedAt,
+			FirstSeq:  env.Seq,
+		}
+		w.runs = append(w.runs, run)
+		w.runIndex[env.RunID] = run
+	}
+	run.LastSeq = env.Seq
+
+	closeRun := func(s WorkflowStatus) {
+		run.Status = s
+		run.ClosedAt = env.RecordedAt
+	}
+	switch e := ev.(type) {
+	case WorkflowStarted:
+		run.WorkflowType = e.WorkflowType
+		run.Status = StatusRunning
+		run.StartedAt = env.RecordedAt
+		run.ClosedAt = time.Time{}
+	case WorkflowCompleted:
+		closeRun(StatusCompleted)
+	case WorkflowFailed:
+		closeRun(StatusFailed)
+	case WorkflowCancelled:
+		closeRun(StatusCancelled)
+	case WorkflowTimedOut:
+		closeRun(StatusTimedOut)
+	case WorkflowContinuedAsNew:
+		closeRun(StatusContinuedAsNew)
+	case WorkflowPaused:
+		if run.Status == StatusRunning {
+			run.Status = StatusPaused
+		}
+	case WorkflowResumed:
+		if run.Status == StatusPaused {
+			run.Status = StatusRunning
+		}
+	case WorkflowReopened:
+		if run.Status.Closed() {
+			run.Status = StatusRunning
+			run.ClosedAt = time.Time{}
+		}
+	case ActivityCompleted:
+		m.settleActivityLocked(w.id, env.RunID, e.ActivityID)
+	case ActivityFailed:
+		if e.Error.Kind == Terminal {
+			m.settleActivityLocked(w.id, env.RunID, e.ActivityID)
+		}
+	case ActivityCancelled:
+		m.settleActivityLocked(w.id, env.RunID, e.ActivityID)
+	case ActivityTimedOut:
+		m.settleActivityLocked(w.id, env.RunID, e.ActivityID)
+	}
+}
+
+// currentRun returns the workflow's latest run (the last to appear in its
+// history). Every stored workflow has at least one run.
+func (w *memWorkflow) currentRun() *RunSummary { return w.runs[len(w.runs)-1] }
+
+// isActive reports whether the workflow counts as active: its current run is
+// running, or was closed by continue-as-new and the next run has not started
+// yet.
+func (w *memWorkflow) isActive() bool {
+	s := w.currentRun().Status
+	return s == StatusRunning || s == StatusContinuedAsNew
+}
+
+// compareWorkflowIDs orders IDs as their canonical strings sort.
+func compareWorkflowIDs(a, b WorkflowID) int { return bytes.Compare(a[:], b[:]) }
