@@ -1,0 +1,479 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aionotel/aionotel/eventstore"
+)
+
+// Capabilities selects the optional interfaces a [Spy]'s store implements on
+// top of [eventstore.Store].
+type Capabilities uint8
+
+const (
+	// CapOutbox makes the spy's store an [eventstore.Outbox].
+	CapOutbox Capabilities = 1 << iota
+	// CapShardOwner makes the spy's store an [eventstore.ShardOwner].
+	CapShardOwner
+
+	capAll = CapOutbox | CapShardOwner
+)
+
+// capCombinations are the four capability sets TestDecorator wraps.
+var capCombinations = []Capabilities{0, CapOutbox, CapShardOwner, CapOutbox | CapShardOwner}
+
+// String returns "store" for none, else the capabilities joined with "+":
+// "outbox", "shardowner", "outbox+shardowner".
+func (c Capabilities) String() string {
+	var parts []string
+	if c&CapOutbox != 0 {
+		parts = append(parts, "outbox")
+	}
+	if c&CapShardOwner != 0 {
+		parts = append(parts, "shardowner")
+	}
+	if len(parts) == 0 {
+		return "store"
+	}
+	return strings.Join(parts, "+")
+}
+
+// capabilitiesOf returns the optional interfaces v implements.
+func capabilitiesOf(v any) Capabilities {
+	var c Capabilities
+	if _, ok := v.(eventstore.Outbox); ok {
+		c |= CapOutbox
+	}
+	if _, ok := v.(eventstore.ShardOwner); ok {
+		c |= CapShardOwner
+	}
+	return c
+}
+
+// Call is one method call a [Spy] received.
+type Call struct {
+	// Method is the Go method name: "Append", "ClaimOutboxRows", ...
+	Method string
+	// Ctx is the context the call carried.
+	Ctx context.Context
+	// Args are the arguments after the context, in order, as received.
+	Args []any
+	// Results are what the spy returned, in order, the error last for a
+	// method that returns one (a nil error is recorded as nil).
+	Results []any
+}
+
+// Spy is a recording [eventstore.Store] for testing decorators: it remembers
+// every call (method, context, arguments, results) and answers with fixed,
+// distinctive results, so a decorator that forgets to forward a call, alters
+// an argument or a result, or invents a capability is caught. [TestDecorator]
+// is built on it; use it directly to test what a decorator adds (telemetry,
+// for example) without a real store.
+//
+// Its store (see [Spy.Store]) implements [eventstore.Store] plus exactly the
+// capabilities given to [NewSpy]. Unless told otherwise it returns:
+//
+//   - for each read, one distinctive element, never an empty slice (so a
+//     decorator that returns nothing is caught): ReadHistory one
+//     WorkflowStarted, ReadHistoryFrom one SignalReceived, ListWorkflowIDs,
+//     ListActive and ListPaused one ID each (three different ones),
+//     StreamHeads a head of 42, CountClaimedOutboxRows 7, and so on;
+//   - RetireTimer [eventstore.TimerSuperseded], neither the zero value nor
+//     the "retired" a lazy decorator would assume;
+//   - IsCurrentOwner false, because the answer a method that was never
+//     forwarded tends to invent is true;
+//   - AcquireOwnedShard and PublishShardOwner an error matching
+//     [eventstore.ErrNotOwner], and SettleOutboxRowCancelled one matching
+//     [eventstore.ErrNotFound], because the silent success a forgotten
+//     forward returns is nil;
+//   - nil from every other error-returning method (Append succeeds, so a
+//     decorator's success path runs).
+//
+// [Spy.SetError] makes every error-returning method return one error
+// instead; [Spy.SetResults] replaces one method's other results.
+//
+// A Spy is safe for concurrent use. Its zero value is not ready: use
+// [NewSpy]. It must not be copied after first use.
+type Spy struct {
+	caps  Capabilities
+	store eventstore.Store
+
+	mu        sync.Mutex
+	calls     []Call
+	err       error
+	overrides map[string][]any
+}
+
+// NewSpy returns a Spy whose store has the given capabilities. Bits other
+// than [CapOutbox] and [CapShardOwner] are ignored.
+func NewSpy(caps Capabilities) *Spy {
+	s := &Spy{caps: caps & capAll}
+	base := spyStore{s}
+	switch s.caps {
+	case 0:
+		s.store = &spyPlain{base}
+	case CapOutbox:
+		s.store = &spyOutbox{base, spyOutboxMethods{s}}
+	case CapShardOwner:
+		s.store = &spyShard{base, spyShardMethods{s}}
+	default:
+		s.store = &spyFull{base, spyOutboxMethods{s}, spyShardMethods{s}}
+	}
+	return s
+}
+
+// Capabilities returns the capabilities the spy's store implements.
+func (s *Spy) Capabilities() Capabilities { return s.caps }
+
+// Store returns the spy's store: always the same value, which implements
+// [eventstore.Store] and exactly the spy's capabilities. Its dynamic type is
+// a pointer, so it can be compared with == (to check an Unwrap, say).
+func (s *Spy) Store() eventstore.Store { return s.store }
+
+// Calls returns a copy of the calls received so far, oldest first.
+func (s *Spy) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Call, len(s.calls))
+	copy(out, s.calls)
+	return out
+}
+
+// SetError makes every error-returning method return err (the very value,
+// so a caller can compare it with ==). SetError(nil) restores the defaults.
+func (s *Spy) SetError(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err = err
+}
+
+// SetResults makes the named method (its Go name, as in [Call.Method]) return
+// results, which are its results other than the error, in order; nil stands
+// for a nil slice. The values are returned as given, not copied. It returns
+// an error matching [eventstore.ErrInvalidArgument] for an unknown method or
+// results that do not fit its signature, and changes nothing then.
+func (s *Spy) SetResults(method string, results ...any) error {
+	fn, ok := spyMethodTypes[method]
+	if !ok {
+		return fmt.Errorf("%w: conformance: spy has no method %q", eventstore.ErrInvalidArgument, method)
+	}
+	n := fn.NumOut()
+	if returnsError(fn) {
+		n--
+	}
+	if len(results) != n {
+		return fmt.Errorf("%w: conformance: %s has %d non-error results, got %d values", eventstore.ErrInvalidArgument, method, n, len(results))
+	}
+	typed := make([]any, n)
+	for i, r := range results {
+		want := fn.Out(i)
+		v := reflect.New(want).Elem()
+		if r != nil {
+			rv := reflect.ValueOf(r)
+			if !rv.Type().AssignableTo(want) {
+				return fmt.Errorf("%w: conformance: %s result %d is a %v, got a %T", eventstore.ErrInvalidArgument, method, i, want, r)
+			}
+			v.Set(rv)
+		}
+		typed[i] = v.Interface()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.overrides == nil {
+		s.overrides = map[string][]any{}
+	}
+	s.overrides[method] = typed
+	return nil
+}
+
+// call records one call and returns its results (the error last for a
+// method that returns one). The recorded results are a separate copy of the
+// defaults, so a caller that mutates what it got cannot change the record.
+func (s *Spy) call(method string, ctx context.Context, args ...any) []any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	results := func() []any {
+		if o, ok := s.overrides[method]; ok {
+			return append([]any(nil), o...)
+		}
+		return spyDefaults(method)
+	}
+	out, rec := results(), results()
+	if returnsError(spyMethodTypes[method]) {
+		err := s.err
+		if err == nil {
+			err = spyDefaultErrors[method]
+		}
+		out, rec = append(out, err), append(rec, err)
+	}
+	s.calls = append(s.calls, Call{Method: method, Ctx: ctx, Args: args, Results: rec})
+	return out
+}
+
+// spyMethodTypes maps each method name of the store interfaces to its type.
+var spyMethodTypes = func() map[string]reflect.Type {
+	m := map[string]reflect.Type{}
+	for _, iface := range storeInterfaces {
+		for meth := range iface.typ.Methods() {
+			m[meth.Name] = meth.Type
+		}
+	}
+	return m
+}()
+
+// The spy's fixed identities and time, distinct from anything a suite
+// generates.
+var (
+	spyWorkflow  = eventstore.WorkflowID{0: 0x5b, 6: 0x40, 8: 0x80, 15: 0x01}
+	spyWorkflow2 = eventstore.WorkflowID{0: 0x5b, 6: 0x40, 8: 0x80, 15: 0x02}
+	spyWorkflow3 = eventstore.WorkflowID{0: 0x5b, 6: 0x40, 8: 0x80, 15: 0x03}
+	spyRun       = eventstore.RunID{0: 0x5c, 6: 0x40, 8: 0x80, 15: 0x01}
+	spyTime      = time.Unix(1_600_000_000, 0).UTC()
+)
+
+var (
+	errSpyNotOwner = fmt.Errorf("conformance: spy default answer: %w", eventstore.ErrNotOwner)
+	errSpyNotFound = fmt.Errorf("conformance: spy default answer: %w", eventstore.ErrNotFound)
+)
+
+// spyDefaultErrors are the errors returned when SetError has not been
+// called; a method not listed returns nil.
+var spyDefaultErrors = map[string]error{
+	"AcquireOwnedShard":        errSpyNotOwner,
+	"PublishShardOwner":        errSpyNotOwner,
+	"SettleOutboxRowCancelled": errSpyNotFound,
+}
+
+// spyDefaults returns fresh default non-error results of a method.
+func spyDefaults(method string) []any {
+	env := func(seq uint64) eventstore.Envelope {
+		return eventstore.Envelope{WorkflowID: spyWorkflow, RunID: spyRun, Seq: seq, RecordedAt: spyTime}
+	}
+	pl := func(s string) eventstore.Payload {
+		return eventstore.Payload{ContentType: "text/plain", Data: []byte(s)}
+	}
+	switch method {
+	case "ReadHistory":
+		return []any{[]eventstore.Event{eventstore.WorkflowStarted{Envelope: env(1), WorkflowType: "spy-workflow", Input: pl("spy-input"), PackageVersion: "spy-package"}}}
+	case "ReadHistoryFrom":
+		return []any{[]eventstore.Event{eventstore.SignalReceived{Envelope: env(2), SignalName: "spy-signal", Input: pl("spy-signal-input")}}}
+	case "ReadRunChain":
+		return []any{[]eventstore.RunSummary{{RunID: spyRun, WorkflowType: "spy-workflow", Status: eventstore.StatusContinuedAsNew, StartedAt: spyTime, ClosedAt: spyTime.Add(time.Second), FirstSeq: 1, LastSeq: 2}}}
+	case "ListWorkflowIDs":
+		return []any{[]eventstore.WorkflowID{spyWorkflow}}
+	case "ListActive":
+		return []any{[]eventstore.WorkflowID{spyWorkflow2}}
+	case "ListPaused":
+		return []any{[]eventstore.WorkflowID{spyWorkflow3}}
+	case "StreamHeads":
+		return []any{[]eventstore.StreamHead{{WorkflowID: spyWorkflow, Head: 42}}}
+	case "Query":
+		return []any{[]eventstore.WorkflowSummary{{WorkflowID: spyWorkflow, RunID: spyRun, WorkflowType: "spy-workflow", Status: eventstore.StatusPaused, StartedAt: spyTime, Head: 42}}}
+	case "ExpiredTimers":
+		return []any{[]eventstore.TimerEntry{{WorkflowID: spyWorkflow, TimerID: "spy-timer", FireAt: spyTime, ArmedSeq: 7}}}
+	case "RetireTimer":
+		return []any{eventstore.TimerSuperseded}
+	case "ListPackages":
+		return []any{[]eventstore.PackageRecord{{WorkflowType: "spy-workflow", ContentHash: "spy-hash", Data: []byte("spy-package"), CreatedAt: spyTime}}}
+	case "ListPackageRoutes":
+		return []any{[]eventstore.PackageRoute{{WorkflowType: "spy-workflow", ContentHash: "spy-hash"}}}
+	case "ClaimOutboxRows":
+		return []any{[]eventstore.OutboxRow{{DispatchKey: eventstore.DispatchKey(spyWorkflow, spyRun, 3), WorkflowID: spyWorkflow, RunID: spyRun, Ordinal: 3, ActivityType: "spy-activity", Input: pl("spy-activity-input"), CreatedAt: spyTime, State: eventstore.OutboxClaimed}}}
+	case "CountClaimedOutboxRows":
+		return []any{7}
+	case "SettleWorkflowOutboxRowsCancelled":
+		return []any{[]string{eventstore.DispatchKey(spyWorkflow, spyRun, 3)}}
+	case "IsCurrentOwner":
+		return []any{false}
+	}
+	return nil // error-only and result-less methods
+}
+
+// result returns r[i] as a T, or T's zero value.
+func result[T any](r []any, i int) T {
+	v, _ := r[i].(T)
+	return v
+}
+
+// lastErr returns the error at the end of r.
+func lastErr(r []any) error {
+	err, _ := r[len(r)-1].(error)
+	return err
+}
+
+// spyStore holds the Store methods; spyOutboxMethods and spyShardMethods the
+// capabilities'. The four concrete types below combine them.
+type spyStore struct{ s *Spy }
+
+type spyOutboxMethods struct{ s *Spy }
+
+type spyShardMethods struct{ s *Spy }
+
+type spyPlain struct{ spyStore }
+
+type spyOutbox struct {
+	spyStore
+	spyOutboxMethods
+}
+
+type spyShard struct {
+	spyStore
+	spyShardMethods
+}
+
+type spyFull struct {
+	spyStore
+	spyOutboxMethods
+	spyShardMethods
+}
+
+var (
+	_ eventstore.Store      = (*spyPlain)(nil)
+	_ eventstore.Store      = (*spyOutbox)(nil)
+	_ eventstore.Outbox     = (*spyOutbox)(nil)
+	_ eventstore.Store      = (*spyShard)(nil)
+	_ eventstore.ShardOwner = (*spyShard)(nil)
+	_ eventstore.Store      = (*spyFull)(nil)
+	_ eventstore.Outbox     = (*spyFull)(nil)
+	_ eventstore.ShardOwner = (*spyFull)(nil)
+)
+
+func (b spyStore) Append(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) error {
+	return lastErr(b.s.call("Append", ctx, token, workflowID, events, expectedSeq))
+}
+
+func (b spyStore) ReadHistory(ctx context.Context, workflowID eventstore.WorkflowID) ([]eventstore.Event, error) {
+	r := b.s.call("ReadHistory", ctx, workflowID)
+	return result[[]eventstore.Event](r, 0), lastErr(r)
+}
+
+func (b spyStore) ReadHistoryFrom(ctx context.Context, workflowID eventstore.WorkflowID, fromSeq uint64) ([]eventstore.Event, error) {
+	r := b.s.call("ReadHistoryFrom", ctx, workflowID, fromSeq)
+	return result[[]eventstore.Event](r, 0), lastErr(r)
+}
+
+func (b spyStore) ReadRunChain(ctx context.Context, workflowID eventstore.WorkflowID) ([]eventstore.RunSummary, error) {
+	r := b.s.call("ReadRunChain", ctx, workflowID)
+	return result[[]eventstore.RunSummary](r, 0), lastErr(r)
+}
+
+func (b spyStore) ListWorkflowIDs(ctx context.Context) ([]eventstore.WorkflowID, error) {
+	r := b.s.call("ListWorkflowIDs", ctx)
+	return result[[]eventstore.WorkflowID](r, 0), lastErr(r)
+}
+
+func (b spyStore) ListActive(ctx context.Context) ([]eventstore.WorkflowID, error) {
+	r := b.s.call("ListActive", ctx)
+	return result[[]eventstore.WorkflowID](r, 0), lastErr(r)
+}
+
+func (b spyStore) ListPaused(ctx context.Context) ([]eventstore.WorkflowID, error) {
+	r := b.s.call("ListPaused", ctx)
+	return result[[]eventstore.WorkflowID](r, 0), lastErr(r)
+}
+
+func (b spyStore) StreamHeads(ctx context.Context) ([]eventstore.StreamHead, error) {
+	r := b.s.call("StreamHeads", ctx)
+	return result[[]eventstore.StreamHead](r, 0), lastErr(r)
+}
+
+func (b spyStore) Query(ctx context.Context, filter eventstore.WorkflowFilter) ([]eventstore.WorkflowSummary, error) {
+	r := b.s.call("Query", ctx, filter)
+	return result[[]eventstore.WorkflowSummary](r, 0), lastErr(r)
+}
+
+func (b spyStore) ScheduleTimer(ctx context.Context, workflowID eventstore.WorkflowID, timerID eventstore.TimerID, fireAt time.Time, armedSeq uint64) error {
+	return lastErr(b.s.call("ScheduleTimer", ctx, workflowID, timerID, fireAt, armedSeq))
+}
+
+func (b spyStore) ExpiredTimers(ctx context.Context, asOf time.Time) ([]eventstore.TimerEntry, error) {
+	r := b.s.call("ExpiredTimers", ctx, asOf)
+	return result[[]eventstore.TimerEntry](r, 0), lastErr(r)
+}
+
+func (b spyStore) RetireTimer(ctx context.Context, workflowID eventstore.WorkflowID, timerID eventstore.TimerID, fireAt time.Time, armedSeq uint64) (eventstore.TimerRetirement, error) {
+	r := b.s.call("RetireTimer", ctx, workflowID, timerID, fireAt, armedSeq)
+	return result[eventstore.TimerRetirement](r, 0), lastErr(r)
+}
+
+func (b spyStore) PutPackage(ctx context.Context, record eventstore.PackageRecord) error {
+	return lastErr(b.s.call("PutPackage", ctx, record))
+}
+
+func (b spyStore) PutPackageWithRoutes(ctx context.Context, record eventstore.PackageRecord, routeWorkflowTypes []string) error {
+	return lastErr(b.s.call("PutPackageWithRoutes", ctx, record, routeWorkflowTypes))
+}
+
+func (b spyStore) ListPackages(ctx context.Context) ([]eventstore.PackageRecord, error) {
+	r := b.s.call("ListPackages", ctx)
+	return result[[]eventstore.PackageRecord](r, 0), lastErr(r)
+}
+
+func (b spyStore) DeletePackage(ctx context.Context, workflowType, contentHash string) error {
+	return lastErr(b.s.call("DeletePackage", ctx, workflowType, contentHash))
+}
+
+func (b spyStore) PutPackageRoute(ctx context.Context, workflowType, contentHash string) error {
+	return lastErr(b.s.call("PutPackageRoute", ctx, workflowType, contentHash))
+}
+
+func (b spyStore) ListPackageRoutes(ctx context.Context) ([]eventstore.PackageRoute, error) {
+	r := b.s.call("ListPackageRoutes", ctx)
+	return result[[]eventstore.PackageRoute](r, 0), lastErr(r)
+}
+
+func (b spyOutboxMethods) AppendWithOutbox(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64, rows []eventstore.OutboxRow) error {
+	return lastErr(b.s.call("AppendWithOutbox", ctx, token, workflowID, events, expectedSeq, rows))
+}
+
+func (b spyOutboxMethods) RearmOutboxPending(ctx context.Context, rows []eventstore.OutboxRow) error {
+	return lastErr(b.s.call("RearmOutboxPending", ctx, rows))
+}
+
+func (b spyOutboxMethods) ClaimOutboxRows(ctx context.Context, limit int) ([]eventstore.OutboxRow, error) {
+	r := b.s.call("ClaimOutboxRows", ctx, limit)
+	return result[[]eventstore.OutboxRow](r, 0), lastErr(r)
+}
+
+func (b spyOutboxMethods) CountClaimedOutboxRows(ctx context.Context) (int, error) {
+	r := b.s.call("CountClaimedOutboxRows", ctx)
+	return result[int](r, 0), lastErr(r)
+}
+
+func (b spyOutboxMethods) SettleOutboxRowCancelled(ctx context.Context, dispatchKey string) error {
+	return lastErr(b.s.call("SettleOutboxRowCancelled", ctx, dispatchKey))
+}
+
+func (b spyOutboxMethods) SettleWorkflowOutboxRowsCancelled(ctx context.Context, workflowID eventstore.WorkflowID) ([]string, error) {
+	r := b.s.call("SettleWorkflowOutboxRowsCancelled", ctx, workflowID)
+	return result[[]string](r, 0), lastErr(r)
+}
+
+func (b spyShardMethods) SetOwnedShards(ctx context.Context, shards []int) {
+	b.s.call("SetOwnedShards", ctx, shards)
+}
+
+func (b spyShardMethods) AcquireOwnedShards(ctx context.Context, shards []int) error {
+	return lastErr(b.s.call("AcquireOwnedShards", ctx, shards))
+}
+
+func (b spyShardMethods) AcquireOwnedShard(ctx context.Context, shard int) error {
+	return lastErr(b.s.call("AcquireOwnedShard", ctx, shard))
+}
+
+func (b spyShardMethods) ExtendOwnedShards(ctx context.Context, shards []int) {
+	b.s.call("ExtendOwnedShards", ctx, shards)
+}
+
+func (b spyShardMethods) IsCurrentOwner(ctx context.Context, shard int) bool {
+	return result[bool](b.s.call("IsCurrentOwner", ctx, shard), 0)
+}
+
+func (b spyShardMethods) PublishShardOwner(ctx context.Context, shard int) error {
+	return lastErr(b.s.call("PublishShardOwner", ctx, shard))
+}

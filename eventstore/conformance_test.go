@@ -1,0 +1,15 @@
+package eventstore_test
+
+import (
+	"testing"
+
+	"github.com/aionotel/aionotel/conformance"
+	"github.com/aionotel/aionotel/eventstore"
+)
+
+// TestMemoryConformance runs the reusable event store contract suite on the
+// reference store, Outbox and ShardOwner rules included: every rule is a
+// subtest on a fresh Memory.
+func TestMemoryConformance(t *testing.T) {
+	conformance.TestEventStore(t, func(*testing.T) eventstore.Store { return eventstore.NewMemory() })
+}
