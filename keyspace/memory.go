@@ -3,7 +3,6 @@ package keyspace
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 
@@ -168,7 +167,7 @@ func (m *Memory) AppendEvents(ctx context.Context, expectedSeq uint64, events []
 	if len(events) == 0 {
 		return expectedSeq, nil
 	}
-	if err := checkBatch(events); err != nil {
+	if err := ValidateBatch(events); err != nil {
 		return 0, err
 	}
 	key := KeyOf(events[0])
@@ -194,26 +193,6 @@ func (m *Memory) AppendEvents(ctx context.Context, expectedSeq uint64, events []
 		s.push(Record{StoreSeq: s.head, Event: ev})
 	}
 	return s.head, nil
-}
-
-// checkBatch validates a non-empty batch for AppendEvents: a valid key, one
-// stream, no ephemeral event.
-func checkBatch(events []ActivityEvent) error {
-	key := KeyOf(events[0])
-	if err := key.Validate(); err != nil {
-		return err
-	}
-	for i := 1; i < len(events); i++ {
-		if k := KeyOf(events[i]); k != key {
-			return fmt.Errorf("%w: event %d is in stream %s, event 0 in %s", ErrMixedStreams, i, k, key)
-		}
-	}
-	for i := range events {
-		if events[i].Ephemeral {
-			return fmt.Errorf("%w: event %d is ephemeral", ErrEphemeral, i)
-		}
-	}
-	return nil
 }
 
 // Head implements [Store.Head]. A zero workflow or run ID in key returns an

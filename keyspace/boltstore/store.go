@@ -1,0 +1,349 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/keyspace/internal/codec"
+)
+
+// LayoutVersion is the version of the key layout and bucket set this package
+// writes. [Open] records it in a new file and refuses a file recording a
+// newer one with [ErrLayoutVersion].
+const LayoutVersion byte = 1
+
+// FormatVersion is the version of the record encoding this package writes,
+// stored as the first byte of every record value. It is the version of the
+// encoding shared with package pgstore (see the package documentation).
+// Reading a value of any other version fails with [ErrCorruptRecord] naming
+// the version.
+const FormatVersion = codec.Version
+
+// Bucket names. Records live in dataBucket under keys starting with
+// [RegionTag]; metaBucket holds the layout version under layoutKey.
+var (
+	dataBucket = []byte("aionotel.keyspace")
+	metaBucket = []byte("aionotel.keyspace.meta")
+	layoutKey  = []byte("layout")
+)
+
+// Store is a [keyspace.Store] kept in one bbolt file. Every AppendEvents is
+// one bbolt read-write transaction, so a batch is on disk (fsynced, unless
+// [WithNoSync]) when the call returns, or not at all.
+//
+// A Store is safe for concurrent use: reads run in parallel with each other
+// and with the one write transaction bbolt allows at a time; appends, to any
+// stream, are serialised by that writer lock. The zero value is not usable:
+// [Open] makes a Store. After [Store.Close] every method returns [ErrClosed].
+type Store struct {
+	db   *bolt.DB
+	path string
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ keyspace.Store = (*Store)(nil)
+
+// Open opens the bbolt file at path, creating it (and its buckets) if it does
+// not exist, and returns a Store on it. bbolt locks the file: while one Store
+// has it open, another Open of the same path, in this process or another,
+// waits up to the open timeout ([WithOpenTimeout], one second by default) and
+// then fails with [ErrLocked]. A file written by a newer layout of this
+// package fails with [ErrLayoutVersion] and is left as it is.
+func Open(path string, opts ...Option) (*Store, error) {
+	cfg := newConfig(opts)
+	timeout := max(cfg.openTimeout, 0)
+	db, err := bolt.Open(path, cfg.fileMode, &bolt.Options{
+		Timeout:      timeout,
+		NoSync:       cfg.noSync,
+		FreelistType: bolt.FreelistMapType,
+	})
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("%w: %s: gave up after %v", ErrLocked, path, timeout)
+		}
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	if err := db.Update(initLayout); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	return &Store{db: db, path: path}, nil
+}
+
+// initLayout creates the buckets of a new file and checks the layout version
+// of an existing one.
+func initLayout(tx *bolt.Tx) error {
+	meta, err := tx.CreateBucketIfNotExists(metaBucket)
+	if err != nil {
+		return err
+	}
+	switch v := meta.Get(layoutKey); {
+	case v == nil:
+		if err := meta.Put(layoutKey, []byte{LayoutVersion}); err != nil {
+			return err
+		}
+	case len(v) != 1 || v[0] != LayoutVersion:
+		return fmt.Errorf("%w: the file records layout %x, this build writes layout %d", ErrLayoutVersion, v, LayoutVersion)
+	}
+	_, err = tx.CreateBucketIfNotExists(dataBucket)
+	return err
+}
+
+// Path returns the path of the bbolt file.
+func (s *Store) Path() string { return s.path }
+
+// Close waits for the transactions in progress to finish and closes the file,
+// releasing its lock. It is idempotent: later calls return nil.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("boltstore: close %s: %w", s.path, err)
+		}
+	})
+	return s.closeErr
+}
+
+// begin checks what every call checks first: the context, then the store.
+func (s *Store) begin(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// txErr maps bbolt's "database not open", met by a call racing Close, to
+// ErrClosed.
+func txErr(err error) error {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
+}
+
+// AppendEvents implements [keyspace.Store.AppendEvents] as one bbolt
+// read-write transaction.
+//
+// The checks run in the order [keyspace.Memory] runs them, with the same
+// error values: the context; the store being open ([ErrClosed]); an empty
+// batch (a no-op returning expectedSeq, with no transaction); a zero workflow
+// or run ID ([eventstore.ErrInvalidArgument]); one stream
+// ([keyspace.ErrMixedStreams]); no ephemeral event ([keyspace.ErrEphemeral]).
+// Then the events are encoded (a Content that is not one of the keyspace
+// kinds wraps [eventstore.ErrInvalidArgument]), and inside the transaction the
+// stream's head is read and compared with expectedSeq
+// ([*eventstore.SequenceConflictError] with the head found). The records are
+// put and committed only when every check passed; on any error the
+// transaction is rolled back and nothing is written.
+func (s *Store) AppendEvents(ctx context.Context, expectedSeq uint64, events []keyspace.ActivityEvent) (uint64, error) {
+	if err := s.begin(ctx); err != nil {
+		return 0, err
+	}
+	if len(events) == 0 {
+		return expectedSeq, nil
+	}
+	if err := keyspace.ValidateBatch(events); err != nil {
+		return 0, err
+	}
+	key := keyspace.KeyOf(events[0])
+	prefix := streamPrefix(key)
+
+	// Keys and values are built before the transaction, so the writer lock
+	// is held only for the seek and the puts. bbolt needs both to stay valid
+	// until the commit; one buffer each holds all of them.
+	keys := make([]byte, 0, len(events)*recordKeyLen)
+	var values []byte
+	ends := make([]int, len(events))
+	for i := range events {
+		var err error
+		if values, err = codec.AppendEvent(values, &events[i]); err != nil {
+			return 0, fmt.Errorf("boltstore: event %d: %w", i, err)
+		}
+		ends[i] = len(values)
+		keys = appendRecordKey(keys, prefix, expectedSeq+uint64(i))
+	}
+
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b := tx.Bucket(dataBucket)
+		head, err := headOf(b.Cursor(), prefix)
+		if err != nil {
+			return err
+		}
+		if head != expectedSeq {
+			return &eventstore.SequenceConflictError{Expected: expectedSeq, Found: head}
+		}
+		start := 0
+		for i, end := range ends {
+			k := keys[i*recordKeyLen : (i+1)*recordKeyLen]
+			if err := b.Put(k, values[start:end]); err != nil {
+				return fmt.Errorf("boltstore: event %d: %w", i, err)
+			}
+			start = end
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, txErr(err)
+	}
+	return expectedSeq + uint64(len(events)), nil
+}
+
+// Head implements [keyspace.Store.Head] with one seek past the stream's
+// prefix and one step back. A zero workflow or run ID returns an error
+// wrapping [eventstore.ErrInvalidArgument].
+func (s *Store) Head(ctx context.Context, key keyspace.StreamKey) (uint64, error) {
+	if err := s.begin(ctx); err != nil {
+		return 0, err
+	}
+	if err := key.Validate(); err != nil {
+		return 0, err
+	}
+	var head uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		head, err = headOf(tx.Bucket(dataBucket).Cursor(), streamPrefix(key))
+		return err
+	})
+	if err != nil {
+		return 0, txErr(err)
+	}
+	return head, nil
+}
+
+// ReadFrom implements [keyspace.Store.ReadFrom]: one seek to the first record
+// wanted, then a walk over the records returned, each decoded into a fresh
+// value. A zero workflow or run ID returns an error wrapping
+// [eventstore.ErrInvalidArgument]; a record that cannot be decoded fails the
+// call with [ErrCorruptRecord].
+func (s *Store) ReadFrom(ctx context.Context, key keyspace.StreamKey, fromSeq uint64, limit int) ([]keyspace.Record, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	if err := key.Validate(); err != nil {
+		return nil, err
+	}
+	prefix := streamPrefix(key)
+	var out []keyspace.Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(dataBucket).Cursor()
+		head, err := headOf(c, prefix)
+		if err != nil || fromSeq >= head {
+			return err
+		}
+		n := head - fromSeq
+		if limit > 0 && uint64(limit) < n {
+			n = uint64(limit)
+		}
+		out = make([]keyspace.Record, 0, n)
+		k, v := c.Seek(appendRecordKey(make([]byte, 0, recordKeyLen), prefix, fromSeq))
+		for seq := fromSeq; seq < fromSeq+n; seq++ {
+			rec, err := decodeRecord(key, seq, prefix, k, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, rec)
+			k, v = c.Next()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, txErr(err)
+	}
+	return out, nil
+}
+
+// decodeRecord decodes the record the cursor found where the record at seq of
+// key should be.
+func decodeRecord(key keyspace.StreamKey, seq uint64, prefix, k, v []byte) (keyspace.Record, error) {
+	if k == nil || !bytes.HasPrefix(k, prefix) {
+		return keyspace.Record{}, fmt.Errorf("%w: stream %s: record %d is missing below the head", ErrCorruptRecord, key, seq)
+	}
+	_, got, err := parseRecordKey(k)
+	if err != nil {
+		return keyspace.Record{}, fmt.Errorf("stream %s: %w", key, err)
+	}
+	if got != seq {
+		return keyspace.Record{}, fmt.Errorf("%w: stream %s: found record %d where record %d belongs", ErrCorruptRecord, key, got, seq)
+	}
+	// The decoded strings are fresh copies, so the event stays valid after
+	// the bbolt transaction that produced v ends.
+	ev, err := codec.DecodeEvent(v)
+	if err != nil {
+		return keyspace.Record{}, fmt.Errorf("%w: stream %s record %d: %w", ErrCorruptRecord, key, seq, err)
+	}
+	ev.WorkflowID, ev.RunID, ev.ActivityID, ev.Attempt = key.WorkflowID, key.RunID, key.ActivityID, key.Attempt
+	ev.StoreSeq = seq
+	ev.Persisted = true
+	return keyspace.Record{StoreSeq: seq, Event: ev}, nil
+}
+
+// ListStreams implements [keyspace.Store.ListStreams]. It seeks to the run's
+// prefix and walks the run's streams: for each, one seek finds its last
+// record (its head), and one more seek jumps past its prefix to the next
+// stream. The cost is O(streams of the run × log keys), whatever the length
+// of the streams, and other runs' keys are never visited. The key order is
+// the contract's order: activity, then attempt, both unsigned. All heads come
+// from one read transaction, a consistent snapshot.
+func (s *Store) ListStreams(ctx context.Context, workflowID eventstore.WorkflowID, runID eventstore.RunID) ([]keyspace.StreamSummary, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	if err := (keyspace.StreamKey{WorkflowID: workflowID, RunID: runID}).Validate(); err != nil {
+		return nil, err
+	}
+	var out []keyspace.StreamSummary
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		out, err = listRun(tx.Bucket(dataBucket).Cursor(), runPrefix(workflowID, runID))
+		return err
+	})
+	if err != nil {
+		return nil, txErr(err)
+	}
+	return out, nil
+}
+
+// listRun walks the streams under a run's key prefix: a seek to the prefix
+// finds the first stream; for each stream, [headOf] finds its head with one
+// seek and one step back, and a seek to the end of its prefix lands on the
+// next stream's first record. No record is visited between a stream's first
+// and its last.
+func listRun(c cursor, prefix []byte) ([]keyspace.StreamSummary, error) {
+	var out []keyspace.StreamSummary
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); {
+		key, _, err := parseRecordKey(k)
+		if err != nil {
+			return nil, err
+		}
+		sp := bytes.Clone(k[:streamPrefixLen])
+		head, err := headOf(c, sp)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, keyspace.StreamSummary{Key: key, Head: head})
+		end := prefixEnd(sp)
+		if end == nil {
+			break
+		}
+		k, _ = c.Seek(end)
+	}
+	return out, nil
+}

@@ -1,0 +1,83 @@
+package pgstore
+
+import (
+	"fmt"
+
+	"github.com/aionotel/aionotel/eventstore"
+)
+
+// Option configures [New] and [Open].
+type Option interface {
+	apply(*config)
+}
+
+type config struct {
+	schema string
+	table  string
+}
+
+// DefaultTable is the name of the records table when [WithTable] is not
+// given. Its schema-version table is named after it with a "_meta" suffix.
+const DefaultTable = "aionotel_keyspace"
+
+// maxTableLen leaves room for the "_meta" suffix within PostgreSQL's 63-byte
+// identifier limit (longer names would be truncated silently).
+const (
+	maxTableLen  = 63 - len("_meta")
+	maxSchemaLen = 63
+)
+
+func newConfig(opts []Option) config {
+	c := config{table: DefaultTable}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	return c
+}
+
+func (c config) validate() error {
+	if err := checkIdent("table", c.table, maxTableLen); err != nil {
+		return err
+	}
+	if c.schema != "" {
+		return checkIdent("schema", c.schema, maxSchemaLen)
+	}
+	return nil
+}
+
+func checkIdent(what, name string, maxLen int) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: pgstore: empty %s name", eventstore.ErrInvalidArgument, what)
+	case len(name) > maxLen:
+		return fmt.Errorf("%w: pgstore: %s name %q is longer than %d bytes", eventstore.ErrInvalidArgument, what, name, maxLen)
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] == 0 {
+			return fmt.Errorf("%w: pgstore: %s name %q holds a NUL byte", eventstore.ErrInvalidArgument, what, name)
+		}
+	}
+	return nil
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// WithSchema puts the tables in the named PostgreSQL schema, which [New]
+// creates if it does not exist. Names are quoted, so any text up to 63 bytes
+// is a valid name, case kept. Tests use a schema per test run to stay apart.
+// Without this option the tables are unqualified and land in the first schema
+// of the connection's search_path (normally "public").
+func WithSchema(name string) Option {
+	return optionFunc(func(c *config) { c.schema = name })
+}
+
+// WithTable names the records table (quoted, up to 58 bytes; the
+// schema-version table gets the same name with a "_meta" suffix). Without
+// this option the table is [DefaultTable].
+func WithTable(name string) Option {
+	return optionFunc(func(c *config) { c.table = name })
+}
