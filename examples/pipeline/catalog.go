@@ -1,0 +1,70 @@
+package pipeline
+
+// metricKind is the Prometheus type a catalog instrument becomes.
+type metricKind int
+
+const (
+	counter   metricKind = iota // OTel counter: name ends in _total
+	gauge                       // OTel up-down counter: a gauge
+	histogram                   // _bucket, _count and _sum series
+)
+
+func (k metricKind) String() string {
+	switch k {
+	case counter:
+		return "counter"
+	case gauge:
+		return "gauge"
+	case histogram:
+		return "histogram"
+	}
+	return "unknown"
+}
+
+// catalogMetric is one row of the telemetry catalog (DESIGN.md, "Telemetry
+// catalog") as Prometheus sees it: the contract the dashboard and the alert
+// rules are written against.
+type catalogMetric struct {
+	Name     string // Prometheus metric family name
+	Kind     metricKind
+	Labels   []string // always present
+	Optional []string // present on some series only (error_type: failures)
+}
+
+// catalogMetrics is the whole catalog, in the order of DESIGN.md.
+var catalogMetrics = []catalogMetric{
+	{Name: "aion_store_operation_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "db_operation_name"}, Optional: []string{"error_type"}},
+	{Name: "aion_workflows_started_total", Kind: counter, Labels: []string{"aion_namespace", "aion_workflow_type"}},
+	{Name: "aion_workflows_completed_total", Kind: counter, Labels: []string{"aion_namespace", "aion_workflow_status"}},
+	{Name: "aion_workflows_reopened_total", Kind: counter, Labels: []string{"aion_namespace"}},
+	{Name: "aion_signals_delivered_total", Kind: counter, Labels: []string{"aion_namespace", "aion_signal_delivery"}},
+	{Name: "aion_schedules_fired_total", Kind: counter, Labels: []string{"aion_namespace"}},
+	{Name: "aion_activities_dispatched_total", Kind: counter, Labels: []string{"aion_namespace", "aion_activity_type"}},
+	{Name: "aion_inflight_activities", Kind: gauge, Labels: []string{"aion_namespace", "aion_activity_type"}},
+	{Name: "aion_activities_completed_total", Kind: counter, Labels: []string{"aion_namespace", "aion_activity_type", "aion_activity_outcome"}},
+	{Name: "aion_activity_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "aion_activity_type", "aion_activity_outcome"}},
+	{Name: "aion_activities_retried_total", Kind: counter, Labels: []string{"aion_namespace", "aion_activity_type"}},
+	{Name: "aion_activity_pairing_evicted_total", Kind: counter, Labels: []string{"aion_namespace"}},
+	{Name: "aion_keyspace_operation_duration_seconds", Kind: histogram, Labels: []string{"db_operation_name"}, Optional: []string{"error_type"}},
+	{Name: "aion_keyspace_append_batch_size", Kind: histogram},
+}
+
+// seriesNames returns the names of the series the metric is stored as in
+// Prometheus.
+func (m catalogMetric) seriesNames() []string {
+	if m.Kind == histogram {
+		return []string{m.Name + "_bucket", m.Name + "_count", m.Name + "_sum"}
+	}
+	return []string{m.Name}
+}
+
+// catalogSeries maps every series name of the catalog to its metric.
+func catalogSeries() map[string]catalogMetric {
+	out := map[string]catalogMetric{}
+	for _, m := range catalogMetrics {
+		for _, s := range m.seriesNames() {
+			out[s] = m
+		}
+	}
+	return out
+}
