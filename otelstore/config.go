@@ -1,0 +1,155 @@
+package otelstore
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/aionotel/aionotel/internal/catalog"
+	"github.com/aionotel/aionotel/pairing"
+)
+
+// ScopeName is the instrumentation scope of every meter and tracer this
+// package creates: its import path. The scope version is the module version.
+const ScopeName = "github.com/aionotel/aionotel/otelstore"
+
+// DefaultTypeCardinalityLimit is how many distinct workflow (and activity)
+// types are recorded as themselves before later new ones become "_other".
+const DefaultTypeCardinalityLimit = 512
+
+// config is what the options set. New applies the defaults first.
+type config struct {
+	meterProvider  metric.MeterProvider
+	tracerProvider trace.TracerProvider
+	namespace      string
+	outboxWake     chan<- struct{}
+	spanFilter     func(context.Context, Operation) bool
+	attributes     []attribute.KeyValue
+	classify       func(error) string
+	tracker        *pairing.Tracker
+	typeLimit      int
+
+	// Seams for tests inside the package.
+	now    func() time.Time
+	handle func(error)
+}
+
+func newConfig(opts []Option) config {
+	c := config{
+		meterProvider:  otel.GetMeterProvider(),
+		tracerProvider: otel.GetTracerProvider(),
+		namespace:      catalog.DefaultNamespace,
+		typeLimit:      DefaultTypeCardinalityLimit,
+		now:            time.Now,
+		handle:         otel.Handle,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	return c
+}
+
+// Option configures [New] and [NewKeyspace].
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// WithMeterProvider sets the MeterProvider the instruments come from. Without
+// it, or given nil, the global provider (otel.GetMeterProvider) is used.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(c *config) {
+		if mp != nil {
+			c.meterProvider = mp
+		}
+	})
+}
+
+// WithTracerProvider sets the TracerProvider spans come from. Without it, or
+// given nil, the global provider (otel.GetTracerProvider) is used.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *config) {
+		if tp != nil {
+			c.tracerProvider = tp
+		}
+	})
+}
+
+// WithNamespace sets the aion.namespace attribute of every metric and span, and
+// the namespace of the activity pairing keys. Without it, or given "", the
+// namespace is "default".
+func WithNamespace(namespace string) Option {
+	return optionFunc(func(c *config) {
+		if namespace != "" {
+			c.namespace = namespace
+		}
+	})
+}
+
+// WithOutboxWake sets a channel that is woken after every successful
+// AppendWithOutbox that staged at least one row: one non-blocking send, so a
+// channel with a buffer of one coalesces wakes and a full channel is never
+// waited on. Nothing is sent for a failed append or an empty row slice. The
+// wake is advisory: a dispatcher must still poll. Without it no wake is sent.
+func WithOutboxWake(wake chan<- struct{}) Option {
+	return optionFunc(func(c *config) { c.outboxWake = wake })
+}
+
+// WithSpanFilter sets a function deciding, per call, whether a span is
+// started; the duration metric is recorded either way. A filtered-out call
+// costs no span and no span attributes. Without it, or given nil, every timed
+// call gets a span.
+func WithSpanFilter(filter func(ctx context.Context, op Operation) bool) Option {
+	return optionFunc(func(c *config) { c.spanFilter = filter })
+}
+
+// WithAttributes adds attributes to every metric point and span the decorator
+// records (and to the pairing metrics of the tracker New makes, when
+// [WithPairing] is not used). Keep them low-cardinality: they are on every
+// metric stream. Without it only the catalog attributes are recorded.
+func WithAttributes(attrs ...attribute.KeyValue) Option {
+	return optionFunc(func(c *config) { c.attributes = append(c.attributes, attrs...) })
+}
+
+// WithErrorClassifier sets a function mapping a failed call's error to the
+// error.type attribute. It is asked first; when it returns "" (or is nil) the
+// default classification applies: sequence_conflict, invalid_token,
+// not_found, not_owner, invalid_argument, unsupported, canceled,
+// deadline_exceeded, else _OTHER. Its results must be low-cardinality: past
+// 64 distinct values, further ones are recorded as _OTHER.
+func WithErrorClassifier(classify func(error) string) Option {
+	return optionFunc(func(c *config) { c.classify = classify })
+}
+
+// WithPairing shares one activity pairing tracker between decorators (several
+// stores of one namespace, or a tracker you read yourself). Without it, or
+// given nil, [New] makes a tracker on the same meter provider with the same
+// attributes and type cardinality limit.
+func WithPairing(t *pairing.Tracker) Option {
+	return optionFunc(func(c *config) {
+		if t != nil {
+			c.tracker = t
+		}
+	})
+}
+
+// WithTypeCardinalityLimit bounds the distinct aion.workflow.type (and, for
+// the tracker New makes, aion.activity.type) values: past n of them, new
+// values are recorded as "_other". Without it, or given n <= 0, the limit is
+// [DefaultTypeCardinalityLimit].
+func WithTypeCardinalityLimit(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.typeLimit = n
+		}
+	})
+}

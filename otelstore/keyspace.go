@@ -1,0 +1,114 @@
+package otelstore
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/catalog"
+	"github.com/aionotel/aionotel/internal/version"
+	"github.com/aionotel/aionotel/keyspace"
+)
+
+// NewKeyspace wraps a transcript keyspace the way [New] wraps an event store:
+// every call gets an "aion.keyspace <operation>" span and an
+// aion.keyspace.operation.duration point, and every committed batch an
+// aion.keyspace.append.batch_size point. Results and errors are inner's,
+// unchanged; Unwrap on the result returns inner.
+//
+// The options that concern events (WithNamespace, WithOutboxWake,
+// WithPairing, WithTypeCardinalityLimit) have no effect here: the keyspace
+// metrics carry only the operation, the error type and WithAttributes. It
+// fails only for a nil inner store ([ErrNilStore]).
+func NewKeyspace(inner keyspace.Store, opts ...Option) (keyspace.Store, error) {
+	if inner == nil {
+		return nil, ErrNilStore
+	}
+	cfg := newConfig(opts)
+	meter := cfg.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(version.Version))
+	k := &keyspaceStore{inner: inner, t: newTelemetry(&cfg, meter)}
+	var err error
+	k.batchSize, err = meter.Int64Histogram(catalog.KeyspaceAppendBatchSize,
+		metric.WithDescription("Events per committed keyspace append."),
+		metric.WithUnit(catalog.UnitEvent),
+		metric.WithExplicitBucketBoundaries(catalog.BatchSizeBoundaries...))
+	if err != nil {
+		cfg.handle(fmt.Errorf("otelstore: creating %s: %w", catalog.KeyspaceAppendBatchSize, err))
+	}
+	if k.batchSize == nil {
+		k.batchSize = noop.Int64Histogram{}
+	}
+	k.batchOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(cfg.attributes...))}
+	return k, nil
+}
+
+type keyspaceStore struct {
+	inner     keyspace.Store
+	t         *telemetry
+	batchSize metric.Int64Histogram
+	batchOpts []metric.RecordOption
+}
+
+var _ keyspace.Store = (*keyspaceStore)(nil)
+
+// Unwrap returns the wrapped keyspace.
+func (k *keyspaceStore) Unwrap() keyspace.Store { return k.inner }
+
+func (k *keyspaceStore) AppendEvents(ctx context.Context, expectedSeq uint64, events []keyspace.ActivityEvent) (head uint64, err error) {
+	c := k.t.begin(ctx, opKeyspaceAppendEvents)
+	defer c.end(&err)
+	if c.recording() {
+		if len(events) > 0 {
+			c.stream(keyspace.KeyOf(events[0]))
+		}
+		c.span.SetAttributes(
+			catalog.ExpectedSeq.Int64(clampInt64(expectedSeq)),
+			catalog.EventCount.Int(len(events)))
+	}
+	head, err = k.inner.AppendEvents(c.ctx, expectedSeq, events)
+	c.stop()
+	if err == nil && len(events) > 0 {
+		k.batchSize.Record(c.ctx, int64(len(events)), k.batchOpts...)
+	}
+	return head, err
+}
+
+func (k *keyspaceStore) Head(ctx context.Context, key keyspace.StreamKey) (_ uint64, err error) {
+	c := k.t.begin(ctx, opKeyspaceHead)
+	defer c.end(&err)
+	c.stream(key)
+	return k.inner.Head(c.ctx, key)
+}
+
+func (k *keyspaceStore) ReadFrom(ctx context.Context, key keyspace.StreamKey, fromSeq uint64, limit int) (_ []keyspace.Record, err error) {
+	c := k.t.begin(ctx, opKeyspaceReadFrom)
+	defer c.end(&err)
+	c.stream(key)
+	return k.inner.ReadFrom(c.ctx, key, fromSeq, limit)
+}
+
+func (k *keyspaceStore) ListStreams(ctx context.Context, workflowID eventstore.WorkflowID, runID eventstore.RunID) (_ []keyspace.StreamSummary, err error) {
+	c := k.t.begin(ctx, opKeyspaceListStreams)
+	defer c.end(&err)
+	if c.recording() {
+		c.span.SetAttributes(
+			catalog.WorkflowID.String(workflowID.String()),
+			catalog.RunID.String(runID.String()))
+	}
+	return k.inner.ListStreams(c.ctx, workflowID, runID)
+}
+
+// stream puts a stream's coordinates on the span, if it is recording.
+func (c *call) stream(key keyspace.StreamKey) {
+	if c.recording() {
+		c.span.SetAttributes(
+			catalog.WorkflowID.String(key.WorkflowID.String()),
+			catalog.RunID.String(key.RunID.String()),
+			catalog.ActivityID.Int64(clampInt64(uint64(key.ActivityID))),
+			catalog.Attempt.Int64(int64(key.Attempt)))
+	}
+}

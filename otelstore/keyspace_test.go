@@ -1,0 +1,112 @@
+package otelstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/otelstore"
+)
+
+func newKeyspace(t *testing.T, h *harness) keyspace.Store {
+	t.Helper()
+	ks, err := otelstore.NewKeyspace(keyspace.NewMemory(), h.options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
+}
+
+func transcript(wf eventstore.WorkflowID, run eventstore.RunID, n int) []keyspace.ActivityEvent {
+	out := make([]keyspace.ActivityEvent, n)
+	for i := range out {
+		out[i] = keyspace.ActivityEvent{WorkflowID: wf, RunID: run, Attempt: 1, AgentID: "agent", WorkerSeq: uint64(i),
+			Content: keyspace.Message{Role: "assistant", Text: "hello"}}
+	}
+	return out
+}
+
+// Every keyspace method makes one "aion.keyspace <op>" span and one duration
+// point; a committed batch records its size.
+func TestKeyspaceCalls(t *testing.T) {
+	h := newHarness(t)
+	ks := newKeyspace(t, h)
+	ctx := context.Background()
+	wf, run := ids()
+	events := transcript(wf, run, 3)
+	key := keyspace.KeyOf(events[0])
+	if _, err := ks.AppendEvents(ctx, 0, events); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks.Head(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks.ReadFrom(ctx, key, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks.ListStreams(ctx, wf, run); err != nil {
+		t.Fatal(err)
+	}
+	ops := []string{"append_events", "head", "read_from", "list_streams"}
+	spans := h.spans.Ended()
+	if len(spans) != len(ops) {
+		t.Fatalf("got %d spans, want %d", len(spans), len(ops))
+	}
+	counts := h.histogramCounts(t, "aion.keyspace.operation.duration")
+	for i, op := range ops {
+		if want := "aion.keyspace " + op; spans[i].Name() != want {
+			t.Errorf("span %d is %q, want %q", i, spans[i].Name(), want)
+		}
+		assertSpanAttr(t, spans[i], otelstore.AttrWorkflowID.String(wf.String()))
+		assertSpanAttr(t, spans[i], otelstore.AttrRunID.String(run.String()))
+		if counts[distinct(otelstore.AttrOperationName.String(op))] != 1 {
+			t.Errorf("no duration point for %s: %v", op, counts)
+		}
+	}
+	assertSpanAttr(t, spans[0], otelstore.AttrEventCount.Int(3))
+
+	m := h.metrics(t)["aion.keyspace.append.batch_size"]
+	hist, ok := m.Data.(metricdata.Histogram[int64])
+	if !ok || len(hist.DataPoints) != 1 || hist.DataPoints[0].Count != 1 || hist.DataPoints[0].Sum != 3 {
+		t.Fatalf("batch size %+v, want one sample of 3", m.Data)
+	}
+	if m.Unit != "{event}" {
+		t.Errorf("batch size unit %q, want {event}", m.Unit)
+	}
+}
+
+// A conflict is classified, and a failed batch records no size.
+func TestKeyspaceConflict(t *testing.T) {
+	h := newHarness(t)
+	ks := newKeyspace(t, h)
+	wf, run := ids()
+	_, err := ks.AppendEvents(context.Background(), 5, transcript(wf, run, 2))
+	var conflict *eventstore.SequenceConflictError
+	if !errors.As(err, &conflict) || conflict.Found != 0 {
+		t.Fatalf("got %v, want a conflict with Found=0", err)
+	}
+	assertSpanAttr(t, h.spans.Ended()[0], otelstore.AttrErrorType.String("sequence_conflict"))
+	assertSpanAttr(t, h.spans.Ended()[0], otelstore.AttrFoundSeq.Int64(0))
+	counts := h.histogramCounts(t, "aion.keyspace.operation.duration")
+	if counts[distinct(otelstore.AttrOperationName.String("append_events"), otelstore.AttrErrorType.String("sequence_conflict"))] != 1 {
+		t.Errorf("duration points %v, want one sequence_conflict", counts)
+	}
+	if _, ok := h.metrics(t)["aion.keyspace.append.batch_size"]; ok {
+		t.Error("a refused batch recorded a batch size")
+	}
+}
+
+func TestKeyspaceUnwrap(t *testing.T) {
+	inner := keyspace.NewMemory()
+	ks, err := otelstore.NewKeyspace(inner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, ok := ks.(interface{ Unwrap() keyspace.Store }); !ok || u.Unwrap() != keyspace.Store(inner) {
+		t.Fatal("Unwrap does not return the inner keyspace")
+	}
+}

@@ -1,0 +1,106 @@
+package otelstore_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/otelstore"
+)
+
+// secret is put in every payload, input, result, message and transcript text;
+// it must never reach an exported attribute, span name, event or status.
+const secret = "s3cr3t-card-4242"
+
+func TestNoPayloadInTelemetry(t *testing.T) {
+	h := newHarness(t)
+	s := h.wrap(t, eventstore.NewMemory())
+	ctx := context.Background()
+	wf, run := ids()
+	p := eventstore.Payload{ContentType: "text/plain", Data: []byte(secret)}
+	e := env(run, 0)
+	events := []eventstore.Event{
+		eventstore.WorkflowStarted{Envelope: e, WorkflowType: "checkout", Input: p, PackageVersion: "v1"},
+		eventstore.SignalReceived{Envelope: e, SignalName: "approve", Input: p},
+		eventstore.ActivityScheduled{Envelope: e, ActivityID: 0, ActivityType: "charge", Input: p},
+		eventstore.ActivityFailed{Envelope: e, ActivityID: 0, Error: eventstore.ActivityError{Kind: eventstore.Retryable, Message: secret, Details: p}},
+		eventstore.ActivityCompleted{Envelope: e, ActivityID: 0, Result: p},
+		eventstore.WorkflowFailed{Envelope: e, Message: secret, Details: p},
+	}
+	rows := []eventstore.OutboxRow{{WorkflowID: wf, RunID: run, Ordinal: 1, ActivityType: "charge", Input: p}}
+	if err := outbox(s).AppendWithOutbox(ctx, eventstore.RecorderToken(), wf, events, 0, rows); err != nil {
+		t.Fatal(err)
+	}
+	// A failing call too: its error is recorded on the span.
+	_ = s.Append(ctx, eventstore.RecorderToken(), wf, events, 0)
+	if _, err := s.ReadHistory(ctx, wf); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutPackage(ctx, eventstore.PackageRecord{WorkflowType: "checkout", ContentHash: "h", Data: []byte(secret)}); err != nil {
+		t.Fatal(err)
+	}
+
+	ks, err := otelstore.NewKeyspace(keyspace.NewMemory(), h.options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := keyspace.ActivityEvent{WorkflowID: wf, RunID: run, AgentID: "agent", Content: keyspace.Message{Role: "user", Text: secret}}
+	if _, err := ks.AppendEvents(ctx, 0, []keyspace.ActivityEvent{ev}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks.ReadFrom(ctx, keyspace.KeyOf(ev), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	var seen int
+	check := func(where string, kvs []attribute.KeyValue) {
+		for _, kv := range kvs {
+			seen++
+			if strings.Contains(kv.Value.Emit(), secret) {
+				t.Errorf("%s: attribute %s carries the payload", where, kv.Key)
+			}
+		}
+	}
+	for _, sp := range h.spans.Ended() {
+		check("span "+sp.Name(), sp.Attributes())
+		for _, ev := range sp.Events() {
+			check("span event "+ev.Name, ev.Attributes)
+		}
+		if strings.Contains(sp.Name()+sp.Status().Description, secret) {
+			t.Errorf("span %s name or status carries the payload", sp.Name())
+		}
+	}
+	for name, m := range h.metrics(t) {
+		for _, attrs := range metricAttributeSets(m) {
+			check("metric "+name, attrs.ToSlice())
+		}
+	}
+	if seen < 50 {
+		t.Fatalf("scanned only %d attributes; the scan is not looking at the telemetry", seen)
+	}
+}
+
+// metricAttributeSets returns the attribute set of every data point.
+func metricAttributeSets(m metricdata.Metrics) []attribute.Set {
+	var out []attribute.Set
+	switch d := m.Data.(type) {
+	case metricdata.Sum[int64]:
+		for _, dp := range d.DataPoints {
+			out = append(out, dp.Attributes)
+		}
+	case metricdata.Histogram[float64]:
+		for _, dp := range d.DataPoints {
+			out = append(out, dp.Attributes)
+		}
+	case metricdata.Histogram[int64]:
+		for _, dp := range d.DataPoints {
+			out = append(out, dp.Attributes)
+		}
+	}
+	return out
+}

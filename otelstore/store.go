@@ -1,0 +1,218 @@
+package otelstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/catalog"
+	"github.com/aionotel/aionotel/internal/version"
+)
+
+// ErrNilStore is returned by [New] and [NewKeyspace] when given no store to
+// wrap.
+var ErrNilStore = errors.New("otelstore: nil inner store")
+
+// New wraps inner so that every call is traced and timed and every committed
+// lifecycle event is counted. The returned store implements exactly the
+// optional capabilities ([eventstore.Outbox], [eventstore.ShardOwner]) that
+// inner implements, forwards every call once with its arguments unchanged,
+// and returns inner's results and error values unchanged. Unwrap on the
+// result returns inner.
+//
+// New fails only for a nil inner store ([ErrNilStore]) or when it cannot make
+// the pairing tracker. Trouble creating instruments is reported to
+// otel.Handle and never fails New or a later call.
+func New(inner eventstore.Store, opts ...Option) (eventstore.Store, error) {
+	if inner == nil {
+		return nil, ErrNilStore
+	}
+	cfg := newConfig(opts)
+	meter := cfg.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(version.Version))
+	life, err := newLifecycle(&cfg, meter, cfg.handle)
+	if err != nil {
+		return nil, err
+	}
+	c := &core{inner: inner, t: newTelemetry(&cfg, meter), life: life, wake: cfg.outboxWake}
+
+	outbox, hasOutbox := inner.(eventstore.Outbox)
+	shards, hasShards := inner.(eventstore.ShardOwner)
+	switch {
+	case hasOutbox && hasShards:
+		return &outboxShardStore{core: c, outboxMethods: outboxMethods{c, outbox}, shardMethods: shardMethods{c, shards}}, nil
+	case hasOutbox:
+		return &outboxStore{core: c, outboxMethods: outboxMethods{c, outbox}}, nil
+	case hasShards:
+		return &shardStore{core: c, shardMethods: shardMethods{c, shards}}, nil
+	default:
+		return &plainStore{core: c}, nil
+	}
+}
+
+// The four shapes New returns, one per capability combination.
+type (
+	plainStore       struct{ *core }
+	outboxStore      struct{ *core; outboxMethods }
+	shardStore       struct{ *core; shardMethods }
+	outboxShardStore struct {
+		*core
+		outboxMethods
+		shardMethods
+	}
+)
+
+var (
+	_ eventstore.Store      = (*plainStore)(nil)
+	_ eventstore.Store      = (*outboxStore)(nil)
+	_ eventstore.Outbox     = (*outboxStore)(nil)
+	_ eventstore.Store      = (*shardStore)(nil)
+	_ eventstore.ShardOwner = (*shardStore)(nil)
+	_ eventstore.Store      = (*outboxShardStore)(nil)
+	_ eventstore.Outbox     = (*outboxShardStore)(nil)
+	_ eventstore.ShardOwner = (*outboxShardStore)(nil)
+)
+
+// core carries the Store methods every shape has.
+type core struct {
+	inner eventstore.Store
+	t     *telemetry
+	life  *lifecycle
+	wake  chan<- struct{}
+}
+
+// Unwrap returns the wrapped store.
+func (s *core) Unwrap() eventstore.Store { return s.inner }
+
+func (s *core) Append(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) (err error) {
+	c := s.t.begin(ctx, opAppend)
+	defer c.end(&err)
+	if c.recording() {
+		c.span.SetAttributes(
+			catalog.WorkflowID.String(workflowID.String()),
+			catalog.ExpectedSeq.Int64(clampInt64(expectedSeq)),
+			catalog.EventCount.Int(len(events)))
+	}
+	err = s.inner.Append(c.ctx, token, workflowID, events, expectedSeq)
+	c.stop()
+	if err == nil {
+		s.life.observe(c.ctx, workflowID, events)
+	}
+	return err
+}
+
+func (s *core) ReadHistory(ctx context.Context, workflowID eventstore.WorkflowID) (_ []eventstore.Event, err error) {
+	c := s.t.begin(ctx, opReadHistory)
+	defer c.end(&err)
+	c.workflow(workflowID)
+	return s.inner.ReadHistory(c.ctx, workflowID)
+}
+
+func (s *core) ReadHistoryFrom(ctx context.Context, workflowID eventstore.WorkflowID, fromSeq uint64) (_ []eventstore.Event, err error) {
+	c := s.t.begin(ctx, opReadHistoryFrom)
+	defer c.end(&err)
+	c.workflow(workflowID)
+	return s.inner.ReadHistoryFrom(c.ctx, workflowID, fromSeq)
+}
+
+func (s *core) ReadRunChain(ctx context.Context, workflowID eventstore.WorkflowID) (_ []eventstore.RunSummary, err error) {
+	c := s.t.begin(ctx, opReadRunChain)
+	defer c.end(&err)
+	c.workflow(workflowID)
+	return s.inner.ReadRunChain(c.ctx, workflowID)
+}
+
+func (s *core) ListWorkflowIDs(ctx context.Context) (_ []eventstore.WorkflowID, err error) {
+	c := s.t.begin(ctx, opListWorkflowIDs)
+	defer c.end(&err)
+	return s.inner.ListWorkflowIDs(c.ctx)
+}
+
+func (s *core) ListActive(ctx context.Context) (_ []eventstore.WorkflowID, err error) {
+	c := s.t.begin(ctx, opListActive)
+	defer c.end(&err)
+	return s.inner.ListActive(c.ctx)
+}
+
+func (s *core) ListPaused(ctx context.Context) (_ []eventstore.WorkflowID, err error) {
+	c := s.t.begin(ctx, opListPaused)
+	defer c.end(&err)
+	return s.inner.ListPaused(c.ctx)
+}
+
+func (s *core) StreamHeads(ctx context.Context) (_ []eventstore.StreamHead, err error) {
+	c := s.t.begin(ctx, opStreamHeads)
+	defer c.end(&err)
+	return s.inner.StreamHeads(c.ctx)
+}
+
+func (s *core) Query(ctx context.Context, filter eventstore.WorkflowFilter) (_ []eventstore.WorkflowSummary, err error) {
+	c := s.t.begin(ctx, opQuery)
+	defer c.end(&err)
+	return s.inner.Query(c.ctx, filter)
+}
+
+func (s *core) ScheduleTimer(ctx context.Context, workflowID eventstore.WorkflowID, timerID eventstore.TimerID, fireAt time.Time, armedSeq uint64) (err error) {
+	c := s.t.begin(ctx, opScheduleTimer)
+	defer c.end(&err)
+	c.workflow(workflowID)
+	return s.inner.ScheduleTimer(c.ctx, workflowID, timerID, fireAt, armedSeq)
+}
+
+func (s *core) ExpiredTimers(ctx context.Context, asOf time.Time) (_ []eventstore.TimerEntry, err error) {
+	c := s.t.begin(ctx, opExpiredTimers)
+	defer c.end(&err)
+	return s.inner.ExpiredTimers(c.ctx, asOf)
+}
+
+func (s *core) RetireTimer(ctx context.Context, workflowID eventstore.WorkflowID, timerID eventstore.TimerID, fireAt time.Time, armedSeq uint64) (_ eventstore.TimerRetirement, err error) {
+	c := s.t.begin(ctx, opRetireTimer)
+	defer c.end(&err)
+	c.workflow(workflowID)
+	return s.inner.RetireTimer(c.ctx, workflowID, timerID, fireAt, armedSeq)
+}
+
+func (s *core) PutPackage(ctx context.Context, record eventstore.PackageRecord) (err error) {
+	c := s.t.begin(ctx, opPutPackage)
+	defer c.end(&err)
+	return s.inner.PutPackage(c.ctx, record)
+}
+
+func (s *core) PutPackageWithRoutes(ctx context.Context, record eventstore.PackageRecord, routeWorkflowTypes []string) (err error) {
+	c := s.t.begin(ctx, opPutPackageWithRoutes)
+	defer c.end(&err)
+	return s.inner.PutPackageWithRoutes(c.ctx, record, routeWorkflowTypes)
+}
+
+func (s *core) ListPackages(ctx context.Context) (_ []eventstore.PackageRecord, err error) {
+	c := s.t.begin(ctx, opListPackages)
+	defer c.end(&err)
+	return s.inner.ListPackages(c.ctx)
+}
+
+func (s *core) DeletePackage(ctx context.Context, workflowType, contentHash string) (err error) {
+	c := s.t.begin(ctx, opDeletePackage)
+	defer c.end(&err)
+	return s.inner.DeletePackage(c.ctx, workflowType, contentHash)
+}
+
+func (s *core) PutPackageRoute(ctx context.Context, workflowType, contentHash string) (err error) {
+	c := s.t.begin(ctx, opPutPackageRoute)
+	defer c.end(&err)
+	return s.inner.PutPackageRoute(c.ctx, workflowType, contentHash)
+}
+
+func (s *core) ListPackageRoutes(ctx context.Context) (_ []eventstore.PackageRoute, err error) {
+	c := s.t.begin(ctx, opListPackageRoutes)
+	defer c.end(&err)
+	return s.inner.ListPackageRoutes(c.ctx)
+}
+
+// workflow puts the workflow ID on the span, if it is recording.
+func (c *call) workflow(workflowID eventstore.WorkflowID) {
+	if c.recording() {
+		c.span.SetAttributes(catalog.WorkflowID.String(workflowID.String()))
+	}
+}

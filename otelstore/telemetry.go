@@ -1,0 +1,198 @@
+package otelstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/catalog"
+	"github.com/aionotel/aionotel/internal/version"
+)
+
+// telemetry is the per-decorator state every call uses: the tracer, the
+// duration histograms and, per operation, everything that can be computed
+// once (span name, span start options, metric record options), so that a
+// call builds no attribute set of its own.
+type telemetry struct {
+	tracer    trace.Tracer
+	filter    func(context.Context, Operation) bool
+	now       func() time.Time
+	handle    func(error)
+	classify  classifier
+	extra     []attribute.KeyValue
+	namespace string
+
+	storeDuration    metric.Float64Histogram
+	keyspaceDuration metric.Float64Histogram
+
+	ops      [numOps]opState
+	errorOps sync.Map // errorKey -> []metric.RecordOption
+}
+
+// opState is what New precomputes for one operation.
+type opState struct {
+	spanName string
+	spanOpts []trace.SpanStartOption
+	attrs    []attribute.KeyValue // the metric attributes of a successful call
+	okOpts   []metric.RecordOption
+}
+
+type errorKey struct {
+	op        opID
+	errorType string
+}
+
+func newTelemetry(c *config, meter metric.Meter) *telemetry {
+	t := &telemetry{
+		tracer:    c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version)),
+		filter:    c.spanFilter,
+		now:       c.now,
+		handle:    c.handle,
+		classify:  newClassifier(c.classify),
+		extra:     c.attributes,
+		namespace: c.namespace,
+	}
+	t.storeDuration = t.histogram(meter, catalog.StoreOperationDuration, "Duration of event store calls.")
+	t.keyspaceDuration = t.histogram(meter, catalog.KeyspaceOperationDuration, "Duration of transcript keyspace calls.")
+
+	for op := range numOps {
+		name := operations[op]
+		st := &t.ops[op]
+		var spanAttrs []attribute.KeyValue
+		if op < firstKeyspaceOp {
+			st.spanName = "aion.store " + string(name)
+			st.attrs = t.metricAttrs(attribute.String(string(catalog.Namespace), c.namespace), catalog.OperationName.String(string(name)))
+			spanAttrs = st.attrs
+		} else {
+			st.spanName = "aion.keyspace " + string(name)
+			st.attrs = t.metricAttrs(catalog.OperationName.String(string(name)))
+			spanAttrs = st.attrs
+		}
+		st.spanOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(spanAttrs...)}
+		st.okOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(st.attrs...))}
+	}
+	return t
+}
+
+// metricAttrs returns attrs followed by the user's extra attributes.
+func (t *telemetry) metricAttrs(attrs ...attribute.KeyValue) []attribute.KeyValue {
+	return append(attrs, t.extra...)
+}
+
+func (t *telemetry) histogram(meter metric.Meter, name, desc string) metric.Float64Histogram {
+	h, err := meter.Float64Histogram(name,
+		metric.WithDescription(desc),
+		metric.WithUnit(catalog.UnitSeconds),
+		metric.WithExplicitBucketBoundaries(catalog.DurationBoundaries...))
+	if err != nil {
+		t.handle(fmt.Errorf("otelstore: creating %s: %w", name, err))
+	}
+	if h == nil {
+		h = noop.Float64Histogram{}
+	}
+	return h
+}
+
+// errorOpts returns the cached record options of a failed call.
+func (t *telemetry) errorOpts(op opID, errorType string) []metric.RecordOption {
+	key := errorKey{op, errorType}
+	if v, ok := t.errorOps.Load(key); ok {
+		return v.([]metric.RecordOption)
+	}
+	attrs := append(append([]attribute.KeyValue(nil), t.ops[op].attrs...), catalog.ErrorType.String(errorType))
+	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
+	v, _ := t.errorOps.LoadOrStore(key, opts)
+	return v.([]metric.RecordOption)
+}
+
+// call is one timed call in progress.
+type call struct {
+	t     *telemetry
+	op    opID
+	ctx   context.Context // the span's context when there is a span
+	span  trace.Span      // nil when the span filter said no
+	start time.Time
+	took  time.Duration // set by stop; 0 means "until finish"
+}
+
+// begin starts timing op and, unless the span filter says no, a span.
+func (t *telemetry) begin(ctx context.Context, op opID) call {
+	c := call{t: t, op: op, ctx: ctx}
+	if t.filter == nil || t.filter(ctx, operations[op]) {
+		st := &t.ops[op]
+		c.ctx, c.span = t.tracer.Start(ctx, st.spanName, st.spanOpts...)
+	}
+	c.start = t.now()
+	return c
+}
+
+// recording reports whether span attributes would be kept; callers build
+// per-call attributes only then.
+func (c *call) recording() bool { return c.span != nil && c.span.IsRecording() }
+
+// end finishes the call. It is deferred with a pointer to the method's error
+// result, so it also sees a panic of the inner store: the span records it and
+// the panic goes on.
+func (c *call) end(errp *error) {
+	if r := recover(); r != nil {
+		c.finish(&panicError{value: r})
+		panic(r)
+	}
+	c.finish(*errp)
+}
+
+// stop ends the timed window before the call's own follow-up work (the
+// lifecycle bookkeeping of an append), which the duration must not include.
+func (c *call) stop() { c.took = max(c.t.now().Sub(c.start), 1) }
+
+func (c *call) finish(err error) {
+	if c.took == 0 {
+		c.stop()
+	}
+	elapsed := c.took.Seconds()
+	opts := c.t.ops[c.op].okOpts
+	if err != nil {
+		errorType := c.t.classify.errorType(err)
+		opts = c.t.errorOpts(c.op, errorType)
+		if c.span != nil {
+			attrs := []attribute.KeyValue{catalog.ErrorType.String(errorType)}
+			var conflict *eventstore.SequenceConflictError
+			if errors.As(err, &conflict) {
+				attrs = append(attrs, catalog.FoundSeq.Int64(clampInt64(conflict.Found)))
+			}
+			c.span.SetAttributes(attrs...)
+			c.span.RecordError(err)
+			c.span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	if c.op < firstKeyspaceOp {
+		c.t.storeDuration.Record(c.ctx, elapsed, opts...)
+	} else {
+		c.t.keyspaceDuration.Record(c.ctx, elapsed, opts...)
+	}
+	if c.span != nil {
+		c.span.End()
+	}
+}
+
+// panicError stands for a panic of the inner store in telemetry.
+type panicError struct{ value any }
+
+func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
+
+// clampInt64 converts a sequence number to an attribute value.
+func clampInt64(v uint64) int64 {
+	if v > 1<<63-1 {
+		return 1<<63 - 1
+	}
+	return int64(v)
+}

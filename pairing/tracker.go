@@ -1,0 +1,207 @@
+package pairing
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/aionotel/aionotel/eventstore"
+)
+
+// Tracker pairs each activity dispatch with its first terminal and records
+// the pairing instruments of the telemetry catalog. See the package
+// documentation for the rules it keeps.
+//
+// A Tracker is safe for concurrent use by multiple goroutines and must not be
+// copied after first use. Its zero value is not ready: create one with [New].
+// Every method of a nil *Tracker is a no-op reporting nothing done.
+type Tracker struct {
+	handle func(error)
+	hash   hasher
+	attrs  *attrCache
+	inst   instruments
+	lastNS atomic.Pointer[nsAttrs] // see namespaceHash
+	live   *table
+}
+
+// New returns a Tracker configured by opts.
+//
+// Telemetry trouble never fails New: an error creating an instrument is
+// reported to otel.Handle and the tracker keeps working, pairing entries
+// correctly, with a no-op instrument in its place. The only error New returns
+// is a misused option: [WithAttributes] given an empty key or a key the
+// tracker sets itself, matching [ErrInvalidOption] with errors.Is. (The
+// design contract fixes the (T, error) signature; this is its one use.)
+func New(opts ...Option) (*Tracker, error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	h := newHasher()
+	return &Tracker{
+		handle: c.handle,
+		hash:   h,
+		attrs:  newAttrCache(h, c.attrs, c.typeLimit),
+		inst:   newInstruments(c.meterProvider, c.handle),
+		live:   newTable(c.maxInFlight),
+	}, nil
+}
+
+// Dispatched records the dispatch of the activity key, of type activityType,
+// at time at. If key is not live, it becomes a live entry remembering the
+// type and at, aion.activities.dispatched is counted and
+// aion.inflight_activities raised by one, and Dispatched returns true. If the
+// new entry takes the tracker past [WithMaxInFlight] live entries, the oldest
+// one is evicted before Dispatched returns.
+//
+// A dispatch of a key that is already live (a re-driven append) changes
+// nothing and returns false: the first dispatch time and type stay. (It
+// makes a provisional gauge increment and takes it back; see "Concurrency
+// and cost" in the package documentation.)
+//
+// An empty activityType is recorded as "_unknown"; one past the
+// [WithTypeCardinalityLimit] as "_other". ctx is passed to the instruments.
+func (t *Tracker) Dispatched(ctx context.Context, key Key, activityType string, at time.Time) bool {
+	if t == nil {
+		return false
+	}
+	key.normalize()
+	ta := t.attrs.forType(key.Namespace, activityType)
+	if t.lastNS.Load() != ta.ns {
+		t.lastNS.Store(ta.ns)
+	}
+	runHash, keyHash := t.hash.hashesFrom(ta.ns.hash, key)
+	// Raise the gauge before the entry exists, so that the decrement of any
+	// terminal that finds the entry follows this increment: the exported
+	// value never dips below the live count, it only runs ahead of it while
+	// calls are in progress. No instrument is called under a lock.
+	t.inst.inflight.Add(ctx, 1, ta.base...)
+	added, over := t.live.add(key, runHash, keyHash, ta, at)
+	if !added {
+		// A duplicate: take the increment back.
+		t.inst.inflight.Add(ctx, -1, ta.base...)
+		return false
+	}
+	t.inst.dispatched.Add(ctx, 1, ta.base...)
+	for over && t.live.overBound() {
+		evicted, ok := t.live.evictOldest()
+		if !ok {
+			break
+		}
+		t.inst.inflight.Add(ctx, -1, evicted.base...)
+		t.inst.evicted.Add(ctx, 1, evicted.ns.evicted...)
+	}
+	return true
+}
+
+// Finished records the terminal of the activity key with outcome at time at.
+// If key is live, the entry is removed, aion.inflight_activities lowered by
+// one, aion.activities.completed counted and at minus the dispatch time
+// recorded in aion.activity.duration (0 if at is before the dispatch), all
+// under the remembered type and outcome, and Finished returns true.
+//
+// A terminal with no live entry (a duplicate, a terminal whose dispatch this
+// process never saw or already evicted) is a no-op returning false: no gauge
+// movement, no completion.
+//
+// An outcome that is not one of the [Outcome] constants is refused: it is
+// reported to otel.Handle as [ErrInvalidOutcome], the entry stays live, and
+// Finished returns false. ctx is passed to the instruments.
+func (t *Tracker) Finished(ctx context.Context, key Key, outcome Outcome, at time.Time) bool {
+	if t == nil {
+		return false
+	}
+	oi := outcome.index()
+	if oi < 0 {
+		t.handle(fmt.Errorf("%w %q (want one of the pairing.Outcome constants)", ErrInvalidOutcome, string(outcome)))
+		return false
+	}
+	key.normalize()
+	runHash, keyHash := t.hash.hashesFrom(t.namespaceHash(key.Namespace), key)
+	ta, dispatchedAt, ok := t.live.take(key, runHash, keyHash)
+	if !ok {
+		return false
+	}
+	t.settle(ctx, ta, oi, dispatchedAt, at)
+	return true
+}
+
+// namespaceHash returns the hash of namespace ns, from the namespace of the
+// latest new dispatch when it is the same (the common single-namespace case),
+// else computed.
+func (t *Tracker) namespaceHash(ns string) uint64 {
+	if na := t.lastNS.Load(); na != nil && na.name == ns {
+		return na.hash
+	}
+	return t.hash.namespace(ns)
+}
+
+// settle records the end of one removed entry.
+func (t *Tracker) settle(ctx context.Context, ta *typeAttrs, outcome int, dispatchedAt, at time.Time) {
+	t.inst.inflight.Add(ctx, -1, ta.base...)
+	t.inst.completed.Add(ctx, 1, ta.completed[outcome]...)
+	t.inst.duration.Record(ctx, seconds(dispatchedAt, at), ta.duration[outcome]...)
+}
+
+// seconds returns to - from in seconds, never negative.
+func seconds(from, to time.Time) float64 {
+	d := to.Sub(from)
+	if d < 0 {
+		return 0
+	}
+	return d.Seconds()
+}
+
+// Retried records a retry of the activity key at time at. If key is live,
+// aion.activities.retried is counted under the remembered type and Retried
+// returns true; the entry stays live and keeps its dispatch time, so its
+// eventual duration covers every attempt (schedule-to-close latency) and a
+// retry does not make it younger for eviction. A retry of a key that is not
+// live is a no-op returning false.
+//
+// at is accepted for symmetry with the other events and is not recorded
+// today. ctx is passed to the instrument.
+func (t *Tracker) Retried(ctx context.Context, key Key, at time.Time) bool {
+	if t == nil {
+		return false
+	}
+	key.normalize()
+	runHash, keyHash := t.hash.hashesFrom(t.namespaceHash(key.Namespace), key)
+	ta := t.live.attrsOf(key, runHash, keyHash)
+	if ta == nil {
+		return false
+	}
+	t.inst.retried.Add(ctx, 1, ta.base...)
+	return true
+}
+
+// AbandonRun settles every live entry of one run (namespace, workflowID,
+// runID) at time at, as if each had finished with [OutcomeAbandoned]: the
+// gauge is lowered, the completion counted and the duration recorded for
+// each. It returns the number of entries settled. Other runs, including
+// other runs of the same workflow, are untouched. The cost is proportional
+// to the run's live entries, not to the tracker's. An empty namespace is
+// "default". ctx is passed to the instruments.
+func (t *Tracker) AbandonRun(ctx context.Context, namespace string, workflowID eventstore.WorkflowID, runID eventstore.RunID, at time.Time) int {
+	if t == nil {
+		return 0
+	}
+	rk := runKey{namespace: namespaceOf(namespace), workflowID: workflowID, runID: runID}
+	var buf [16]settled
+	done := t.live.takeRun(rk, t.hash.run(rk), buf[:0])
+	oi := OutcomeAbandoned.index()
+	for _, s := range done {
+		t.settle(ctx, s.attrs, oi, s.at, at)
+	}
+	return len(done)
+}
+
+// InFlight returns the number of live entries now: dispatched, not finished,
+// not abandoned and not evicted.
+func (t *Tracker) InFlight() int {
+	if t == nil {
+		return 0
+	}
+	return t.live.len()
+}
