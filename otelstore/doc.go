@@ -72,6 +72,16 @@
 // the one the append names. An event with a zero RecordedAt is observed at
 // the decorator's clock.
 //
+// Batches are observed in history order per workflow. Two appends to one
+// workflow can be in flight together and return in either order; a batch
+// that committed is therefore observed only once no append of the same
+// workflow with a smaller expected seq is still in flight in this decorator
+// (the last of them to return observes the waiting batches in order).
+// Otherwise a WorkflowCompleted seen before the ActivityCompleted that
+// precedes it would settle that activity as abandoned, and an
+// ActivityScheduled seen after its ActivityCancelled would leak an in-flight
+// slot. Appends made by other processes are not waited for.
+//
 // # Cardinality
 //
 // Workflow and activity types are user data. Past [WithTypeCardinalityLimit]

@@ -33,6 +33,8 @@ type lifecycle struct {
 	signalOpts []metric.AddOption // + aion.signal.delivery=resident
 	statusOpts map[eventstore.WorkflowStatus][]metric.AddOption
 
+	order orderer // observation in history order, per workflow
+
 	types     *cardinality.Limiter
 	extra     []attribute.KeyValue
 	typeMu    sync.RWMutex
@@ -114,8 +116,19 @@ func (l *lifecycle) typeOpts(workflowType string) []metric.AddOption {
 	return opts
 }
 
+// beginAppend registers an append about to reach the inner store; endAppend,
+// deferred right after it, observes the batch if it committed, in history
+// order (see orderer).
+func (l *lifecycle) beginAppend(workflowID eventstore.WorkflowID, expectedSeq uint64) {
+	l.order.start(workflowID, expectedSeq)
+}
+
+func (l *lifecycle) endAppend(ctx context.Context, workflowID eventstore.WorkflowID, expectedSeq uint64, events []eventstore.Event, committed bool) {
+	l.order.finish(ctx, workflowID, expectedSeq, events, committed, l)
+}
+
 // observe records what the committed events mean. It runs only after the
-// inner store accepted them.
+// inner store accepted them, and for one workflow in history order.
 func (l *lifecycle) observe(ctx context.Context, workflowID eventstore.WorkflowID, events []eventstore.Event) {
 	for _, ev := range events {
 		env := ev.EventEnvelope()

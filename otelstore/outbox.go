@@ -24,10 +24,13 @@ func (o outboxMethods) AppendWithOutbox(ctx context.Context, token eventstore.Wr
 			catalog.EventCount.Int(len(events)),
 			catalog.OutboxRowCount.Int(len(rows)))
 	}
+	o.c.life.beginAppend(workflowID, expectedSeq)
+	committed := false
+	defer func() { o.c.life.endAppend(c.ctx, workflowID, expectedSeq, events, committed) }()
 	err = o.inner.AppendWithOutbox(c.ctx, token, workflowID, events, expectedSeq, rows)
 	c.stop()
-	if err == nil {
-		o.c.life.observe(c.ctx, workflowID, events)
+	committed = err == nil
+	if committed {
 		if len(rows) > 0 && o.c.wake != nil {
 			select {
 			case o.c.wake <- struct{}{}:

@@ -95,11 +95,12 @@ func (s *core) Append(ctx context.Context, token eventstore.WriteToken, workflow
 			catalog.ExpectedSeq.Int64(clampInt64(expectedSeq)),
 			catalog.EventCount.Int(len(events)))
 	}
+	s.life.beginAppend(workflowID, expectedSeq)
+	committed := false
+	defer func() { s.life.endAppend(c.ctx, workflowID, expectedSeq, events, committed) }()
 	err = s.inner.Append(c.ctx, token, workflowID, events, expectedSeq)
 	c.stop()
-	if err == nil {
-		s.life.observe(c.ctx, workflowID, events)
-	}
+	committed = err == nil
 	return err
 }
 

@@ -1,0 +1,111 @@
+package otelstore_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/otelstore"
+)
+
+// gated is a store whose Append at one expected seq commits, then holds its
+// return until released: the race in which a later append returns first.
+type gated struct {
+	*eventstore.Memory
+	holdAt  uint64
+	reached chan struct{}
+	release chan struct{}
+}
+
+func newGated(holdAt uint64) *gated {
+	return &gated{Memory: eventstore.NewMemory(), holdAt: holdAt, reached: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *gated) Append(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) error {
+	err := g.Memory.Append(ctx, tok, wf, events, expectedSeq)
+	if expectedSeq == g.holdAt {
+		close(g.reached)
+		<-g.release
+	}
+	return err
+}
+
+// raceAppends commits early (held) and then late, lets late return first,
+// then releases early.
+func raceAppends(t *testing.T, s eventstore.Store, g *gated, w *writer, early, late []eventstore.Event) {
+	t.Helper()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.Append(context.Background(), eventstore.RecorderToken(), w.wf, early, g.holdAt); err != nil {
+			t.Errorf("early append: %v", err)
+		}
+	})
+	<-g.reached
+	if err := s.Append(context.Background(), eventstore.RecorderToken(), w.wf, late, g.holdAt+uint64(len(early))); err != nil {
+		t.Fatalf("late append: %v", err)
+	}
+	close(g.release)
+	wg.Wait()
+}
+
+// A dispatch whose append returns after the append that cancels it must not
+// leak an in-flight slot.
+func TestObservationFollowsHistoryOrderNoLeak(t *testing.T) {
+	h := newHarness(t)
+	g := newGated(1)
+	s := h.wrap(t, struct{ eventstore.Store }{g})
+	w := newWriter(t, s)
+	w.append(eventstore.WorkflowStarted{Envelope: w.env(0), WorkflowType: "checkout"})
+	raceAppends(t, s, g, w,
+		[]eventstore.Event{w.scheduled(0, "charge", 0)},
+		[]eventstore.Event{
+			eventstore.ActivityCancelled{Envelope: w.env(time.Second), ActivityID: 0},
+			eventstore.WorkflowCancelled{Envelope: w.env(time.Second)},
+		})
+	h.assertSum(t, "aion.inflight_activities", false, point(0, ns, charge))
+	h.assertSum(t, "aion.activities.completed", true, point(1, ns, charge, otelstore.AttrActivityOutcome.String("cancelled")))
+}
+
+// A terminal whose append returns after the workflow's completion keeps its
+// own outcome; it is not settled as abandoned.
+func TestObservationFollowsHistoryOrderOutcome(t *testing.T) {
+	h := newHarness(t)
+	g := newGated(2)
+	s := h.wrap(t, struct{ eventstore.Store }{g})
+	w := newWriter(t, s)
+	w.append(eventstore.WorkflowStarted{Envelope: w.env(0), WorkflowType: "checkout"}, w.scheduled(0, "charge", 0))
+	raceAppends(t, s, g, w,
+		[]eventstore.Event{w.completed(0, time.Second)},
+		[]eventstore.Event{eventstore.WorkflowCompleted{Envelope: w.env(2 * time.Second)}})
+	h.assertSum(t, "aion.activities.completed", true, point(1, ns, charge, succeeded))
+	h.assertSum(t, "aion.inflight_activities", false, point(0, ns, charge))
+}
+
+// A batch held back by an earlier append is released when that append fails.
+func TestObservationNotStuckBehindFailedAppend(t *testing.T) {
+	h := newHarness(t)
+	g := newGated(1) // a stale append at seq 1: it conflicts, after holding
+	s := h.wrap(t, struct{ eventstore.Store }{g})
+	w := newWriter(t, s)
+	w.append(eventstore.WorkflowStarted{Envelope: w.env(0), WorkflowType: "checkout"})
+	w.head = 1
+	if err := g.Memory.Append(context.Background(), eventstore.RecorderToken(), w.wf, []eventstore.Event{eventstore.SignalReceived{Envelope: w.env(0)}}, 1); err != nil {
+		t.Fatal(err) // another writer took seq 2: the held append will conflict
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.Append(context.Background(), eventstore.RecorderToken(), w.wf, []eventstore.Event{w.scheduled(9, "lost", 0)}, 1); err == nil {
+			t.Error("the stale append succeeded")
+		}
+	})
+	<-g.reached
+	w.head = 2
+	w.append(w.scheduled(0, "charge", 0))
+	h.assertSum(t, "aion.activities.dispatched", true) // held behind the earlier append
+	close(g.release)
+	wg.Wait()
+	h.assertSum(t, "aion.activities.dispatched", true, point(1, ns, charge))
+	h.assertSum(t, "aion.inflight_activities", false, point(1, ns, charge))
+}
