@@ -10,9 +10,15 @@ import (
 
 // Capability shapes cut out of a Memory, which has both.
 type (
-	plainOnly   struct{ eventstore.Store }
-	outboxOnly  struct{ plainOnly; eventstore.Outbox }
-	shardsOnly  struct{ plainOnly; eventstore.ShardOwner }
+	plainOnly  struct{ eventstore.Store }
+	outboxOnly struct {
+		plainOnly
+		eventstore.Outbox
+	}
+	shardsOnly struct {
+		plainOnly
+		eventstore.ShardOwner
+	}
 	outboxShard struct {
 		plainOnly
 		eventstore.Outbox

@@ -54,9 +54,15 @@ func New(inner eventstore.Store, opts ...Option) (eventstore.Store, error) {
 
 // The four shapes New returns, one per capability combination.
 type (
-	plainStore       struct{ *core }
-	outboxStore      struct{ *core; outboxMethods }
-	shardStore       struct{ *core; shardMethods }
+	plainStore  struct{ *core }
+	outboxStore struct {
+		*core
+		outboxMethods
+	}
+	shardStore struct {
+		*core
+		shardMethods
+	}
 	outboxShardStore struct {
 		*core
 		outboxMethods
