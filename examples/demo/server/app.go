@@ -28,6 +28,16 @@ type Config struct {
 	// DrainGrace is how long started workflows may go on finishing once the
 	// run stops, before the rest are cancelled.
 	DrainGrace time.Duration
+	// Keyspace names the transcript keyspace: [MemoryKeyspace] (or ""), or
+	// NAME:ARG for the [Backend] whose Scheme is NAME, opened with ARG (a
+	// bbolt file's path, a PostgreSQL DSN). [Config.Validate] checks the
+	// syntax; [Main] checks that NAME is one of its backends. The workflow
+	// histories are in memory whatever it says. A durable keyspace outlives
+	// the run: run again with the same Seed, the server draws the same
+	// workflow and run IDs, and the transcripts of the streams already
+	// written are dropped as re-deliveries ([Command] draws a random seed
+	// when -seed is not given, for this reason).
+	Keyspace string
 }
 
 // DefaultConfig returns the demo's defaults.
@@ -39,6 +49,7 @@ func DefaultConfig() Config {
 		Listen:     DefaultListen,
 		Seed:       DefaultSeed,
 		DrainGrace: DefaultDrainGrace,
+		Keyspace:   MemoryKeyspace,
 	}
 }
 
@@ -70,24 +81,65 @@ func (c Config) Validate() error {
 	if c.DrainGrace < 0 {
 		bad("-drain %s: must not be negative", c.DrainGrace)
 	}
+	if _, _, err := parseKeyspace(c.Keyspace); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
-// Main runs the demo: it starts the telemetry pipeline, runs a [Server] with
-// a progress display until cfg.Duration has passed or ctx is done, drains it,
-// prints the summary, and flushes and shuts the pipeline down.
+// validate is [Config.Validate], plus the check that the keyspace is the
+// memory one or one of backends.
+func (c Config) validate(backends []Backend) error {
+	err := c.Validate()
+	if _, _, perr := parseKeyspace(c.Keyspace); perr == nil {
+		if _, _, rerr := resolveKeyspace(c.Keyspace, backends); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
+}
+
+// Main runs the demo: it opens the transcript keyspace cfg.Keyspace names
+// (a keyspace.Memory, or one of backends), starts the telemetry pipeline,
+// runs a [Server] with a progress display until cfg.Duration has passed or
+// ctx is done, drains it, prints the summary, flushes and shuts the pipeline
+// down, and closes the keyspace.
 //
 // Progress and summary go to stdout, except with the stdout exporter, whose
 // JSON takes stdout: they go to stderr then. The progress display is a live
 // line if that writer is a terminal ([IsTerminal]), plain lines every 5 s
 // otherwise.
 //
-// It returns an error matching [ErrInvalidConfig] for a bad cfg, a
-// *[ListenError] when the Prometheus endpoint cannot listen, and otherwise
-// the errors of starting or shutting down the pipeline.
-func Main(ctx context.Context, cfg Config, stdout, stderr io.Writer) (err error) {
-	if err := cfg.Validate(); err != nil {
+// It returns an error matching [ErrInvalidBackend] for an unusable backend,
+// one matching [ErrInvalidConfig] for a bad cfg (and [ErrUnknownBackend] too
+// for a keyspace none of backends has), both before opening or starting
+// anything; one matching [ErrKeyspaceOpen] when the keyspace cannot be
+// opened; a *[ListenError] when the Prometheus endpoint cannot listen; and
+// otherwise the errors of starting or shutting down the pipeline and of
+// closing the keyspace.
+func Main(ctx context.Context, cfg Config, stdout, stderr io.Writer, backends ...Backend) (err error) {
+	if err := checkBackends(backends); err != nil {
 		return err
+	}
+	if err := cfg.validate(backends); err != nil {
+		return err
+	}
+	backend, arg, err := resolveKeyspace(cfg.Keyspace, backends)
+	if err != nil {
+		return err // not reached: validate resolved it
+	}
+	keys, closer, err := openKeyspace(ctx, backend, arg)
+	if err != nil {
+		return err
+	}
+	if closer != nil {
+		// Deferred first, so run last: after the telemetry shutdown, when
+		// nothing writes to the keyspace any more.
+		defer func() {
+			if cerr := closer.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("-keyspace %s:...: close: %w", backend.Scheme, cerr))
+			}
+		}()
 	}
 	status := stdout
 	tcfg := TelemetryConfig{Exporter: cfg.Exporter, Listen: cfg.Listen}
@@ -114,6 +166,7 @@ func Main(ctx context.Context, cfg Config, stdout, stderr io.Writer) (err error)
 		WithSeed(cfg.Seed),
 		WithMaxInFlight(cfg.MaxInFlight),
 		WithDrainGrace(cfg.DrainGrace),
+		WithKeyspace(keys),
 	)
 	if err != nil {
 		return err
@@ -123,6 +176,9 @@ func Main(ctx context.Context, cfg Config, stdout, stderr io.Writer) (err error)
 		fmt.Fprintf(status, "serving metrics at http://%s/metrics\n", tel.Addr())
 	case ExporterOTLP:
 		fmt.Fprintf(status, "exporting metrics and spans over OTLP/gRPC to %s\n", otlpTarget())
+	}
+	if backend.Scheme != "" {
+		fmt.Fprintf(status, "keeping agent transcripts in the %s keyspace (IDs from seed %d); workflow histories stay in memory\n", backend.Scheme, cfg.Seed)
 	}
 	until := "until interrupted (Ctrl-C)"
 	if cfg.Duration > 0 {

@@ -2,12 +2,16 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"math"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aionotel/aionotel/keyspace"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -27,7 +31,12 @@ func TestConfigValidate(t *testing.T) {
 		{"prometheus without an address", func(c *Config) { c.Listen = "" }, []string{"-listen"}},
 		{"negative bound", func(c *Config) { c.MaxInFlight = -1 }, []string{"-max-inflight -1"}},
 		{"negative drain", func(c *Config) { c.DrainGrace = -time.Second }, []string{"-drain -1s"}},
-		{"every error at once", func(c *Config) { c.Workers, c.Rate = -2, -1 }, []string{"-workers -2", "-rate -1"}},
+		{"memory keyspace", func(c *Config) { c.Keyspace = "memory" }, nil},
+		{"empty keyspace is memory", func(c *Config) { c.Keyspace = "" }, nil},
+		{"any backend name is syntax", func(c *Config) { c.Keyspace = "bolt:/tmp/demo.db" }, nil},
+		{"keyspace without a name", func(c *Config) { c.Keyspace = "/tmp/demo.db" }, []string{"-keyspace: want memory, bolt:PATH or postgres:DSN"}},
+		{"keyspace without an argument", func(c *Config) { c.Keyspace = "bolt:" }, []string{"-keyspace bolt: nothing after the colon"}},
+		{"every error at once", func(c *Config) { c.Workers, c.Rate, c.Keyspace = -2, -1, "bolt" }, []string{"-workers -2", "-rate -1", "-keyspace bolt"}},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,6 +70,34 @@ func TestMainRefusesBadConfigBeforeStarting(t *testing.T) {
 	}
 	if stdout.Len()+stderr.Len() != 0 {
 		t.Errorf("Main wrote output for a bad config: %q %q", stdout.String(), stderr.String())
+	}
+}
+
+// TestMainRefusesUnknownKeyspace: a keyspace none of Main's backends has is
+// a configuration error, found before anything is opened or started.
+func TestMainRefusesUnknownKeyspace(t *testing.T) {
+	opened := false
+	pg := Backend{Scheme: "postgres", Open: func(context.Context, string) (keyspace.Store, io.Closer, error) {
+		opened = true
+		return keyspace.NewMemory(), nil, nil
+	}}
+	var stdout, stderr bytes.Buffer
+	cfg := DefaultConfig()
+	cfg.Keyspace = "bolt:/tmp/demo.db"
+	err := Main(t.Context(), cfg, &stdout, &stderr, pg)
+	if !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, ErrUnknownBackend) {
+		t.Fatalf("Main = %v, want ErrInvalidConfig and ErrUnknownBackend", err)
+	}
+	if opened || stdout.Len()+stderr.Len() != 0 {
+		t.Errorf("Main opened a backend (%t) or wrote output: %q %q", opened, stdout.String(), stderr.String())
+	}
+}
+
+// TestMainRefusesInvalidBackend: an unusable Backend fails Main before it
+// looks at the config.
+func TestMainRefusesInvalidBackend(t *testing.T) {
+	if err := Main(t.Context(), DefaultConfig(), &bytes.Buffer{}, &bytes.Buffer{}, Backend{Scheme: "bolt"}); !errors.Is(err, ErrInvalidBackend) {
+		t.Fatalf("Main = %v, want ErrInvalidBackend", err)
 	}
 }
 

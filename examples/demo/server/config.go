@@ -6,6 +6,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/aionotel/aionotel/keyspace"
 )
 
 // Defaults of the options, which are also the demo's flag defaults.
@@ -27,6 +29,7 @@ type config struct {
 	namespace      string
 	maxInFlight    int
 	drainGrace     time.Duration
+	keys           keyspace.Store
 }
 
 func newConfig(opts []Option) config {
@@ -38,6 +41,7 @@ func newConfig(opts []Option) config {
 		seed:           DefaultSeed,
 		now:            time.Now,
 		drainGrace:     DefaultDrainGrace,
+		keys:           keyspace.NewMemory(),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -141,6 +145,19 @@ func WithDrainGrace(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d >= 0 {
 			c.drainGrace = d
+		}
+	})
+}
+
+// WithKeyspace sets the transcript keyspace, where agent activities write
+// their transcripts through the Sequencers of the two simulated nodes. The
+// server wraps it with otelstore.NewKeyspace, as it does the default one. It
+// does not close it: the caller does, once [Server.Run] has returned.
+// Without it, or given nil, each server gets a fresh keyspace.Memory.
+func WithKeyspace(store keyspace.Store) Option {
+	return optionFunc(func(c *config) {
+		if store != nil {
+			c.keys = store
 		}
 	})
 }

@@ -1,20 +1,24 @@
 // Package server is the simulated workflow server behind the aionotel demo
 // (go run ./examples/demo). It runs a small durable workflow engine on the
-// in-memory reference stores, wrapped by otelstore, so that every metric of
-// the telemetry catalog moves the way it would in production: store call
-// latencies, workflows started and closed by status, signals, schedules,
+// in-memory reference stores (or, for the agent transcripts, a durable
+// keyspace: see "Keyspace backends"), wrapped by otelstore, so that every
+// metric of the telemetry catalog moves the way it would in production: store
+// call latencies, workflows started and closed by status, signals, schedules,
 // activities dispatched, in flight, completed by outcome, retried, and the
 // transcript keyspace's append latency and batch size.
 //
-// Main runs it the way the command does; tests and other programs can build
-// the pieces themselves: [StartTelemetry] for an exporter pipeline, [New] with
-// [WithMeterProvider] and [WithTracerProvider] for the server, and
-// [Server.Run], which returns a [Summary] once the server has drained.
+// [Command] is the command line: it parses the flags into a [Config], prints
+// the usage and maps errors to exit statuses; [Main] runs a Config. Tests and
+// other programs can build the pieces themselves: [StartTelemetry] for an
+// exporter pipeline, [New] with [WithMeterProvider], [WithTracerProvider] and
+// [WithKeyspace] for the server, and [Server.Run], which returns a [Summary]
+// once the server has drained.
 //
 // # What is simulated
 //
-// The stores are an eventstore.Memory and a keyspace.Memory, wrapped by
-// otelstore.New and otelstore.NewKeyspace, sharing one pairing.Tracker. The
+// The stores are an eventstore.Memory and a keyspace.Memory (or the keyspace
+// given to [WithKeyspace]), wrapped by otelstore.New and
+// otelstore.NewKeyspace, sharing one pairing.Tracker. The
 // event store's outbox wake (otelstore.WithOutboxWake) goes to a channel with
 // a buffer of one.
 //
@@ -108,6 +112,42 @@
 // ([WithClock], time.Now by default) stamps events and outbox rows and
 // decides timer expiry; waiting uses real time.
 //
+// # Keyspace backends
+//
+// The -keyspace flag ([Config].Keyspace) says where the agent transcripts
+// go: "memory" (the default: a keyspace.Memory), or NAME:ARG for a
+// [Backend] whose Scheme is NAME, opened with ARG, everything after the
+// first colon, verbatim. The workflow histories stay in an
+// eventstore.Memory whatever the flag says.
+//
+// This package registers no durable backend, and neither does the demo of
+// the root module: the bbolt and PostgreSQL keyspaces are nested modules
+// (keyspace/boltstore and keyspace/pgstore) so that a build which does not
+// import them links neither go.etcd.io/bbolt nor pgx, and the root module's
+// go.mod lists neither. Each nested module has its own demo main, the same
+// command with its backend passed to [Command]:
+//
+//	cd keyspace/boltstore && go run ./cmd/demo -keyspace bolt:/tmp/demo.db
+//	cd keyspace/pgstore && go run ./cmd/demo -keyspace postgres:postgres://USER:PASSWORD@localhost:5432/DB
+//
+// A -keyspace NAME the build does not have is a usage error (exit status 2,
+// [ErrUnknownBackend]) whose message gives the command line of the demo that
+// has it. The syntax is checked by [Config.Validate]; that NAME is
+// registered, by [Main] and [Command], before anything is opened or started.
+// Errors never quote ARG, which may be a DSN holding a password.
+//
+// [Main] opens the keyspace first (a failure is [ErrKeyspaceOpen], exit
+// status 1, and nothing has started), hands it to the server with
+// [WithKeyspace], and closes it last, after the run has drained and the
+// telemetry pipeline has shut down; a Close error fails the run.
+//
+// A durable keyspace outlives the run, while the histories do not: a second
+// run with the same seed would draw the same workflow and run IDs, and its
+// transcripts would land in the first run's streams, where the Sequencer
+// drops them as re-deliveries. So with a keyspace other than memory,
+// [Command] draws the seed at random unless -seed is given, and the start
+// banner shows it.
+//
 // # Exporters
 //
 // [StartTelemetry] builds SDK providers on one resource ([NewResource]:
@@ -132,8 +172,9 @@
 //
 // The in-memory stores keep every history and transcript for the life of the
 // process: at the default rate (20 workflows/s) the heap grows by about 25 MB
-// a minute, more than half of it transcripts. The demo is meant to run for
-// minutes or a few hours, not for days.
+// a minute, more than half of it transcripts (a durable keyspace takes those
+// out of the heap). The demo is meant to run for minutes or a few hours, not
+// for days.
 //
 // # Concurrency
 //

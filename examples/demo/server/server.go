@@ -52,7 +52,7 @@ type Server struct {
 	cfg     config
 	rng     *lockedRand
 	mem     *eventstore.Memory
-	keys    *keyspace.Memory
+	keys    keyspace.Store // as given to WithKeyspace, not instrumented
 	store   countedStore
 	tracker *pairing.Tracker
 	// seqs are the Sequencers of two server nodes writing the same keyspace:
@@ -84,8 +84,9 @@ type workflow struct {
 	queued atomic.Bool
 }
 
-// New makes a server: an eventstore.Memory and a keyspace.Memory, each wrapped
-// by otelstore (New and NewKeyspace) on the configured providers, with one
+// New makes a server: an eventstore.Memory and the transcript keyspace (a
+// keyspace.Memory, or the store given to [WithKeyspace]), each wrapped by
+// otelstore (New and NewKeyspace) on the configured providers, with one
 // pairing tracker and an outbox wake channel. It fails only if a decorator or
 // the tracker cannot be made.
 func New(opts ...Option) (*Server, error) {
@@ -94,7 +95,7 @@ func New(opts ...Option) (*Server, error) {
 		cfg:       cfg,
 		rng:       newLockedRand(cfg.seed),
 		mem:       eventstore.NewMemory(),
-		keys:      keyspace.NewMemory(),
+		keys:      cfg.keys,
 		wake:      make(chan struct{}, 1),
 		wfPool:    newPool(),
 		actPool:   newPool(),
