@@ -38,7 +38,12 @@ type orderShard struct {
 type workflowOrder struct {
 	inFlight []uint64 // expected seqs of this decorator's appends in progress
 	waiting  []committedBatch
+	buf      [2]uint64 // inFlight's storage for the common case
 }
+
+// orders recycles workflowOrder values: an append would otherwise allocate
+// one per call.
+var orders = sync.Pool{New: func() any { return new(workflowOrder) }}
 
 type committedBatch struct {
 	ctx         context.Context
@@ -60,7 +65,8 @@ func (o *orderer) start(workflowID eventstore.WorkflowID, expectedSeq uint64) {
 	}
 	w := sh.workflows[workflowID]
 	if w == nil {
-		w = &workflowOrder{}
+		w = orders.Get().(*workflowOrder)
+		w.inFlight = w.buf[:0]
 		sh.workflows[workflowID] = w
 	}
 	w.inFlight = append(w.inFlight, expectedSeq)
@@ -78,13 +84,17 @@ func (o *orderer) finish(ctx context.Context, workflowID eventstore.WorkflowID, 
 	if i := slices.Index(w.inFlight, expectedSeq); i >= 0 {
 		w.inFlight = slices.Delete(w.inFlight, i, i+1)
 	}
-	if committed {
-		w.waiting = append(w.waiting, committedBatch{ctx: ctx, expectedSeq: expectedSeq, events: events})
-		slices.SortFunc(w.waiting, func(a, b committedBatch) int { return cmp.Compare(a.expectedSeq, b.expectedSeq) })
-	}
 	earliest := ^uint64(0)
 	if len(w.inFlight) > 0 {
 		earliest = slices.Min(w.inFlight)
+	}
+	if committed {
+		if len(w.waiting) == 0 && expectedSeq < earliest {
+			l.observe(ctx, workflowID, events) // the common case: nothing to wait for
+		} else {
+			w.waiting = append(w.waiting, committedBatch{ctx: ctx, expectedSeq: expectedSeq, events: events})
+			slices.SortFunc(w.waiting, func(a, b committedBatch) int { return cmp.Compare(a.expectedSeq, b.expectedSeq) })
+		}
 	}
 	ready := 0
 	for ready < len(w.waiting) && w.waiting[ready].expectedSeq < earliest {
@@ -95,5 +105,7 @@ func (o *orderer) finish(ctx context.Context, workflowID eventstore.WorkflowID, 
 	w.waiting = slices.Delete(w.waiting, 0, ready)
 	if len(w.inFlight) == 0 && len(w.waiting) == 0 {
 		delete(sh.workflows, workflowID)
+		*w = workflowOrder{waiting: w.waiting[:0]}
+		orders.Put(w)
 	}
 }
