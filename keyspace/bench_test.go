@@ -8,6 +8,7 @@ import (
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/keyspace/internal/keyspacetest"
 )
 
 // fillStream appends n events to key in batches of up to 10,000.
@@ -38,18 +39,10 @@ func BenchmarkReadFromTail(b *testing.B) {
 		n    int
 	}{{"len=1k", 1_000}, {"len=100k", 100_000}, {"len=1M", 1_000_000}} {
 		b.Run(tc.name, func(b *testing.B) {
-			ctx := context.Background()
 			m := keyspace.NewMemory()
 			key := keyOf(0, 0)
 			fillStream(b, m, key, tc.n)
-			from := uint64(tc.n - 10)
-			b.ReportAllocs()
-			for b.Loop() {
-				recs, err := m.ReadFrom(ctx, key, from, 10)
-				if err != nil || len(recs) != 10 {
-					b.Fatalf("ReadFrom = %d records, %v", len(recs), err)
-				}
-			}
+			keyspacetest.MeasureReadFromTail(b, m, key, uint64(tc.n))
 		})
 	}
 }
@@ -73,13 +66,7 @@ func BenchmarkListStreams(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportAllocs()
-			for b.Loop() {
-				list, err := m.ListStreams(ctx, testWorkflow, generation1)
-				if err != nil || len(list) != 10 {
-					b.Fatalf("ListStreams = %d streams, %v", len(list), err)
-				}
-			}
+			keyspacetest.MeasureListStreams(b, m, testWorkflow, generation1, 10)
 		})
 	}
 }

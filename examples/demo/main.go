@@ -16,28 +16,13 @@
 //
 // Here -keyspace bolt:... or postgres:... is a usage error that says so.
 //
-// The flags, the simulation and the exit status live in package server
-// (server.Command); this file only wires the signals to it. Exit status: 0
+// The flags, the simulation, the signal handling (the first Ctrl-C or
+// SIGTERM drains, a second one ends the process at once) and the exit status
+// live in package server (server.Exec, server.Command). Exit status: 0
 // after a clean run, 1 when the run fails (an address already in use, a
 // keyspace that cannot be opened), 2 for bad flags.
 package main
 
-import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
+import "github.com/aionotel/aionotel/examples/demo/server"
 
-	"github.com/aionotel/aionotel/examples/demo/server"
-)
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// After the first interrupt the demo drains; restoring the default
-		// handling lets a second one end the process at once.
-		<-ctx.Done()
-		stop()
-	}()
-	os.Exit(server.Command(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { server.Exec() }

@@ -1,12 +1,12 @@
 package pgstore_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/keyspace/internal/keyspacetest"
 )
 
 // BenchmarkAppendEvents appends batches of 1, 16 and 64 events to one stream
@@ -15,24 +15,10 @@ import (
 // synchronous_commit on), so the per-event cost must fall as the batch
 // grows.
 func BenchmarkAppendEvents(b *testing.B) {
-	for _, size := range []int{1, 16, 64} {
-		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
-			ctx := context.Background()
-			s, _, _ := newStore(b)
-			key := newKey(0, 0)
-			batch := messages(key, 0, size)
-			var head uint64
-			b.ReportAllocs()
-			for b.Loop() {
-				h, err := s.AppendEvents(ctx, head, batch)
-				if err != nil {
-					b.Fatal(err)
-				}
-				head = h
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(head), "ns/event")
-		})
-	}
+	keyspacetest.MeasureAppendEvents(b, func(b *testing.B) keyspace.Store {
+		s, _, _ := newStore(b)
+		return s
+	})
 }
 
 // BenchmarkReadFromTail reads the last 10 records of streams of 1,000 and
@@ -43,19 +29,12 @@ func BenchmarkReadFromTail(b *testing.B) {
 	lens := []int{1_000, 100_000}
 	keys := make([]keyspace.StreamKey, len(lens))
 	for i, n := range lens {
-		keys[i] = newKey(0, 0)
+		keys[i] = keyspacetest.NewKey(0, 0)
 		fillSQL(b, pool, schema, keys[i], n)
 	}
 	for i, n := range lens {
 		b.Run(fmt.Sprintf("len=%d", n), func(b *testing.B) {
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				recs, err := s.ReadFrom(ctx, keys[i], uint64(n-10), 10)
-				if err != nil || len(recs) != 10 {
-					b.Fatalf("ReadFrom = %d records, %v", len(recs), err)
-				}
-			}
+			keyspacetest.MeasureReadFromTail(b, s, keys[i], uint64(n))
 		})
 	}
 }
@@ -68,21 +47,14 @@ func BenchmarkListStreams(b *testing.B) {
 	lens := []int{1, 10_000}
 	runs := make([]keyspace.StreamKey, len(lens))
 	for i, n := range lens {
-		runs[i] = newKey(0, 0)
+		runs[i] = keyspacetest.NewKey(0, 0)
 		for a := range 10 {
 			fillSQL(b, pool, schema, keyspace.NewStreamKey(runs[i].WorkflowID, runs[i].RunID, eventstore.ActivityID(a), 0), n)
 		}
 	}
 	for i, n := range lens {
 		b.Run(fmt.Sprintf("streams=10/len=%d", n), func(b *testing.B) {
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				list, err := s.ListStreams(ctx, runs[i].WorkflowID, runs[i].RunID)
-				if err != nil || len(list) != 10 {
-					b.Fatalf("ListStreams = %d streams, %v", len(list), err)
-				}
-			}
+			keyspacetest.MeasureListStreams(b, s, runs[i].WorkflowID, runs[i].RunID, 10)
 		})
 	}
 }

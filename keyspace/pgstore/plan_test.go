@@ -12,6 +12,7 @@ import (
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/keyspace/internal/keyspacetest"
 	"github.com/aionotel/aionotel/keyspace/pgstore"
 )
 
@@ -21,7 +22,7 @@ import (
 // so that measurements do not include (or race) that work.
 func fillSQL(t testing.TB, pool *pgxpool.Pool, schema string, key keyspace.StreamKey, n int) {
 	t.Helper()
-	payload, err := pgstore.EncodeForTest(event(key, 0, keyspace.Message{Role: "assistant", Text: "filler"}))
+	payload, err := pgstore.EncodeForTest(keyspacetest.Event(key, 0, keyspace.Message{Role: "assistant", Text: "filler"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,14 +85,14 @@ func TestCostsFollowWhatIsReturned(t *testing.T) {
 	s, pool, schema := newStore(t)
 	readFrom, listStreams := s.QueriesForTest()
 
-	short := newKey(0, 0)
-	long := newKey(0, 0)
+	short := keyspacetest.NewKey(0, 0)
+	long := keyspacetest.NewKey(0, 0)
 	for a := range 10 {
 		fillSQL(t, pool, schema, keyspace.NewStreamKey(short.WorkflowID, short.RunID, eventstore.ActivityID(a), 0), 1)
 		fillSQL(t, pool, schema, keyspace.NewStreamKey(long.WorkflowID, long.RunID, eventstore.ActivityID(a), 0), 5_000)
 	}
-	small := newKey(1, 1)
-	big := newKey(1, 1)
+	small := keyspacetest.NewKey(1, 1)
+	big := keyspacetest.NewKey(1, 1)
 	fillSQL(t, pool, schema, small, 20)
 	fillSQL(t, pool, schema, big, 50_000)
 

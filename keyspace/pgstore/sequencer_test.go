@@ -11,6 +11,7 @@ import (
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/keyspace/internal/keyspacetest"
 	"github.com/aionotel/aionotel/keyspace/pgstore"
 )
 
@@ -31,7 +32,7 @@ func TestTwoProcessesThroughTheirOwnSequencers(t *testing.T) {
 	ctx := context.Background()
 	schemaPool := testPool(t)
 	schema := testSchema(t, schemaPool)
-	key := newKey(4, 1)
+	key := keyspacetest.NewKey(4, 1)
 	const perAgent = 500
 
 	agents := []string{"process-a", "process-b"}
@@ -58,7 +59,7 @@ func TestTwoProcessesThroughTheirOwnSequencers(t *testing.T) {
 				n := min(1+rng.IntN(16), perAgent-next)
 				batch := make([]keyspace.ActivityEvent, n)
 				for i := range batch {
-					batch[i] = event(key, uint64(next+i), keyspace.Message{Text: fmt.Sprintf("%s %d", agent, next+i)})
+					batch[i] = keyspacetest.Event(key, uint64(next+i), keyspace.Message{Text: fmt.Sprintf("%s %d", agent, next+i)})
 					batch[i].AgentID = agent
 				}
 				if last != nil && rng.IntN(4) == 0 {

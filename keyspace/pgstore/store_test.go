@@ -15,170 +15,26 @@ import (
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/keyspace/internal/keyspacetest"
 	"github.com/aionotel/aionotel/keyspace/pgstore"
 )
 
-func newKey(activity eventstore.ActivityID, attempt uint32) keyspace.StreamKey {
-	return keyspace.NewStreamKey(eventstore.NewWorkflowID(), eventstore.NewRunID(), activity, attempt)
-}
-
-func event(key keyspace.StreamKey, workerSeq uint64, content keyspace.Content) keyspace.ActivityEvent {
-	return keyspace.ActivityEvent{
-		WorkflowID: key.WorkflowID, RunID: key.RunID, ActivityID: key.ActivityID, Attempt: key.Attempt,
-		AgentID: "agent", AgentRole: "assistant",
-		EmittedAt: time.Date(2025, 1, 2, 3, 4, 5, int(workerSeq), time.UTC),
-		WorkerSeq: workerSeq,
-		Content:   content,
-	}
-}
-
-func messages(key keyspace.StreamKey, first uint64, n int) []keyspace.ActivityEvent {
-	out := make([]keyspace.ActivityEvent, n)
-	for i := range out {
-		seq := first + uint64(i)
-		out[i] = event(key, seq, keyspace.Message{Role: "assistant", Text: fmt.Sprintf("message %d", seq)})
-	}
-	return out
-}
-
-func persisted(ev keyspace.ActivityEvent, seq uint64) keyspace.Record {
-	ev.StoreSeq, ev.Persisted = seq, true
-	return keyspace.Record{StoreSeq: seq, Event: ev}
-}
-
-func mustAppend(t testing.TB, s keyspace.Store, expected uint64, evs []keyspace.ActivityEvent) {
-	t.Helper()
-	head, err := s.AppendEvents(context.Background(), expected, evs)
-	if err != nil || head != expected+uint64(len(evs)) {
-		t.Fatalf("AppendEvents(%d, %d events) = %d, %v", expected, len(evs), head, err)
-	}
-}
-
 func TestRecordsSurviveReopen(t *testing.T) {
-	ctx := context.Background()
 	pool := testPool(t)
 	schema := testSchema(t, pool)
-	s, err := pgstore.Open(ctx, testDSN(t), pgstore.WithSchema(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := newKey(2, 1)
-	sibling := keyspace.NewStreamKey(key.WorkflowID, key.RunID, 0, 3)
-	evs := []keyspace.ActivityEvent{
-		event(key, 1, keyspace.Message{Role: "user", Text: "hi \x00 \xff"}),
-		event(key, 2, keyspace.ToolCall{CallID: "c", Name: "grep", Arguments: "-r x"}),
-		event(key, 3, keyspace.ToolResult{CallID: "c", Output: "none", IsError: true}),
-		event(key, 4, keyspace.Status{State: "done", Detail: "ok"}),
-		event(key, 5, keyspace.Usage{InputTokens: 10, OutputTokens: math.MaxUint64}),
-		event(key, 6, &keyspace.Message{Role: "pointer", Text: "read back as a value"}),
-		event(key, 7, nil),
-	}
-	evs[3].EmittedAt = time.Date(2025, 6, 1, 12, 0, 0, 7, time.FixedZone("XST", -5*3600))
-	mustAppend(t, s, 0, evs[:2])
-	mustAppend(t, s, 2, evs[2:])
-	mustAppend(t, s, 0, messages(sibling, 0, 1))
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s2, err := pgstore.Open(ctx, testDSN(t), pgstore.WithSchema(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-	recs, err := s2.ReadFrom(ctx, key, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) != len(evs) {
-		t.Fatalf("read %d records, want %d", len(recs), len(evs))
-	}
-	for i, ev := range evs {
-		want := persisted(ev, uint64(i))
-		if m, ok := ev.Content.(*keyspace.Message); ok {
-			want.Event.Content = *m
+	keyspacetest.CheckRecordsSurviveReopen(t, func(t testing.TB) keyspacetest.Store {
+		s, err := pgstore.Open(context.Background(), testDSN(t), pgstore.WithSchema(schema))
+		if err != nil {
+			t.Fatal(err)
 		}
-		got := recs[i]
-		if !got.Event.EmittedAt.Equal(want.Event.EmittedAt) {
-			t.Errorf("record %d EmittedAt %v, want %v", i, got.Event.EmittedAt, want.Event.EmittedAt)
-		}
-		got.Event.EmittedAt, want.Event.EmittedAt = time.Time{}, time.Time{}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("record %d after reopening:\n got %+v\nwant %+v", i, got, want)
-		}
-	}
-	if zone, _ := recs[3].Event.EmittedAt.Zone(); zone != "XST" {
-		t.Errorf("zone read back as %q, want XST", zone)
-	}
-	list, err := s2.ListStreams(ctx, key.WorkflowID, key.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantList := []keyspace.StreamSummary{{Key: sibling, Head: 1}, {Key: key, Head: uint64(len(evs))}}
-	if !reflect.DeepEqual(list, wantList) {
-		t.Fatalf("ListStreams after reopening = %v, want %v", list, wantList)
-	}
+		return s
+	})
 }
 
 func TestAppendRefusalsWriteNothing(t *testing.T) {
-	ctx := context.Background()
 	s, _, _ := newStore(t)
-	key := newKey(1, 1)
-	mustAppend(t, s, 0, messages(key, 0, 2))
-	ephemeral := messages(key, 2, 3)
-	ephemeral[2].Ephemeral = true
-	foreign := messages(key, 2, 3)
-	foreign[2].Content = customContent{}
-	nilPointer := messages(key, 2, 3)
-	nilPointer[1].Content = (*keyspace.Status)(nil)
-	mixed := messages(key, 2, 3)
-	mixed[2].Attempt = 2
-	zeroWF := messages(key, 2, 1)
-	zeroWF[0].WorkflowID = eventstore.WorkflowID{}
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	testCases := []struct {
-		name     string
-		ctx      context.Context
-		expected uint64
-		batch    []keyspace.ActivityEvent
-		want     error
-	}{
-		{"ephemeral", ctx, 2, ephemeral, keyspace.ErrEphemeral},
-		{"foreign-content", ctx, 2, foreign, eventstore.ErrInvalidArgument},
-		{"nil-pointer-content", ctx, 2, nilPointer, eventstore.ErrInvalidArgument},
-		{"mixed-streams", ctx, 2, mixed, keyspace.ErrMixedStreams},
-		{"zero-workflow", ctx, 0, zeroWF, eventstore.ErrInvalidArgument},
-		{"stale", ctx, 1, messages(key, 2, 3), eventstore.ErrSequenceConflict},
-		{"ahead", ctx, 3, messages(key, 2, 3), eventstore.ErrSequenceConflict},
-		{"beyond-bigint", ctx, math.MaxUint64 - 1, messages(key, 2, 3), eventstore.ErrSequenceConflict},
-		{"cancelled", cancelled, 2, messages(key, 2, 3), context.Canceled},
-	}
-	for _, tc := range testCases {
-		t.Run(tc.name, func(t *testing.T) {
-			head, err := s.AppendEvents(tc.ctx, tc.expected, tc.batch)
-			if !errors.Is(err, tc.want) || head != 0 {
-				t.Fatalf("AppendEvents = %d, %v; want 0 and an error matching %v", head, err, tc.want)
-			}
-			var conflict *eventstore.SequenceConflictError
-			if errors.As(err, &conflict) && (conflict.Found != 2 || conflict.Expected != tc.expected) {
-				t.Fatalf("conflict %+v, want Expected %d Found 2", conflict, tc.expected)
-			}
-			recs, err := s.ReadFrom(ctx, key, 0, 0)
-			if err != nil || len(recs) != 2 {
-				t.Fatalf("after the refusal the stream holds %d records (%v), want 2", len(recs), err)
-			}
-			list, err := s.ListStreams(ctx, key.WorkflowID, key.RunID)
-			if err != nil || len(list) != 1 || list[0].Head != 2 {
-				t.Fatalf("after the refusal ListStreams = %v, %v; want the one stream at head 2", list, err)
-			}
-		})
-	}
+	keyspacetest.CheckAppendRefusalsWriteNothing(t, s)
 }
-
-type customContent struct{}
-
-func (customContent) ContentKind() string { return "custom" }
 
 // TestActivityIDsOrderAsUnsigned stores activity IDs on both sides of 2^63:
 // the bigint column holds their bits (2^63 reads as -2^63 in SQL), and
@@ -186,35 +42,7 @@ func (customContent) ContentKind() string { return "custom" }
 func TestActivityIDsOrderAsUnsigned(t *testing.T) {
 	ctx := context.Background()
 	s, pool, schema := newStore(t)
-	base := newKey(0, 0)
-	coords := []struct {
-		activity eventstore.ActivityID
-		attempt  uint32
-	}{{math.MaxUint64, math.MaxUint32}, {1 << 63, 0}, {1<<63 - 1, 1}, {0, math.MaxUint32}, {0, 0}, {1, 1 << 31}}
-	for i, c := range coords {
-		key := keyspace.NewStreamKey(base.WorkflowID, base.RunID, c.activity, c.attempt)
-		mustAppend(t, s, 0, messages(key, 0, i+1))
-		if head, err := s.Head(ctx, key); err != nil || head != uint64(i+1) {
-			t.Fatalf("Head(%v) = %d, %v; want %d", key, head, err, i+1)
-		}
-	}
-	list, err := s.ListStreams(ctx, base.WorkflowID, base.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type row struct {
-		activity eventstore.ActivityID
-		attempt  uint32
-		head     uint64
-	}
-	var got []row
-	for _, sum := range list {
-		got = append(got, row{sum.Key.ActivityID, sum.Key.Attempt, sum.Head})
-	}
-	want := []row{{0, 0, 5}, {0, math.MaxUint32, 4}, {1, 1 << 31, 6}, {1<<63 - 1, 1, 3}, {1 << 63, 0, 2}, {math.MaxUint64, math.MaxUint32, 1}}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("ListStreams = %v, want %v", got, want)
-	}
+	keyspacetest.CheckListOrderIsUnsigned(t, s)
 
 	var stored []int64
 	rows, err := pool.Query(ctx, `SELECT DISTINCT activity_id FROM `+pgx.Identifier{schema, pgstore.DefaultTable}.Sanitize()+` ORDER BY 1`)
@@ -231,43 +59,13 @@ func TestActivityIDsOrderAsUnsigned(t *testing.T) {
 }
 
 func TestReadFromLimitsAndBounds(t *testing.T) {
-	ctx := context.Background()
 	s, _, _ := newStore(t)
-	key := newKey(0, 0)
-	next := keyspace.NewStreamKey(key.WorkflowID, key.RunID, 0, 1)
-	evs := messages(key, 0, 6)
-	mustAppend(t, s, 0, evs)
-	mustAppend(t, s, 0, messages(next, 100, 4))
-	testCases := []struct {
-		name        string
-		from        uint64
-		limit       int
-		first, last int
-	}{
-		{"all", 0, 0, 0, 6},
-		{"negative-limit", 0, -3, 0, 6},
-		{"middle", 2, 3, 2, 5},
-		{"limit-past-head", 4, 100, 4, 6},
-		{"at-head", 6, 0, 6, 6},
-		{"past-head", 7, 1, 6, 6},
-		{"beyond-bigint", math.MaxUint64, 0, 6, 6},
-		{"just-beyond-bigint", 1 << 63, 0, 6, 6},
-	}
-	for _, tc := range testCases {
-		t.Run(tc.name, func(t *testing.T) {
-			recs, err := s.ReadFrom(ctx, key, tc.from, tc.limit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want []keyspace.Record
-			for i := tc.first; i < tc.last; i++ {
-				want = append(want, persisted(evs[i], uint64(i)))
-			}
-			if len(recs) != len(want) || (len(want) > 0 && !reflect.DeepEqual(recs, want)) {
-				t.Fatalf("ReadFrom(%d, %d) = %+v, want %+v", tc.from, tc.limit, recs, want)
-			}
-		})
-	}
+	keyspacetest.CheckReadFromBounds(t, s)
+}
+
+func TestReadMethodsRefuseZeroIDs(t *testing.T) {
+	s, _, _ := newStore(t)
+	keyspacetest.CheckReadMethodsRefuseZeroIDs(t, s)
 }
 
 // TestUniqueViolationBecomesAConflict makes AppendEvents meet a concurrent
@@ -291,8 +89,8 @@ func TestUniqueViolationBecomesAConflict(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s, pool, schema := newStore(t)
-			key := newKey(3, 1)
-			mustAppend(t, s, 0, messages(key, 0, 2))
+			key := keyspacetest.NewKey(3, 1)
+			keyspacetest.MustAppend(t, s, 0, keyspacetest.Messages(key, 0, 2))
 
 			// The other writer: a second Store on its own connection,
 			// inside a transaction that stays open until we say so.
@@ -309,7 +107,7 @@ func TestUniqueViolationBecomesAConflict(t *testing.T) {
 			if _, err := tx.Exec(ctx, `SET LOCAL search_path = `+pgx.Identifier{schema}.Sanitize()); err != nil {
 				t.Fatal(err)
 			}
-			other := messages(key, 900, 3)
+			other := keyspacetest.Messages(key, 900, 3)
 			if err := insertRaw(ctx, tx, other, 2); err != nil {
 				t.Fatal(err)
 			}
@@ -320,7 +118,7 @@ func TestUniqueViolationBecomesAConflict(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				head, err := s.AppendEvents(ctx, 2, messages(key, 2, 2))
+				head, err := s.AppendEvents(ctx, 2, keyspacetest.Messages(key, 2, 2))
 				done <- result{head, err}
 			}()
 			waitForLockWait(t, pool, schema)
@@ -405,7 +203,7 @@ func TestMigrationIsIdempotentAndSafeConcurrently(t *testing.T) {
 	ctx := context.Background()
 	pool := testPool(t)
 	schema := testSchema(t, pool)
-	key := newKey(0, 0)
+	key := keyspacetest.NewKey(0, 0)
 	// Several processes starting at once on a database without the tables.
 	const starters = 6
 	stores := make([]*pgstore.Store, starters)
@@ -418,7 +216,7 @@ func TestMigrationIsIdempotentAndSafeConcurrently(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("concurrent first migrations: %v", err)
 	}
-	mustAppend(t, stores[0], 0, messages(key, 0, 3))
+	keyspacetest.MustAppend(t, stores[0], 0, keyspacetest.Messages(key, 0, 3))
 	// Migrating again keeps the rows.
 	again, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
 	if err != nil {
@@ -439,8 +237,8 @@ func TestMigrationIsIdempotentAndSafeConcurrently(t *testing.T) {
 func TestNewRefusesANewerSchemaVersion(t *testing.T) {
 	ctx := context.Background()
 	s, pool, schema := newStore(t)
-	key := newKey(0, 0)
-	mustAppend(t, s, 0, messages(key, 0, 1))
+	key := keyspacetest.NewKey(0, 0)
+	keyspacetest.MustAppend(t, s, 0, keyspacetest.Messages(key, 0, 1))
 	meta := pgx.Identifier{schema, pgstore.DefaultTable + "_meta"}.Sanitize()
 	if _, err := pool.Exec(ctx, `UPDATE `+meta+` SET value = $1 WHERE key = 'schema_version'`, fmt.Sprint(pgstore.SchemaVersion+1)); err != nil {
 		t.Fatal(err)
@@ -493,8 +291,8 @@ func TestOddNamesAreQuoted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := newKey(1, 1)
-	mustAppend(t, s, 0, messages(key, 0, 2))
+	key := keyspacetest.NewKey(1, 1)
+	keyspacetest.MustAppend(t, s, 0, keyspacetest.Messages(key, 0, 2))
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, `Mixed Case "table"`}.Sanitize()).Scan(&n); err != nil || n != 2 {
 		t.Fatalf("rows in the quoted table = %d, %v; want 2", n, err)
@@ -502,34 +300,10 @@ func TestOddNamesAreQuoted(t *testing.T) {
 }
 
 func TestCloseIsIdempotentAndEndsEveryMethod(t *testing.T) {
-	ctx := context.Background()
 	s, pool, _ := newStore(t)
-	key := newKey(0, 0)
-	mustAppend(t, s, 0, messages(key, 0, 1))
-	for i := range 2 {
-		if err := s.Close(); err != nil {
-			t.Fatalf("Close #%d = %v", i+1, err)
-		}
-	}
-	calls := []struct {
-		name string
-		call func() error
-	}{
-		{"AppendEvents", func() error { _, err := s.AppendEvents(ctx, 1, messages(key, 1, 1)); return err }},
-		{"AppendEvents-empty", func() error { _, err := s.AppendEvents(ctx, 1, nil); return err }},
-		{"Head", func() error { _, err := s.Head(ctx, key); return err }},
-		{"ReadFrom", func() error { _, err := s.ReadFrom(ctx, key, 0, 0); return err }},
-		{"ListStreams", func() error { _, err := s.ListStreams(ctx, key.WorkflowID, key.RunID); return err }},
-	}
-	for _, c := range calls {
-		t.Run(c.name, func(t *testing.T) {
-			if err := c.call(); !errors.Is(err, pgstore.ErrClosed) {
-				t.Fatalf("%s after Close = %v, want ErrClosed", c.name, err)
-			}
-		})
-	}
+	keyspacetest.CheckCloseEndsEveryMethod(t, s, pgstore.ErrClosed)
 	// A Store from New borrows its pool: closing the Store leaves it open.
-	if err := pool.Ping(ctx); err != nil {
+	if err := pool.Ping(context.Background()); err != nil {
 		t.Fatalf("the borrowed pool after Close: %v", err)
 	}
 }
@@ -548,8 +322,8 @@ func TestCorruptRecordsFailReadsClearly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s, pool, schema := newStore(t)
-			key := newKey(0, 0)
-			mustAppend(t, s, 0, messages(key, 0, 3))
+			key := keyspacetest.NewKey(0, 0)
+			keyspacetest.MustAppend(t, s, 0, keyspacetest.Messages(key, 0, 3))
 			if _, err := pool.Exec(ctx, fmt.Sprintf(tc.damage, pgx.Identifier{schema, pgstore.DefaultTable}.Sanitize())); err != nil {
 				t.Fatal(err)
 			}
@@ -565,47 +339,6 @@ func TestCorruptRecordsFailReadsClearly(t *testing.T) {
 // once (run it under -race), then checks every stream holds exactly what its
 // writer appended.
 func TestStoreConcurrentSafe(t *testing.T) {
-	ctx := context.Background()
 	s, _, _ := newStore(t)
-	base := newKey(0, 0)
-	const writers, batches, perBatch = 6, 8, 5
-	var wg sync.WaitGroup
-	errs := make(chan error, 2*writers)
-	for w := range writers {
-		key := keyspace.NewStreamKey(base.WorkflowID, base.RunID, eventstore.ActivityID(w), 0)
-		wg.Go(func() {
-			for b := range batches {
-				if _, err := s.AppendEvents(ctx, uint64(b*perBatch), messages(key, uint64(b*perBatch), perBatch)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-		wg.Go(func() {
-			for range batches {
-				if _, err := s.ReadFrom(ctx, key, 0, 0); err != nil {
-					errs <- err
-					return
-				}
-				if _, err := s.ListStreams(ctx, base.WorkflowID, base.RunID); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	list, err := s.ListStreams(ctx, base.WorkflowID, base.RunID)
-	if err != nil || len(list) != writers {
-		t.Fatalf("ListStreams = %v, %v; want %d streams", list, err, writers)
-	}
-	for i, sum := range list {
-		if sum.Key.ActivityID != eventstore.ActivityID(i) || sum.Head != batches*perBatch {
-			t.Errorf("stream %d = %+v, want activity %d at head %d", i, sum, i, batches*perBatch)
-		}
-	}
+	keyspacetest.CheckConcurrentSafe(t, s)
 }

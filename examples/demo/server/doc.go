@@ -8,7 +8,9 @@
 // transcript keyspace's append latency and batch size.
 //
 // [Command] is the command line: it parses the flags into a [Config], prints
-// the usage and maps errors to exit statuses; [Main] runs a Config. Tests and
+// the usage and maps errors to exit statuses; [Main] runs a Config. [Exec] is
+// a demo's whole main: Command on the process's arguments, stopped by the
+// first SIGINT or SIGTERM, ended at once by a second. Tests and
 // other programs can build the pieces themselves: [StartTelemetry] for an
 // exporter pipeline, [New] with [WithMeterProvider], [WithTracerProvider] and
 // [WithKeyspace] for the server, and [Server.Run], which returns a [Summary]
@@ -125,7 +127,7 @@
 // (keyspace/boltstore and keyspace/pgstore) so that a build which does not
 // import them links neither go.etcd.io/bbolt nor pgx, and the root module's
 // go.mod lists neither. Each nested module has its own demo main, the same
-// command with its backend passed to [Command]:
+// command with its backend passed to [Exec]:
 //
 //	cd keyspace/boltstore && go run ./cmd/demo -keyspace bolt:/tmp/demo.db
 //	cd keyspace/pgstore && go run ./cmd/demo -keyspace postgres:postgres://USER:PASSWORD@localhost:5432/DB

@@ -7,35 +7,23 @@
 //
 // It lives in this module, not the root one, so that the root module's demo,
 // and every program that does not import boltstore, links no bbolt. Every
-// other flag, the output and the exit status are the root demo's
-// (server.Command; go run ./cmd/demo -h lists the flags). The file stays
-// locked while the demo runs; a second demo on the same file waits a second,
-// then fails with exit status 1. Without -seed, the seed is random, so that
-// runs on one file draw different IDs.
+// other flag, the signal handling, the output and the exit status are the
+// root demo's (server.Exec; go run ./cmd/demo -h lists the flags). The file
+// stays locked while the demo runs; a second demo on the same file waits a
+// second, then fails with exit status 1. Without -seed, the seed is random,
+// so that runs on one file draw different IDs.
 package main
 
 import (
 	"context"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/aionotel/aionotel/examples/demo/server"
 	"github.com/aionotel/aionotel/keyspace"
 	"github.com/aionotel/aionotel/keyspace/boltstore"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// After the first interrupt the demo drains; restoring the default
-		// handling lets a second one end the process at once.
-		<-ctx.Done()
-		stop()
-	}()
-	os.Exit(server.Command(ctx, os.Args[1:], os.Stdout, os.Stderr, backend))
-}
+func main() { server.Exec(backend) }
 
 // backend is -keyspace bolt:PATH: a boltstore.Store on the file at PATH,
 // with the package's defaults (every append fsynced).

@@ -14,33 +14,21 @@
 //
 // It lives in this module, not the root one, so that the root module's demo,
 // and every program that does not import pgstore, links no pgx. Every other
-// flag, the output and the exit status are the root demo's (server.Command;
-// go run ./cmd/demo -h lists the flags). Without -seed, the seed is random,
-// so that runs on one database draw different IDs.
+// flag, the signal handling, the output and the exit status are the root
+// demo's (server.Exec; go run ./cmd/demo -h lists the flags). Without -seed,
+// the seed is random, so that runs on one database draw different IDs.
 package main
 
 import (
 	"context"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/aionotel/aionotel/examples/demo/server"
 	"github.com/aionotel/aionotel/keyspace"
 	"github.com/aionotel/aionotel/keyspace/pgstore"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// After the first interrupt the demo drains; restoring the default
-		// handling lets a second one end the process at once.
-		<-ctx.Done()
-		stop()
-	}()
-	os.Exit(server.Command(ctx, os.Args[1:], os.Stdout, os.Stderr, backend))
-}
+func main() { server.Exec(backend) }
 
 // backend is -keyspace postgres:DSN: a pgstore.Store on a pool of its own,
 // which it closes, after migrating the schema.
