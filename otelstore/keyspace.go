@@ -62,12 +62,15 @@ func (k *keyspaceStore) AppendEvents(ctx context.Context, expectedSeq uint64, ev
 	c := k.t.begin(ctx, opKeyspaceAppendEvents)
 	defer c.end(&err)
 	if c.recording() {
-		if len(events) > 0 {
-			c.stream(keyspace.KeyOf(events[0]))
-		}
-		c.span.SetAttributes(
+		seqs := []attribute.KeyValue{
 			catalog.ExpectedSeq.Int64(clampInt64(expectedSeq)),
-			catalog.EventCount.Int(len(events)))
+			catalog.EventCount.Int(len(events)),
+		}
+		if len(events) > 0 {
+			c.annotate(append(streamAttrs(keyspace.KeyOf(events[0])), seqs...)...)
+		} else {
+			c.annotate(seqs...)
+		}
 	}
 	head, err = k.inner.AppendEvents(c.ctx, expectedSeq, events)
 	c.stop()
@@ -95,7 +98,7 @@ func (k *keyspaceStore) ListStreams(ctx context.Context, workflowID eventstore.W
 	c := k.t.begin(ctx, opKeyspaceListStreams)
 	defer c.end(&err)
 	if c.recording() {
-		c.span.SetAttributes(
+		c.annotate(
 			catalog.WorkflowID.String(workflowID.String()),
 			catalog.RunID.String(runID.String()))
 	}
@@ -105,10 +108,16 @@ func (k *keyspaceStore) ListStreams(ctx context.Context, workflowID eventstore.W
 // stream puts a stream's coordinates on the span, if it is recording.
 func (c *call) stream(key keyspace.StreamKey) {
 	if c.recording() {
-		c.span.SetAttributes(
-			catalog.WorkflowID.String(key.WorkflowID.String()),
-			catalog.RunID.String(key.RunID.String()),
-			catalog.ActivityID.Int64(clampInt64(uint64(key.ActivityID))),
-			catalog.Attempt.Int64(int64(key.Attempt)))
+		c.annotate(streamAttrs(key)...)
+	}
+}
+
+// streamAttrs are a stream's coordinates as span attributes.
+func streamAttrs(key keyspace.StreamKey) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		catalog.WorkflowID.String(key.WorkflowID.String()),
+		catalog.RunID.String(key.RunID.String()),
+		catalog.ActivityID.Int64(clampInt64(uint64(key.ActivityID))),
+		catalog.Attempt.Int64(int64(key.Attempt)),
 	}
 }

@@ -18,7 +18,7 @@ func (o outboxMethods) AppendWithOutbox(ctx context.Context, token eventstore.Wr
 	c := o.c.t.begin(ctx, opAppendWithOutbox)
 	defer c.end(&err)
 	if c.recording() {
-		c.span.SetAttributes(
+		c.annotate(
 			catalog.WorkflowID.String(workflowID.String()),
 			catalog.ExpectedSeq.Int64(clampInt64(expectedSeq)),
 			catalog.EventCount.Int(len(events)),
@@ -45,7 +45,7 @@ func (o outboxMethods) RearmOutboxPending(ctx context.Context, rows []eventstore
 	c := o.c.t.begin(ctx, opRearmOutboxPending)
 	defer c.end(&err)
 	if c.recording() {
-		c.span.SetAttributes(catalog.OutboxRowCount.Int(len(rows)))
+		c.annotate(catalog.OutboxRowCount.Int(len(rows)))
 	}
 	return o.inner.RearmOutboxPending(c.ctx, rows)
 }

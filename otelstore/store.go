@@ -96,7 +96,7 @@ func (s *core) Append(ctx context.Context, token eventstore.WriteToken, workflow
 	c := s.t.begin(ctx, opAppend)
 	defer c.end(&err)
 	if c.recording() {
-		c.span.SetAttributes(
+		c.annotate(
 			catalog.WorkflowID.String(workflowID.String()),
 			catalog.ExpectedSeq.Int64(clampInt64(expectedSeq)),
 			catalog.EventCount.Int(len(events)))
@@ -220,6 +220,6 @@ func (s *core) ListPackageRoutes(ctx context.Context) (_ []eventstore.PackageRou
 // workflow puts the workflow ID on the span, if it is recording.
 func (c *call) workflow(workflowID eventstore.WorkflowID) {
 	if c.recording() {
-		c.span.SetAttributes(catalog.WorkflowID.String(workflowID.String()))
+		c.annotate(catalog.WorkflowID.String(workflowID.String()))
 	}
 }

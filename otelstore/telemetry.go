@@ -67,17 +67,14 @@ func newTelemetry(c *config, meter metric.Meter) *telemetry {
 	for op := range numOps {
 		name := operations[op]
 		st := &t.ops[op]
-		var spanAttrs []attribute.KeyValue
 		if op < firstKeyspaceOp {
 			st.spanName = "aion.store " + string(name)
 			st.attrs = t.metricAttrs(attribute.String(string(catalog.Namespace), c.namespace), catalog.OperationName.String(string(name)))
-			spanAttrs = st.attrs
 		} else {
 			st.spanName = "aion.keyspace " + string(name)
 			st.attrs = t.metricAttrs(catalog.OperationName.String(string(name)))
-			spanAttrs = st.attrs
 		}
-		st.spanOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(spanAttrs...)}
+		st.spanOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 		st.okOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(st.attrs...))}
 	}
 	return t
@@ -122,6 +119,8 @@ type call struct {
 	span  trace.Span      // nil when the span filter said no
 	start time.Time
 	took  time.Duration // set by stop; 0 means "until finish"
+	// annotated records that the span has its attributes.
+	annotated bool
 }
 
 // begin starts timing op and, unless the span filter says no, a span.
@@ -138,6 +137,18 @@ func (t *telemetry) begin(ctx context.Context, op opID) call {
 // recording reports whether span attributes would be kept; callers build
 // per-call attributes only then.
 func (c *call) recording() bool { return c.span != nil && c.span.IsRecording() }
+
+// annotate gives the recording span its attributes in one SetAttributes call:
+// the operation's own (namespace, operation name, WithAttributes) followed by
+// the per-call ones. One call means the SDK grows the span's attribute slice
+// once; the attributes are not start options, so they cost nothing on an
+// unsampled span.
+func (c *call) annotate(perCall ...attribute.KeyValue) {
+	c.annotated = true
+	static := c.t.ops[c.op].attrs
+	attrs := make([]attribute.KeyValue, 0, len(static)+len(perCall))
+	c.span.SetAttributes(append(append(attrs, static...), perCall...)...)
+}
 
 // end finishes the call. It is deferred with a pointer to the method's error
 // result, so it also sees a panic of the inner store: the span records it and
@@ -160,6 +171,9 @@ func (c *call) finish(err error) {
 	}
 	elapsed := c.took.Seconds()
 	opts := c.t.ops[c.op].okOpts
+	if !c.annotated && c.recording() {
+		c.annotate()
+	}
 	if err != nil {
 		errorType := c.t.classify.errorType(err)
 		opts = c.t.errorOpts(c.op, errorType)
