@@ -39,7 +39,8 @@
 //   - [Tracker.AbandonRun] settles the live entries of one run with the outcome
 //     "abandoned", so a run that ends without activity terminals leaks nothing.
 //     Its cost is proportional to that run's live entries: entries are indexed
-//     by run.
+//     by run (in hash buckets at least as many as the live entries, so a run
+//     shares its bucket with less than one other entry on average).
 //   - Namespaces are isolated: the same IDs in two namespaces are two entries,
 //     and every measurement carries aion.namespace.
 //
@@ -81,13 +82,14 @@
 // one entry more than needed; the order is then best effort among entries
 // dispatched at the same moment.
 //
-// A live entry costs about 190 bytes (a 136-byte slot, index map space and
-// slab headroom; measured at 1<<20 entries), so a full table at the default
-// bound holds about 190 MiB. Slots and map space are reused, not returned:
-// after a burst the table keeps its high-water size until the tracker is
-// dropped. The attribute cache holds one entry per (namespace, recorded
-// type), at most namespaces x (type limit + 2); namespaces are expected to be
-// few (they come from configuration, not from user data).
+// A live entry costs about 165 bytes (a 136-byte slot, its share of the key
+// and run bucket arrays and slab headroom; measured at 1<<20 entries), so a
+// full table at the default bound holds about 165 MiB. Slots and buckets are
+// reused, not returned: after a burst the table keeps its high-water size
+// until the tracker is dropped. The attribute cache holds one entry per
+// (namespace, recorded type), at most namespaces x (type limit + 2);
+// namespaces are expected to be few (they come from configuration, not from
+// user data).
 //
 // # Concurrency and cost
 //

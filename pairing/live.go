@@ -7,8 +7,8 @@ const nilSlot int32 = -1
 
 // slot is one live entry, stored by value in liveSet.slots. A live slot is on
 // three intrusive doubly linked lists: the dispatch-order list (oldest first,
-// for eviction), its run-hash list (for AbandonRun) and its key-hash chain
-// (almost always of length one). A free slot is on the free list, linked
+// for eviction), the list of its run bucket (for AbandonRun) and the chain of
+// its key bucket (for lookups). A free slot is on the free list, linked
 // through next.
 type slot struct {
 	key     Key
@@ -19,26 +19,36 @@ type slot struct {
 	seq     uint64 // global dispatch order (see shards)
 
 	prev, next       int32 // dispatch order
-	runPrev, runNext int32 // slots whose run hashes to runHash
-	keyPrev, keyNext int32 // slots whose key hashes to keyHash
+	runPrev, runNext int32 // slots in the same run bucket (see liveSet.runs)
+	keyPrev, keyNext int32 // slots in the same key bucket (see liveSet.keys)
 }
 
 // liveSet is one shard's table of live entries: a slab of slots reused
-// through a free list, an index from key hash to slot, an index from run hash
-// to the run's slots, and the dispatch-order list. Every operation is O(1)
-// (amortised for the maps and the slab), except walking one run's list, which
-// is O(that run's entries). In steady state (the slab and the maps at their
-// high-water size) nothing allocates.
+// through a free list, two chained hash tables over the slots (by key and by
+// run), and the dispatch-order list. Every operation is O(1) (amortised for
+// the tables and the slab), except walking one run's list, which is O(the
+// entries in that run's bucket). In steady state (the slab and the tables at
+// their high-water size) nothing allocates.
 //
-// Both indexes are keyed by 64-bit hashes (see hasher) and resolve
-// collisions by comparing full keys, so two keys or runs that share a hash
-// are still told apart.
+// Each table is an array of bucket heads, indexed by the low bits of the
+// key or run hash, whose lists run through the slots themselves (keyPrev and
+// keyNext, runPrev and runNext): finding, adding or removing an entry is one
+// array access and a few slot links, with no probing, shifting or hashing
+// again, which is several times cheaper than a Go map keyed by the hash.
+// There are at least as many buckets as live slots, so lists stay short
+// (a run's entries share its bucket, with the few of other runs that land
+// there); both arrays double together (relinking every live slot) when the
+// live count would pass them, and never shrink.
 //
-// liveSet is not safe for concurrent use; the Tracker's mutex guards it. The
+// Slots are told apart by comparing full keys and runs, never by hash
+// alone, so two keys or runs that share a bucket or even a hash are still
+// distinct.
+//
+// liveSet is not safe for concurrent use; its shard's mutex guards it. The
 // zero value is not ready; use newLiveSet.
 type liveSet struct {
-	keys   map[uint64]int32 // key hash -> first slot of its chain
-	runs   map[uint64]int32 // run hash -> first slot of its list
+	keys   []int32 // key bucket (keyHash & (len-1)) -> first slot of its chain
+	runs   []int32 // run bucket (runHash & (len-1)) -> first slot of its list
 	slots  []slot
 	n      int   // live slots
 	free   int32 // first free slot
@@ -48,8 +58,6 @@ type liveSet struct {
 
 func newLiveSet() liveSet {
 	return liveSet{
-		keys:   make(map[uint64]int32),
-		runs:   make(map[uint64]int32),
 		free:   nilSlot,
 		oldest: nilSlot,
 		newest: nilSlot,
@@ -60,28 +68,74 @@ func (s *liveSet) len() int { return s.n }
 
 // lookup returns the slot of k, whose hash is keyHash.
 func (s *liveSet) lookup(k Key, keyHash uint64) (int32, bool) {
-	i, ok := s.keys[keyHash]
-	if !ok {
+	if len(s.keys) == 0 {
 		return nilSlot, false
 	}
-	for ; i != nilSlot; i = s.slots[i].keyNext {
-		if s.slots[i].key == k {
+	for i := s.keys[keyHash&uint64(len(s.keys)-1)]; i != nilSlot; i = s.slots[i].keyNext {
+		if sl := &s.slots[i]; sl.keyHash == keyHash && sl.key == k {
 			return i, true
 		}
 	}
 	return nilSlot, false
 }
 
+// keyBucket returns the key bucket of keyHash.
+func (s *liveSet) keyBucket(keyHash uint64) *int32 {
+	return &s.keys[keyHash&uint64(len(s.keys)-1)]
+}
+
+// minBuckets is the size of a liveSet's first bucket arrays (a power of
+// two).
+const minBuckets = 16
+
+// grow doubles both bucket arrays (or makes the first ones) and relinks every
+// live slot into them.
+func (s *liveSet) grow() {
+	size := 2 * len(s.keys)
+	if size == 0 {
+		size = minBuckets
+	}
+	s.keys = make([]int32, size)
+	s.runs = make([]int32, size)
+	for b := range size {
+		s.keys[b], s.runs[b] = nilSlot, nilSlot
+	}
+	for i := s.oldest; i != nilSlot; i = s.slots[i].next {
+		s.linkKey(i)
+		s.linkRun(i)
+	}
+}
+
+// linkKey puts slot i at the front of its key bucket's chain.
+func (s *liveSet) linkKey(i int32) {
+	b := s.keyBucket(s.slots[i].keyHash)
+	head := *b
+	s.slots[i].keyPrev, s.slots[i].keyNext = nilSlot, head
+	if head != nilSlot {
+		s.slots[head].keyPrev = i
+	}
+	*b = i
+}
+
+// linkRun puts slot i at the front of its run bucket's list.
+func (s *liveSet) linkRun(i int32) {
+	b := &s.runs[s.slots[i].runHash&uint64(len(s.runs)-1)]
+	head := *b
+	s.slots[i].runPrev, s.slots[i].runNext = nilSlot, head
+	if head != nilSlot {
+		s.slots[head].runPrev = i
+	}
+	*b = i
+}
+
 // add makes k live as the newest entry, with dispatch sequence number seq,
 // unless it already is. It returns whether k was added.
 func (s *liveSet) add(k Key, runHash, keyHash, seq uint64, attrs *typeAttrs, at time.Time) bool {
-	head, chained := s.keys[keyHash]
-	if chained {
-		for i := head; i != nilSlot; i = s.slots[i].keyNext {
-			if s.slots[i].key == k {
-				return false
-			}
-		}
+	if _, live := s.lookup(k, keyHash); live {
+		return false
+	}
+	if s.n >= len(s.keys) {
+		s.grow()
 	}
 
 	i := s.free
@@ -114,29 +168,8 @@ func (s *liveSet) add(k Key, runHash, keyHash, seq uint64, attrs *typeAttrs, at 
 	}
 	s.newest = i
 
-	// A run's first entry becomes its list head; a later one goes second,
-	// right after the head, so the runs map is written once per run. The
-	// key chain works the same way.
-	if rh, ok := s.runs[runHash]; ok {
-		after := s.slots[rh].runNext
-		s.slots[i].runPrev, s.slots[i].runNext = rh, after
-		if after != nilSlot {
-			s.slots[after].runPrev = i
-		}
-		s.slots[rh].runNext = i
-	} else {
-		s.runs[runHash] = i
-	}
-	if chained {
-		after := s.slots[head].keyNext
-		s.slots[i].keyPrev, s.slots[i].keyNext = head, after
-		if after != nilSlot {
-			s.slots[after].keyPrev = i
-		}
-		s.slots[head].keyNext = i
-	} else {
-		s.keys[keyHash] = i
-	}
+	s.linkRun(i)
+	s.linkKey(i)
 	return true
 }
 
@@ -162,10 +195,8 @@ func (s *liveSet) remove(i int32) (*typeAttrs, time.Time) {
 	}
 	if sl.runPrev != nilSlot {
 		s.slots[sl.runPrev].runNext = sl.runNext
-	} else if sl.runNext != nilSlot {
-		s.runs[sl.runHash] = sl.runNext
 	} else {
-		delete(s.runs, sl.runHash)
+		s.runs[sl.runHash&uint64(len(s.runs)-1)] = sl.runNext
 	}
 
 	if sl.keyNext != nilSlot {
@@ -173,10 +204,8 @@ func (s *liveSet) remove(i int32) (*typeAttrs, time.Time) {
 	}
 	if sl.keyPrev != nilSlot {
 		s.slots[sl.keyPrev].keyNext = sl.keyNext
-	} else if sl.keyNext != nilSlot {
-		s.keys[sl.keyHash] = sl.keyNext
 	} else {
-		delete(s.keys, sl.keyHash)
+		*s.keyBucket(sl.keyHash) = sl.keyNext
 	}
 
 	s.n--
@@ -187,8 +216,8 @@ func (s *liveSet) remove(i int32) (*typeAttrs, time.Time) {
 }
 
 // nextOfRun returns the first live slot of run rk at or after slot i in its
-// run-hash list (start with i = runFirst), skipping slots of other runs that
-// share the hash.
+// run bucket's list (start with i = runFirst), skipping slots of other runs
+// that share the bucket.
 func (s *liveSet) nextOfRun(rk runKey, i int32) int32 {
 	for ; i != nilSlot; i = s.slots[i].runNext {
 		if s.slots[i].key.run() == rk {
@@ -207,10 +236,10 @@ func (s *liveSet) oldestSeq() uint64 {
 	return s.slots[s.oldest].seq
 }
 
-// runFirst returns the head of the list of runs hashing to runHash.
+// runFirst returns the head of the list of the run bucket of runHash.
 func (s *liveSet) runFirst(runHash uint64) int32 {
-	if i, ok := s.runs[runHash]; ok {
-		return i
+	if len(s.runs) == 0 {
+		return nilSlot
 	}
-	return nilSlot
+	return s.runs[runHash&uint64(len(s.runs)-1)]
 }

@@ -7,11 +7,12 @@ import (
 )
 
 // check verifies every structural invariant of the live table: the
-// dispatch-order list holds exactly the live slots, linked both ways; every
-// live slot is on exactly one key chain and one run list, under its own
-// hashes, linked consistently; lookup finds each live key; no key is live
-// twice; every slot is either live or free. With a non-nil hasher it also
-// checks that the stored hashes are the key's.
+// dispatch-order list holds exactly the live slots, linked both ways; there
+// are at least as many key buckets (a power of two) as live slots, and as
+// many run buckets; every live slot is on exactly one key chain and one run
+// list, those of its own hashes' buckets, linked consistently; lookup finds
+// each live key; no key is live twice; every slot is either live or free.
+// With a non-nil hasher it also checks that the stored hashes are the key's.
 func (s *liveSet) check(h *hasher) error {
 	live := map[int32]bool{}
 	prev := nilSlot
@@ -31,15 +32,15 @@ func (s *liveSet) check(h *hasher) error {
 
 	keys := map[Key]int32{}
 	onChain := 0
-	for hash, head := range s.keys {
-		if head == nilSlot {
-			return fmt.Errorf("key hash %x kept with an empty chain", hash)
-		}
+	if len(s.keys) < s.n || len(s.keys)&(len(s.keys)-1) != 0 {
+		return fmt.Errorf("%d key buckets for %d live slots (want a power of two, at least as many)", len(s.keys), s.n)
+	}
+	for bucket, head := range s.keys {
 		prev := nilSlot
 		for i := head; i != nilSlot; i = s.slots[i].keyNext {
 			sl := &s.slots[i]
-			if !live[i] || sl.keyHash != hash {
-				return fmt.Errorf("key chain %x reaches slot %d (live %v, hash %x)", hash, i, live[i], sl.keyHash)
+			if !live[i] || int(sl.keyHash&uint64(len(s.keys)-1)) != bucket {
+				return fmt.Errorf("key bucket %d reaches slot %d (live %v, hash %x)", bucket, i, live[i], sl.keyHash)
 			}
 			if sl.keyPrev != prev {
 				return fmt.Errorf("slot %d keyPrev = %d, want %d", i, sl.keyPrev, prev)
@@ -69,11 +70,14 @@ func (s *liveSet) check(h *hasher) error {
 	}
 
 	onRuns := 0
-	for hash, head := range s.runs {
+	if len(s.runs) != len(s.keys) {
+		return fmt.Errorf("%d run buckets, %d key buckets", len(s.runs), len(s.keys))
+	}
+	for bucket, head := range s.runs {
 		prev := nilSlot
 		for i := head; i != nilSlot; i = s.slots[i].runNext {
-			if !live[i] || s.slots[i].runHash != hash {
-				return fmt.Errorf("run list %x reaches slot %d (live %v, hash %x)", hash, i, live[i], s.slots[i].runHash)
+			if !live[i] || int(s.slots[i].runHash&uint64(len(s.runs)-1)) != bucket {
+				return fmt.Errorf("run bucket %d reaches slot %d (live %v, hash %x)", bucket, i, live[i], s.slots[i].runHash)
 			}
 			if s.slots[i].runPrev != prev {
 				return fmt.Errorf("slot %d runPrev = %d, want %d", i, s.slots[i].runPrev, prev)
@@ -82,9 +86,6 @@ func (s *liveSet) check(h *hasher) error {
 				return fmt.Errorf("run lists longer than the live count (cycle?)")
 			}
 			prev = i
-		}
-		if head == nilSlot {
-			return fmt.Errorf("run hash %x kept with an empty list", hash)
 		}
 	}
 	if onRuns != s.n {
@@ -268,5 +269,49 @@ func TestLiveSetReusesSlots(t *testing.T) {
 	}
 	if got, want := fmt.Sprint(orderOf(&s)), "[996 997 998 999]"; got != want {
 		t.Errorf("order = %s, want %s", got, want)
+	}
+}
+
+// The key and run buckets double as the live count passes them, relinking
+// every live slot: all entries stay findable and on their run's list across
+// several doublings, and the buckets keep their high-water size after the
+// entries go.
+func TestLiveSetGrowsBuckets(t *testing.T) {
+	h := newHasher()
+	ta := &typeAttrs{}
+	s := newLiveSet()
+	const perRun, runs = 50, 4
+	var keys []Key
+	for a := range uint64(perRun) {
+		for r := range byte(runs) {
+			k := key("n", 1, r, a)
+			rh, kh := h.hashes(k)
+			keys = append(keys, k)
+			if !s.add(k, rh, kh, uint64(len(keys)), ta, time.Time{}) {
+				t.Fatalf("add(%v) = false", k)
+			}
+			mustCheck(t, &s, &h)
+		}
+	}
+	if got := len(s.keys); got != 256 {
+		t.Errorf("%d key buckets for %d entries, want 256", got, len(keys))
+	}
+	for r := range byte(runs) {
+		rk := key("n", 1, r, 0).run()
+		if got := runOf(&s, rk, h.run(rk)); len(got) != perRun {
+			t.Errorf("run %d lists %d entries, want %d", r, len(got), perRun)
+		}
+	}
+	for _, k := range keys {
+		_, kh := h.hashes(k)
+		i, ok := s.lookup(k, kh)
+		if !ok {
+			t.Fatalf("%v lost across growth", k)
+		}
+		s.remove(i)
+	}
+	mustCheck(t, &s, &h)
+	if s.len() != 0 || len(s.keys) != 256 || len(s.runs) != 256 {
+		t.Errorf("after removing all: len %d, %d key and %d run buckets; want 0, 256, 256", s.len(), len(s.keys), len(s.runs))
 	}
 }

@@ -71,7 +71,7 @@ func (t *Tracker) Dispatched(ctx context.Context, key Key, activityType string, 
 	if t.lastNS.Load() != ta.ns {
 		t.lastNS.Store(ta.ns)
 	}
-	runHash, keyHash := t.hash.hashesFrom(ta.ns.hash, key)
+	runHash, keyHash := t.hash.hashesFrom(ta.ns.hash, &key)
 	// Raise the gauge before the entry exists, so that the decrement of any
 	// terminal that finds the entry follows this increment: the exported
 	// value never dips below the live count, it only runs ahead of it while
@@ -118,7 +118,7 @@ func (t *Tracker) Finished(ctx context.Context, key Key, outcome Outcome, at tim
 		return false
 	}
 	key.normalize()
-	runHash, keyHash := t.hash.hashesFrom(t.namespaceHash(key.Namespace), key)
+	runHash, keyHash := t.hash.hashesFrom(t.namespaceHash(key.Namespace), &key)
 	ta, dispatchedAt, ok := t.live.take(key, runHash, keyHash)
 	if !ok {
 		return false
@@ -167,7 +167,7 @@ func (t *Tracker) Retried(ctx context.Context, key Key, at time.Time) bool {
 		return false
 	}
 	key.normalize()
-	runHash, keyHash := t.hash.hashesFrom(t.namespaceHash(key.Namespace), key)
+	runHash, keyHash := t.hash.hashesFrom(t.namespaceHash(key.Namespace), &key)
 	ta := t.live.attrsOf(key, runHash, keyHash)
 	if ta == nil {
 		return false
