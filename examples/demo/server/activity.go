@@ -155,6 +155,10 @@ func (s *Server) finishAttempt(ctx context.Context, a *attemptRun) {
 	}
 }
 
+// turnAppendTimeout bounds one transcript append, which shutdown does not
+// cancel.
+const turnAppendTimeout = 5 * time.Second
+
 // agentTurn is one turn of a simulated LLM agent: its transcript events go
 // through the Sequencer in one Append. Sometimes the turn goes through the
 // other node's Sequencer and re-sends the previous turn first, as a worker
@@ -168,7 +172,12 @@ func (s *Server) agentTurn(ctx context.Context, a *attemptRun) {
 	if a.turn > 1 && s.rng.chance(failoverChance) {
 		batch, seq = append(slices.Clone(a.lastTurn), events...), s.seqs[1]
 	}
-	res, err := seq.Append(ctx, batch)
+	// A turn handed to the Sequencer is finished even when the run is being
+	// stopped: cancelling it midway could leave a durable backend's commit
+	// done but unreported, and the summary would undercount what is stored.
+	appendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), turnAppendTimeout)
+	res, err := seq.Append(appendCtx, batch)
+	cancel()
 	s.stats.transcriptBatches.Add(1)
 	s.stats.ephemeral.Add(int64(len(res.Ephemeral)))
 	for _, r := range res.Streams {
