@@ -20,16 +20,15 @@ import (
 
 // telemetry is the per-decorator state every call uses: the tracer, the
 // duration histograms and, per operation, everything that can be computed
-// once (span name, span start options, metric record options), so that a
+// once (span name, attributes, metric record options), so that a
 // call builds no attribute set of its own.
 type telemetry struct {
-	tracer    trace.Tracer
-	filter    func(context.Context, Operation) bool
-	now       func() time.Time
-	handle    func(error)
-	classify  classifier
-	extra     []attribute.KeyValue
-	namespace string
+	tracer   trace.Tracer
+	filter   func(context.Context, Operation) bool
+	now      func() time.Time
+	handle   func(error)
+	classify classifier
+	extra    []attribute.KeyValue
 
 	storeDuration    metric.Float64Histogram
 	keyspaceDuration metric.Float64Histogram
@@ -38,10 +37,13 @@ type telemetry struct {
 	errorOps sync.Map // errorKey -> []metric.RecordOption
 }
 
+// clientSpan is the start option of every span: attributes are set after
+// start, and only on recording spans (see call.annotate).
+var clientSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+
 // opState is what New precomputes for one operation.
 type opState struct {
 	spanName string
-	spanOpts []trace.SpanStartOption
 	attrs    []attribute.KeyValue // the metric attributes of a successful call
 	okOpts   []metric.RecordOption
 }
@@ -53,13 +55,12 @@ type errorKey struct {
 
 func newTelemetry(c *config, meter metric.Meter) *telemetry {
 	t := &telemetry{
-		tracer:    c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version)),
-		filter:    c.spanFilter,
-		now:       c.now,
-		handle:    c.handle,
-		classify:  newClassifier(c.classify),
-		extra:     c.attributes,
-		namespace: c.namespace,
+		tracer:   c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version)),
+		filter:   c.spanFilter,
+		now:      c.now,
+		handle:   c.handle,
+		classify: newClassifier(c.classify),
+		extra:    c.attributes,
 	}
 	t.storeDuration = t.histogram(meter, catalog.StoreOperationDuration, "Duration of event store calls.")
 	t.keyspaceDuration = t.histogram(meter, catalog.KeyspaceOperationDuration, "Duration of transcript keyspace calls.")
@@ -69,12 +70,11 @@ func newTelemetry(c *config, meter metric.Meter) *telemetry {
 		st := &t.ops[op]
 		if op < firstKeyspaceOp {
 			st.spanName = "aion.store " + string(name)
-			st.attrs = t.metricAttrs(attribute.String(string(catalog.Namespace), c.namespace), catalog.OperationName.String(string(name)))
+			st.attrs = t.metricAttrs(catalog.Namespace.String(c.namespace), catalog.OperationName.String(string(name)))
 		} else {
 			st.spanName = "aion.keyspace " + string(name)
 			st.attrs = t.metricAttrs(catalog.OperationName.String(string(name)))
 		}
-		st.spanOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 		st.okOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(st.attrs...))}
 	}
 	return t
@@ -127,8 +127,7 @@ type call struct {
 func (t *telemetry) begin(ctx context.Context, op opID) call {
 	c := call{t: t, op: op, ctx: ctx}
 	if t.filter == nil || t.filter(ctx, operations[op]) {
-		st := &t.ops[op]
-		c.ctx, c.span = t.tracer.Start(ctx, st.spanName, st.spanOpts...)
+		c.ctx, c.span = t.tracer.Start(ctx, t.ops[op].spanName, clientSpan...)
 	}
 	c.start = t.now()
 	return c

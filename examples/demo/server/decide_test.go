@@ -118,9 +118,9 @@ func TestDecide(t *testing.T) {
 					schedule(1, "charge_card", 1, 0).complete(1)
 			},
 			kinds: "",
-			check: func(t *testing.T, st *runState, d *decision) {
+			check: func(t *testing.T, st *runState, _ *decision) {
 				st.signals[signalPayment] = 1
-				d = srv.decide(st, at)
+				d := srv.decide(st, at)
 				if got := kinds(d.events); got != "ActivityScheduled,TimerScheduled" {
 					t.Errorf("after the signal: %s", got)
 				}
