@@ -4,44 +4,25 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/aionotel/aionotel/keyspace/internal/keyspacetest"
 	"github.com/aionotel/aionotel/keyspace/pgstore"
 )
-
-// dsnEnv names the variable holding the test database's DSN; .ci/postgres.sh
-// starts a local PostgreSQL and exports it.
-const dsnEnv = "AIONOTEL_POSTGRES_DSN"
-
-// testDSN returns the test database's DSN. Without one the test is skipped,
-// unless CI is set (to anything but "" or "false"), where a missing database
-// is a failure: CI must not pass by skipping.
-func testDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv(dsnEnv)
-	if dsn == "" {
-		if ci := os.Getenv("CI"); ci != "" && ci != "false" {
-			t.Fatalf("CI=%s but %s is not set; run: source .ci/postgres.sh", ci, dsnEnv)
-		}
-		t.Skip("set " + dsnEnv + ", e.g. run: source .ci/postgres.sh")
-	}
-	return dsn
-}
 
 // testPool connects a pool to the test database, closed when the test ends.
 func testPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), testDSN(t))
+	pool, err := pgxpool.New(context.Background(), keyspacetest.PostgresDSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := pool.Ping(context.Background()); err != nil {
 		pool.Close()
-		t.Fatalf("connecting to %s: %v", dsnEnv, err)
+		t.Fatalf("connecting to %s: %v", keyspacetest.PostgresDSNEnv, err)
 	}
 	t.Cleanup(pool.Close)
 	return pool

@@ -23,7 +23,7 @@ func TestRecordsSurviveReopen(t *testing.T) {
 	pool := testPool(t)
 	schema := testSchema(t, pool)
 	keyspacetest.CheckRecordsSurviveReopen(t, func(t testing.TB) keyspacetest.Store {
-		s, err := pgstore.Open(context.Background(), testDSN(t), pgstore.WithSchema(schema))
+		s, err := pgstore.Open(context.Background(), keyspacetest.PostgresDSN(t), pgstore.WithSchema(schema))
 		if err != nil {
 			t.Fatal(err)
 		}

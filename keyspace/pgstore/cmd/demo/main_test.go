@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,27 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/aionotel/aionotel/keyspace/internal/demotest"
+	"github.com/aionotel/aionotel/keyspace/internal/keyspacetest"
 	"github.com/aionotel/aionotel/keyspace/pgstore"
 )
-
-// dsnEnv names the variable holding the test database's DSN; .ci/postgres.sh
-// starts a local PostgreSQL and exports it.
-const dsnEnv = "AIONOTEL_POSTGRES_DSN"
-
-// testDSN returns the test database's DSN. Without one the test is skipped,
-// unless CI is set (to anything but "" or "false"): CI must not pass by
-// skipping.
-func testDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv(dsnEnv)
-	if dsn == "" {
-		if ci := os.Getenv("CI"); ci != "" && ci != "false" {
-			t.Fatalf("CI=%s but %s is not set; run: source .ci/postgres.sh", ci, dsnEnv)
-		}
-		t.Skip("set " + dsnEnv + ", e.g. run: source .ci/postgres.sh")
-	}
-	return dsn
-}
 
 // freshSchema creates a schema for the test, dropped with everything in it
 // when the test ends, and returns dsn with its search path set to it: the
@@ -51,7 +32,7 @@ func freshSchema(t *testing.T, dsn string) (string, *pgxpool.Pool) {
 	_, _ = rand.Read(b[:])
 	name := "aionotel_demo_" + hex.EncodeToString(b[:])
 	if _, err := pool.Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("connecting to %s: %v", dsnEnv, err)
+		t.Fatalf("connecting to %s: %v", keyspacetest.PostgresDSNEnv, err)
 	}
 	t.Cleanup(func() {
 		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
@@ -75,7 +56,7 @@ func freshSchema(t *testing.T, dsn string) (string, *pgxpool.Pool) {
 // database, then reads the transcripts back through a new Store and checks
 // that the table holds every event the summary reports stored.
 func TestDemoOnPostgres(t *testing.T) {
-	dsn, pool := freshSchema(t, testDSN(t))
+	dsn, pool := freshSchema(t, keyspacetest.PostgresDSN(t))
 	run := demotest.RunClean(t, backend, dsn)
 	// The demo closed its Store: every call on it now fails.
 	if _, err := run.Store.Head(t.Context(), run.Streams[0]); !errors.Is(err, pgstore.ErrClosed) || run.Closer == nil {
