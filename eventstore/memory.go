@@ -146,26 +146,9 @@ func (m *Memory) enter(ctx context.Context) error {
 // any error. The caller's slice and events are never modified: the store keeps
 // copies with Seq stamped, a zero WorkflowID and RecordedAt filled in.
 func (m *Memory) Append(ctx context.Context, token WriteToken, workflowID WorkflowID, events []Event, expectedSeq uint64) error {
-	if !token.Valid() {
-		return ErrInvalidToken
-	}
-	if err := m.enter(ctx); err != nil {
-		return err
-	}
-	if err := ValidateAppend(workflowID, events); err != nil {
-		return err
-	}
-	if len(events) == 0 {
-		return nil
-	}
-
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if head := m.headLocked(workflowID); head != expectedSeq {
-		return &SequenceConflictError{Expected: expectedSeq, Found: head}
-	}
-	m.commitLocked(workflowID, events, expectedSeq, m.cfg.now())
-	return nil
+	// An append is an outbox append that stages no row: one code path for
+	// the checks and the commit.
+	return m.AppendWithOutbox(ctx, token, workflowID, events, expectedSeq, nil)
 }
 
 // headLocked returns the workflow's history length. m.mu must be held.
