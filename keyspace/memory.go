@@ -188,6 +188,7 @@ func (m *Memory) AppendEvents(ctx context.Context, expectedSeq uint64, events []
 		return 0, &eventstore.SequenceConflictError{Expected: expectedSeq, Found: s.head}
 	}
 	for _, ev := range events {
+		ev.Content, _ = contentValue(ev.Content) // valid: checked by ValidateBatch
 		ev.StoreSeq = s.head
 		ev.Persisted = true
 		s.push(Record{StoreSeq: s.head, Event: ev})

@@ -178,10 +178,11 @@ func (e *RetryExhaustedError) Unwrap() error { return e.Err }
 
 // Append writes a batch of events of any streams, in arrival order.
 //
-// Before anything is written it checks the context and every event's key: a
-// zero workflow or run ID anywhere (ephemeral events included) fails the
-// whole call with an error wrapping [eventstore.ErrInvalidArgument] and
-// nothing is written to any stream.
+// Before anything is written it checks the context and every event
+// (ephemeral ones included): a zero workflow or run ID, or a Content that
+// [ValidateBatch] refuses (a nil pointer, a type other than the five kinds),
+// fails the whole call with an error wrapping [eventstore.ErrInvalidArgument]
+// naming the event, and nothing is written to any stream.
 //
 // Ephemeral events are returned in AppendResult.Ephemeral and never stored.
 // The others are grouped by stream in order of first appearance, keeping
@@ -212,6 +213,9 @@ func (s *Sequencer) Append(ctx context.Context, events []ActivityEvent) (AppendR
 	for i := range events {
 		if err := KeyOf(events[i]).Validate(); err != nil {
 			return res, fmt.Errorf("keyspace: sequencer: event %d: %w", i, err)
+		}
+		if err := checkContent(i, events[i].Content); err != nil {
+			return res, fmt.Errorf("keyspace: sequencer: %w", err)
 		}
 	}
 

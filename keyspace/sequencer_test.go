@@ -834,3 +834,31 @@ func TestSequencerReturnsReadErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestSequencerRefusesBadContentWritingNothing: a Content the stores refuse,
+// in any stream of a batch, fails the whole Append before anything is
+// written, also to the streams before it.
+func TestSequencerRefusesBadContentWritingNothing(t *testing.T) {
+	testCases := []struct {
+		name    string
+		content keyspace.Content
+	}{
+		{"nil *ToolCall", (*keyspace.ToolCall)(nil)},
+		{"custom kind", customContent{}},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, spy := newSpy()
+			first, second := keyOf(0, 0), keyOf(1, 0)
+			batch := append(eventsIn(first, "x", 1, 2), eventsIn(second, "x", 1, 2)...)
+			batch[3].Content = tc.content
+			_, err := keyspace.NewSequencer(spy).Append(context.Background(), batch)
+			if !errors.Is(err, eventstore.ErrInvalidArgument) || !strings.Contains(err.Error(), "event 3") {
+				t.Fatalf("Append = %v, want ErrInvalidArgument naming event 3", err)
+			}
+			if n := len(spy.takeAppends()); n != 0 || headOf(t, m, first) != 0 || headOf(t, m, second) != 0 {
+				t.Fatalf("a refused Append made %d AppendEvents calls or wrote", n)
+			}
+		})
+	}
+}
