@@ -25,14 +25,15 @@ import (
 //
 // A Sequencer is safe for concurrent use. Appends to one stream are serialised
 // inside it, so goroutines sharing a Sequencer never conflict with each other;
-// conflicts come only from other writers of the same store. Its zero value is
-// not ready: use [NewSequencer]. It must not be copied after first use.
+// conflicts come only from other writers of the same store. A call waiting for
+// its turn on a stream gives up when its context ends. Its zero value is not
+// ready: use [NewSequencer]. It must not be copied after first use.
 type Sequencer struct {
 	store Store
 	cfg   sequencerConfig
 
 	// mu guards streams, lru and every entry's refs and elem. It is held
-	// only briefly and never while waiting for an entry's mu.
+	// only briefly and never while waiting for an entry's lock.
 	mu      sync.Mutex
 	streams map[StreamKey]*seqStream
 	lru     list.List // of *seqStream, most recently used at the front
@@ -44,9 +45,11 @@ type seqStream struct {
 	refs int           // calls using the entry; guarded by Sequencer.mu
 	elem *list.Element // position in Sequencer.lru; guarded by Sequencer.mu
 
-	// mu serialises appends to the stream through this Sequencer and guards
-	// the fields below.
-	mu     sync.Mutex
+	// lock serialises appends to the stream through this Sequencer and
+	// guards the fields below: holding it is having sent on it (capacity 1).
+	// A channel rather than a mutex, so that a caller waiting for the stream
+	// can give up when its context ends.
+	lock   chan struct{}
 	loaded bool              // head and maxSeq describe a prefix of the stored stream
 	head   uint64            // the stream's next store seq
 	maxSeq map[string]uint64 // per AgentID, the highest WorkerSeq persisted
@@ -202,6 +205,13 @@ func (e *RetryExhaustedError) Unwrap() error { return e.Err }
 // it. A durable backend may have committed an append it reported as failed;
 // the next Append of that stream then meets a conflict, reads those records
 // and drops the re-sent events they contain.
+//
+// Waiting for a stream that another Append of this Sequencer is writing ends
+// when ctx does: that stream and the later ones are not attempted, and the
+// error wraps ctx.Err() (errors.Is(err, context.Canceled) or
+// context.DeadlineExceeded). A call that gave up has taken nothing: the
+// writing call and the waiting ones after it proceed as if it had never
+// come. Waiters are not guaranteed to get the stream in arrival order.
 func (s *Sequencer) Append(ctx context.Context, events []ActivityEvent) (AppendResult, error) {
 	var res AppendResult
 	if s == nil || s.store == nil {
@@ -314,8 +324,10 @@ func groupByStream(events []ActivityEvent, res *AppendResult) ([]streamGroup, []
 func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []ActivityEvent) (StreamResult, error) {
 	st := s.acquire(key)
 	defer s.release(st)
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	if err := st.lockCtx(ctx); err != nil {
+		return StreamResult{}, fmt.Errorf("keyspace: sequencer: stream %s: waiting for an earlier append: %w", key, err)
+	}
+	defer st.unlock()
 
 	if !st.loaded {
 		if err := st.reload(ctx, s.store); err != nil {
@@ -356,6 +368,23 @@ func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []Ac
 		pending = st.dedupe(events)
 	}
 }
+
+// lockCtx takes the stream's lock, or returns ctx.Err() once ctx is done
+// without taking it. A context already done when the call starts is not
+// raced against a free lock: it fails at once.
+func (st *seqStream) lockCtx(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case st.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (st *seqStream) unlock() { <-st.lock }
 
 // dedupe returns the events that are not re-deliveries, in order. It relies
 // on each agent's WorkerSeq growing with every new event: an event is a
@@ -513,7 +542,7 @@ func (s *Sequencer) acquire(key StreamKey) *seqStream {
 	defer s.mu.Unlock()
 	st := s.streams[key]
 	if st == nil {
-		st = &seqStream{key: key}
+		st = &seqStream{key: key, lock: make(chan struct{}, 1)}
 		st.elem = s.lru.PushFront(st)
 		s.streams[key] = st
 	} else {
