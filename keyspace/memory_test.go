@@ -11,6 +11,7 @@ import (
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/keyspace/internal/keyspacetest"
 )
 
 func TestMemoryAssignsContiguousSeqsFromZero(t *testing.T) {
@@ -762,5 +763,24 @@ func TestMemoryKeepsNoCallerMemory(t *testing.T) {
 		if r.Event.Content != want[i] || r.Event.AgentID != "x" {
 			t.Fatalf("record %d = %+v after a reader changed its copy, want content %#v from agent x", i, r.Event, want[i])
 		}
+	}
+}
+
+// TestMemoryPassesTheBackendChecks runs on Memory the checks that the durable
+// backends (boltstore, pgstore) run on themselves, so that the three refuse
+// and return the same things.
+func TestMemoryPassesTheBackendChecks(t *testing.T) {
+	checks := []struct {
+		name  string
+		check func(testing.TB, keyspace.Store)
+	}{
+		{"append-refusals-write-nothing", keyspacetest.CheckAppendRefusalsWriteNothing},
+		{"list-order-is-unsigned", keyspacetest.CheckListOrderIsUnsigned},
+		{"read-from-bounds", keyspacetest.CheckReadFromBounds},
+		{"read-methods-refuse-zero-ids", keyspacetest.CheckReadMethodsRefuseZeroIDs},
+		{"concurrent-safe", keyspacetest.CheckConcurrentSafe},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) { c.check(t, keyspace.NewMemory()) })
 	}
 }
