@@ -23,6 +23,27 @@ import (
 // other writers added since its cached head, drops what is now a duplicate, and
 // retries, at most [WithMaxRetries] times.
 //
+// Re-delivery: a worker that loses its connection, or adopts a dying
+// worker's attempt, may send events the store already holds. The Sequencer
+// never stores one twice: it keeps, per stream and per agent, the highest WorkerSeq persisted,
+// and treats an event whose WorkerSeq is at or below it as a re-delivery
+// (counted in [StreamResult].Duplicates). This assumes an agent's WorkerSeq
+// grows with every new event it emits and reaches the Sequencer in that
+// order: an event arriving after a higher WorkerSeq of its agent was stored
+// is dropped as a duplicate, and two events of one agent with the same
+// WorkerSeq in one batch collapse into the first. Events with an empty
+// AgentID are never deduplicated. The Sequencer learns a stream's state the
+// first time it touches it by reading the whole stream, so deduplication
+// holds across a restart of the server and against other writers, whose
+// records it reads on a conflict; retrying a failed Append with the same
+// batch is therefore safe for events that carry an AgentID.
+//
+// Costs: one AppendEvents call per stream per Append when no other writer
+// interferes. The first touch of a stream reads the whole stream once, in
+// pages; each conflict reads the records added since the cached head. At most
+// [WithMaxCachedStreams] streams are cached, the least recently used idle one
+// evicted first and reloaded from the store when touched again.
+//
 // A Sequencer is safe for concurrent use. Appends to one stream are serialised
 // inside it, so goroutines sharing a Sequencer never conflict with each other;
 // conflicts come only from other writers of the same store. A call waiting for
