@@ -881,7 +881,9 @@ func (g *gateStore) takeCallers() []string {
 // TestSequencerWaitEndsWithContext: while one Append holds a stream inside
 // the store, a second Append of the same stream gives up as soon as its
 // context is cancelled or its deadline passes, without reaching the store;
-// the holder then completes, and a later Append lands right after it.
+// the holder then completes, and a later Append lands right after it. (On a
+// Sequencer that ignores the context while waiting, the waiter never
+// returns and go test's -timeout fails the test.)
 func TestSequencerWaitEndsWithContext(t *testing.T) {
 	testCases := []struct {
 		name string
@@ -1110,4 +1112,54 @@ func TestSequencerRefusesBadContentWritingNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSequencerGivingUpKeepsEarlierStreams: an Append of two streams whose
+// second stream is busy commits the first, then gives up on the second when
+// its context is cancelled, returning the first stream's result with the
+// error; nothing of the second stream is written by it.
+func TestSequencerGivingUpKeepsEarlierStreams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := keyspace.NewMemory()
+		gate := newGate(m)
+		seq := keyspace.NewSequencer(gate)
+		free, busy := keyOf(0, 0), keyOf(1, 0)
+
+		holder := make(chan error, 1)
+		go func() {
+			_, err := seq.Append(context.Background(), eventsIn(busy, "a", 1, 1))
+			holder <- err
+		}()
+		<-gate.entered
+
+		ctx, cancel := context.WithCancel(context.Background())
+		type result struct {
+			res keyspace.AppendResult
+			err error
+		}
+		waiter := make(chan result, 1)
+		go func() {
+			res, err := seq.Append(ctx, append(eventsIn(free, "b", 1, 2), eventsIn(busy, "b", 1, 1)...))
+			waiter <- result{res, err}
+		}()
+		synctest.Wait()
+		cancel()
+		r := <-waiter
+		if !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("Append = %v, want context.Canceled", r.err)
+		}
+		if len(r.res.Streams) != 1 || r.res.Streams[0].Key != free || r.res.Streams[0].Written != 2 {
+			t.Fatalf("result = %+v, want the first stream's two events only", r.res)
+		}
+		close(gate.release)
+		if err := <-holder; err != nil {
+			t.Fatal(err)
+		}
+		if got := agentSeqs(readAll(t, m, busy)); !slices.Equal(got, []string{"a#1"}) {
+			t.Fatalf("busy stream = %v, want [a#1]", got)
+		}
+		if got := agentSeqs(readAll(t, m, free)); !slices.Equal(got, []string{"b#1", "b#2"}) {
+			t.Fatalf("free stream = %v, want [b#1 b#2]", got)
+		}
+	})
 }
