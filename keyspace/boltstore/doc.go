@@ -106,6 +106,34 @@
 // [ErrClosed]; [Open] of a file another Store holds returns [ErrLocked] after
 // the open timeout.
 //
+// # Damaged files
+//
+// bbolt trusts its pages and reads them through a memory map: a damaged file
+// (a flipped byte, a page overwritten, the file cut short) makes it panic or
+// fault, partly on goroutines of its own that no caller can recover. So
+// [Open], holding the file's lock, checks the file before bbolt maps it,
+// with bounded reads: both meta pages as bbolt chooses between them, the
+// freelist, and every page of every bucket (ids, flags, sizes, key order,
+// each page in use once or free). Damage fails Open with an error wrapping
+// [ErrCorrupt] that names the page; the file is left as it is. The check
+// reads the whole file, so Open takes time in proportion to its size. A
+// zero-length file is a new, empty store, as bbolt treats it.
+//
+// Losing one meta page is survivable: bbolt keeps two and uses the valid
+// one of the higher transaction. When the newer is lost (torn or zeroed),
+// the store opens at the commit before it: the last committed batch is
+// gone, everything earlier is intact, and the next commit rewrites the
+// page. Losing the older one loses nothing.
+//
+// Damage that appears while the Store is open is met by the call that
+// reads it: every method recovers bbolt's panics and memory faults on the
+// calling goroutine and returns ErrCorrupt, and so does every later call;
+// [Store.Close] then unlocks and closes the file at once, since the panic
+// may have left bbolt's own locks held. bbolt keeps no page checksums:
+// damage that leaves the structure valid (bytes inside a record's value)
+// is found only when the record no longer decodes ([ErrCorruptRecord], a
+// kind of ErrCorrupt that leaves the Store usable).
+//
 // # Concurrency
 //
 // A [Store] is safe for concurrent use. bbolt runs one read-write

@@ -225,7 +225,7 @@ func panicError(op string, r any) error {
 	if f, ok := r.(interface{ Addr() uintptr }); ok {
 		return fmt.Errorf("%w: %s: memory fault at %#x reading the mapped file (cut short or changed while open?): %v", ErrCorrupt, op, f.Addr(), r)
 	}
-	return fmt.Errorf("%w: %s: bbolt panicked: %v", ErrCorrupt, op, r)
+	return fmt.Errorf("%w: %s: panic inside the bbolt transaction: %v", ErrCorrupt, op, r)
 }
 
 // guard is deferred by every method, after begin, with the result of
@@ -388,7 +388,10 @@ func (s *Store) ReadFrom(ctx context.Context, key keyspace.StreamKey, fromSeq ui
 		if limit > 0 && uint64(limit) < n {
 			n = uint64(limit)
 		}
-		out = make([]keyspace.Record, 0, n)
+		// The head comes from the last key, which damage may have made
+		// huge: allocate for what the walk can find, not for what the
+		// key claims. A missing record ends the walk with an error.
+		out = make([]keyspace.Record, 0, min(n, maxPrealloc))
 		k, v := c.Seek(appendRecordKey(make([]byte, 0, recordKeyLen), prefix, fromSeq))
 		for seq := fromSeq; seq < fromSeq+n; seq++ {
 			rec, err := decodeRecord(key, seq, prefix, k, v)
@@ -405,6 +408,9 @@ func (s *Store) ReadFrom(ctx context.Context, key keyspace.StreamKey, fromSeq ui
 	}
 	return out, nil
 }
+
+// maxPrealloc bounds the records ReadFrom allocates room for up front.
+const maxPrealloc = 1024
 
 // decodeRecord decodes the record the cursor found where the record at seq of
 // key should be.
