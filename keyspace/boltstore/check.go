@@ -92,6 +92,12 @@ type checker struct {
 	meta     meta
 	metaPage uint64     // the meta page (0 or 1) bbolt will use
 	kind     []pageKind // what each page below the high water mark is
+
+	// Per nesting depth, a page buffer and a key list, reused from page
+	// to page: a page's keys must stay valid only while its children
+	// (one level deeper) are walked.
+	bufs [maxCheckDepth + 1][]byte
+	keys [maxCheckDepth + 1][][]byte
 }
 
 // pageKind is what the check found a page to be.
@@ -247,13 +253,16 @@ func (c *checker) read(off, n uint64) ([]byte, error) {
 // also free.
 // It returns the page's first page worth of bytes and the length of the
 // page with its overflow.
-func (c *checker) page(id uint64, want uint16, what string) ([]byte, uint64, error) {
+func (c *checker) page(id uint64, want uint16, what string, depth int) ([]byte, uint64, error) {
 	if id < 2 || id >= c.meta.hwm {
 		return nil, 0, errCheck("%s page %d is outside [2, %d)", what, id, c.meta.hwm)
 	}
-	b, err := c.read(id*c.ps, c.ps)
-	if err != nil {
-		return nil, 0, err
+	if c.bufs[depth] == nil {
+		c.bufs[depth] = make([]byte, c.ps)
+	}
+	b := c.bufs[depth]
+	if _, err := c.r.ReadAt(b, int64(id*c.ps)); err != nil {
+		return nil, 0, fmt.Errorf("boltstore: reading page %d: %w", id, err)
 	}
 	if got := nativeEndian.Uint64(b[0:]); got != id {
 		return nil, 0, errCheck("page %d identifies itself as page %d", id, got)
@@ -291,7 +300,7 @@ func (c *checker) page(id uint64, want uint16, what string) ([]byte, uint64, err
 // readFreelist checks the freelist page and records the free pages.
 func (c *checker) readFreelist() error {
 	id := c.meta.freelist
-	b, span, err := c.page(id, flagFreelist, "freelist")
+	b, span, err := c.page(id, flagFreelist, "freelist", 0)
 	if err != nil {
 		return err
 	}
@@ -355,7 +364,7 @@ func (c *checker) walkPage(id uint64, lo, hi []byte, depth int) error {
 	if depth > maxCheckDepth {
 		return errCheck("page %d is nested more than %d levels deep", id, maxCheckDepth)
 	}
-	first, span, err := c.page(id, flagBranch|flagLeaf, "B+tree")
+	first, span, err := c.page(id, flagBranch|flagLeaf, "B+tree", depth)
 	if err != nil {
 		return err
 	}
@@ -368,7 +377,8 @@ func (c *checker) walkPage(id uint64, lo, hi []byte, depth int) error {
 	if err != nil {
 		return err
 	}
-	keys := make([][]byte, n)
+	keys := slices.Grow(c.keys[depth][:0], int(n))[:n]
+	c.keys[depth] = keys
 	for i := range n {
 		e := elems[i*elementSize:]
 		off := pageHeaderSize + i*elementSize // pos counts from the element

@@ -653,3 +653,67 @@ func TestDamageWhileOpenFailsEveryLaterCall(t *testing.T) {
 		})
 	}
 }
+
+// TestDamageWhileOpenConcurrentSafe cuts the file short under goroutines
+// reading and appending: every goroutine ends with ErrCorrupt (none
+// crashes, none is left waiting inside bbolt), and Close then releases the
+// file.
+func TestDamageWhileOpenConcurrentSafe(t *testing.T) {
+	fx := buildFixture(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "k.db")
+	if err := os.WriteFile(path, fx.file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, WithNoSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers = 6
+	started := make(chan struct{}, workers)
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			key := keyspace.NewStreamKey(eventstore.WorkflowID{9}, eventstore.RunID{9}, eventstore.ActivityID(w), 0)
+			var head uint64
+			for i := range 100_000 {
+				var err error
+				switch i % 3 {
+				case 0:
+					head, err = s.AppendEvents(ctx, head, fixEvents(key, head, 2, 40))
+				case 1:
+					_, err = s.ReadFrom(ctx, fixA, uint64(i%250), 5)
+				default:
+					_, err = s.ListStreams(ctx, fixA.WorkflowID, fixA.RunID)
+				}
+				if i == 2 {
+					started <- struct{}{}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- errors.New("never met the damage")
+		}()
+	}
+	for range workers {
+		<-started
+	}
+	if err := os.Truncate(path, 2*int64(fx.layout.ps)); err != nil {
+		t.Fatal(err)
+	}
+	for range workers {
+		if err := <-errs; !errors.Is(err, ErrCorrupt) {
+			t.Errorf("a worker ended with %v, want ErrCorrupt", err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s2, err := Open(path, WithOpenTimeout(time.Millisecond)); errors.Is(err, ErrLocked) {
+		t.Fatalf("Open after Close = %v: the damaged store kept the lock", err)
+	} else if err == nil {
+		_ = s2.Close()
+	}
+}

@@ -104,7 +104,7 @@
 // inside the transaction: [*eventstore.SequenceConflictError] with the head
 // found). Every refusal writes nothing. Calls after [Store.Close] return
 // [ErrClosed]; [Open] of a file another Store holds returns [ErrLocked] after
-// the open timeout.
+// the open timeout; a damaged file gives [ErrCorrupt] (see Damaged files).
 //
 // # Damaged files
 //

@@ -47,6 +47,8 @@ var (
 // and with the one write transaction bbolt allows at a time; appends, to any
 // stream, are serialised by that writer lock. The zero value is not usable:
 // [Open] makes a Store. After [Store.Close] every method returns [ErrClosed].
+// Once a call has met damage that made bbolt panic or fault, that call and
+// every later one return an error wrapping [ErrCorrupt].
 type Store struct {
 	db   *bolt.DB
 	path string
@@ -54,7 +56,13 @@ type Store struct {
 
 	// fault is the first ErrCorrupt error recovered from bbolt, after
 	// which every call fails with it.
-	fault     atomic.Pointer[error]
+	fault   atomic.Pointer[error]
+	faulted chan struct{} // closed when fault is set
+	// writer admits one AppendEvents at a time into bbolt. Waiting here
+	// rather than on bbolt's writer lock ends with the context, and with
+	// ErrCorrupt once a panic may have left bbolt's lock held.
+	writer chan struct{}
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -95,7 +103,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	s := &Store{path: path, file: f}
+	s := &Store{path: path, file: f, writer: make(chan struct{}, 1), faulted: make(chan struct{})}
 	if err := s.openBolt(cfg, timeout); err != nil {
 		// bbolt unlocked and closed f on an error it returned, but not on
 		// a panic, after which its memory map (which keeps the lock) may
@@ -111,8 +119,15 @@ func Open(path string, opts ...Option) (*Store, error) {
 // the buckets. A panic inside bbolt (possible only if the check missed
 // damage) is returned as an error wrapping ErrCorrupt.
 func (s *Store) openBolt(cfg config, timeout time.Duration) (err error) {
+	var db *bolt.DB
+	defer func() {
+		// After a panic bbolt may hold its locks: unmap off this goroutine.
+		if err != nil && db != nil {
+			go func() { _ = db.Close() }()
+		}
+	}()
 	defer recoverCorrupt(&err, "open", debug.SetPanicOnFault(true))
-	db, err := bolt.Open(s.path, cfg.fileMode, &bolt.Options{
+	db, err = bolt.Open(s.path, cfg.fileMode, &bolt.Options{
 		Timeout:      timeout,
 		NoSync:       cfg.noSync,
 		FreelistType: bolt.FreelistMapType,
@@ -129,6 +144,7 @@ func (s *Store) openBolt(cfg config, timeout time.Duration) (err error) {
 	}
 	if err := db.Update(initLayout); err != nil {
 		_ = db.Close()
+		db = nil
 		if errors.Is(err, berrors.ErrIncompatibleValue) {
 			return fmt.Errorf("%w: a bucket of the keyspace is a plain key: %w", ErrCorrupt, err)
 		}
@@ -236,10 +252,31 @@ func (s *Store) guard(err *error, op string, panicOnFault bool) {
 	debug.SetPanicOnFault(panicOnFault)
 	if r := recover(); r != nil {
 		e := fmt.Errorf("%w; every later call fails with this error, close the store", panicError(s.path+": "+op, r))
-		s.fault.CompareAndSwap(nil, &e)
+		if s.fault.CompareAndSwap(nil, &e) {
+			close(s.faulted)
+		}
 		*err = e
 	}
 }
+
+// lockWriter waits for the writer slot: until it is free, the context ends,
+// or the store met damage.
+func (s *Store) lockWriter(ctx context.Context) error {
+	select {
+	case s.writer <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.faulted:
+		return *s.fault.Load()
+	}
+	if err := s.fault.Load(); err != nil {
+		<-s.writer
+		return *err
+	}
+	return nil
+}
+
+func (s *Store) unlockWriter() { <-s.writer }
 
 // data returns the data bucket, which only damage can remove from a file
 // Open accepted.
@@ -272,7 +309,9 @@ func txErr(err error) error {
 // stream's head is read and compared with expectedSeq
 // ([*eventstore.SequenceConflictError] with the head found). The records are
 // put and committed only when every check passed; on any error the
-// transaction is rolled back and nothing is written.
+// transaction is rolled back and nothing is written. Appends run one at a
+// time; waiting for the one before ends with the context's error when ctx
+// ends first, and with [ErrCorrupt] when that one met damage.
 func (s *Store) AppendEvents(ctx context.Context, expectedSeq uint64, events []keyspace.ActivityEvent) (_ uint64, err error) {
 	if err := s.begin(ctx); err != nil {
 		return 0, err
@@ -302,6 +341,10 @@ func (s *Store) AppendEvents(ctx context.Context, expectedSeq uint64, events []k
 	}
 
 	defer s.guard(&err, "append_events", debug.SetPanicOnFault(true))
+	if err := s.lockWriter(ctx); err != nil {
+		return 0, err
+	}
+	defer s.unlockWriter()
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		if err := ctx.Err(); err != nil {
 			return err
