@@ -108,31 +108,22 @@
 //
 // # Damaged files
 //
-// bbolt trusts its pages and reads them through a memory map: a damaged file
-// (a flipped byte, a page overwritten, the file cut short) makes it panic or
-// fault, partly on goroutines of its own that no caller can recover. So
-// [Open], holding the file's lock, checks the file before bbolt maps it,
-// with bounded reads: both meta pages as bbolt chooses between them, the
-// freelist, and every page of every bucket (ids, flags, sizes, key order,
-// each page in use once or free). Damage fails Open with an error wrapping
-// [ErrCorrupt] that names the page; the file is left as it is. The check
-// reads the whole file, so Open takes time in proportion to its size. A
-// zero-length file is a new, empty store, as bbolt treats it.
+// bbolt trusts its memory-mapped pages: damage makes it panic or fault, in
+// part on goroutines of its own. So [Open] first checks, under the file's
+// lock and with bounded reads, every structure bbolt would trust (see Open
+// for what); damage fails Open with [ErrCorrupt] naming the page, and the
+// file is left as it is. A zero-length file is a new, empty store.
 //
-// Losing one meta page is survivable: bbolt keeps two and uses the valid
-// one of the higher transaction. When the newer is lost (torn or zeroed),
-// the store opens at the commit before it: the last committed batch is
-// gone, everything earlier is intact, and the next commit rewrites the
-// page. Losing the older one loses nothing.
+// Of the two meta pages bbolt uses the valid one of the later commit. When
+// that one is lost, the store opens at the commit before: the last batch is
+// gone, all earlier ones are intact, and the next commit rewrites the page.
+// Losing the older meta page loses nothing.
 //
-// Damage that appears while the Store is open is met by the call that
-// reads it: every method recovers bbolt's panics and memory faults on the
-// calling goroutine and returns ErrCorrupt, and so does every later call;
-// [Store.Close] then unlocks and closes the file at once, since the panic
-// may have left bbolt's own locks held. bbolt keeps no page checksums:
-// damage that leaves the structure valid (bytes inside a record's value)
-// is found only when the record no longer decodes ([ErrCorruptRecord], a
-// kind of ErrCorrupt that leaves the Store usable).
+// Damage that appears while the Store is open fails the call that meets it
+// with ErrCorrupt (panics and faults are recovered on the calling
+// goroutine), and every later call too; [Store.Close] still releases the
+// file. bbolt has no page checksums: bytes changed inside a record's value
+// are found only if the record no longer decodes ([ErrCorruptRecord]).
 //
 // # Concurrency
 //
