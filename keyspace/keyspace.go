@@ -11,7 +11,11 @@ import (
 // StreamKey addresses one transcript stream: one attempt of one activity of
 // one run of a workflow. The run is a required axis: activity positions
 // restart at 0 in every run of a continue-as-new chain, so without it two
-// generations would share (and corrupt) one stream.
+// generations would share (and corrupt) one stream. The attempt is an axis
+// too: a retry is a new attempt and gets a fresh stream, while a worker
+// taking over an attempt mid-way (failover) keeps writing the same stream,
+// which is what lets its re-deliveries be recognised. (Conformance rules
+// "run-axis" and "attempts-disjoint".)
 type StreamKey struct {
 	WorkflowID eventstore.WorkflowID
 	RunID      eventstore.RunID
@@ -70,7 +74,10 @@ type ActivityEvent struct {
 	Content Content
 }
 
-// Content is the kind-specific part of an [ActivityEvent]. The set is closed.
+// Content is the kind-specific part of an [ActivityEvent]. The set is closed:
+// the five kinds below, as values or non-nil pointers (stored as values), or
+// a nil Content. Any other type, and a nil pointer, is refused by every
+// [Store] and by the [Sequencer] (see [ValidateBatch]).
 type Content interface {
 	// ContentKind returns the kind's name: "message", "tool_call",
 	// "tool_result", "status" or "usage".
@@ -141,32 +148,57 @@ var (
 	ErrEphemeral = fmt.Errorf("keyspace: ephemeral event in batch: %w", eventstore.ErrInvalidArgument)
 )
 
-// Store is the append-only transcript keyspace.
+// Store is the append-only transcript keyspace. The rules below are what
+// the conformance package's TestKeyspace checks; each names its rule.
 //
-// Implementations are safe for concurrent use and return ctx.Err() (or an
-// error wrapping it) when the context is done before the call takes effect.
+// Implementations are safe for concurrent use: of concurrent appends at one
+// expected seq exactly one commits ("concurrent-appends"). They return
+// ctx.Err() (or an error wrapping it) when the context is done before the
+// call takes effect ("context-cancelled"). Zero workflow or run IDs are
+// refused by every method with an error wrapping
+// [eventstore.ErrInvalidArgument] ("zero-ids-refused").
+//
+// Nothing is shared between a Store and its caller: the caller may modify or
+// reuse the events slice it passed to AppendEvents, and anything its events
+// point to, once the call has returned, without changing what is stored; and
+// it may keep and modify the records ReadFrom returned without changing the
+// store or what later reads return ("records-are-copies").
 type Store interface {
 	// AppendEvents commits events, all of one stream, as one all-or-nothing
-	// commit at expectedSeq: the i-th event gets StoreSeq expectedSeq+i. It
-	// returns the new head (expectedSeq+len(events)). A stale expectedSeq
-	// returns a *eventstore.SequenceConflictError whose Found is the actual
-	// head. An empty slice is a no-op returning expectedSeq. A batch mixing
-	// streams returns ErrMixedStreams, one holding an ephemeral event
-	// ErrEphemeral, a zero workflow or run ID eventstore.ErrInvalidArgument; in
-	// every refusal nothing is written.
+	// commit at expectedSeq: the i-th event gets StoreSeq expectedSeq+i
+	// ("contiguous-seqs", "batch"). It returns the new head
+	// (expectedSeq+len(events)).
+	//
+	// A stale expectedSeq returns a *eventstore.SequenceConflictError whose
+	// Found is the actual head ("conflict-found-is-actual-head") and writes
+	// nothing ("conflicted-batch-writes-nothing"). An empty slice is a no-op
+	// returning expectedSeq ("empty-batch-noop"). A batch that
+	// [ValidateBatch] refuses gets its error and writes nothing: a batch
+	// mixing streams [ErrMixedStreams] ("mixed-streams-refused"), one holding
+	// an ephemeral event [ErrEphemeral] ("ephemeral-refused"), a zero workflow
+	// or run ID, a nil pointer content or a content type outside the five
+	// kinds an error wrapping eventstore.ErrInvalidArgument. On every error
+	// the returned head is 0. Stored events have StoreSeq set and Persisted
+	// true; a pointer content is stored as its value kind.
 	AppendEvents(ctx context.Context, expectedSeq uint64, events []ActivityEvent) (uint64, error)
 
-	// Head returns the stream's next StoreSeq: 0 for an unwritten stream.
+	// Head returns the stream's next StoreSeq, equal to the number of records
+	// it holds: 0 for an unwritten stream ("head").
 	Head(ctx context.Context, key StreamKey) (uint64, error)
 
 	// ReadFrom returns the records with StoreSeq >= fromSeq in order, at most
-	// limit of them (limit <= 0: all). Past the head it returns none. Its cost
-	// grows with what it returns, not with the stream's length.
+	// limit of them (limit <= 0: all); past the head it returns none
+	// ("read-from-resume"). Each record's Event has the StoreSeq of the record
+	// and Persisted true. Its cost grows with what it returns, not with the
+	// stream's length.
 	ReadFrom(ctx context.Context, key StreamKey, fromSeq uint64, limit int) ([]Record, error)
 
-	// ListStreams returns the streams of one run ordered by (activity,
-	// attempt), each with its head; never another run's. Its cost grows with
-	// that run's streams, not with the keyspace.
+	// ListStreams returns the streams of one run that hold at least one
+	// record, ordered by (activity, attempt) as unsigned numbers, each with
+	// its head ("list-order"); never another run's, even of the same
+	// workflow ("list-run-scoping"); none for a run without streams
+	// ("empty-listings"). Its cost grows with that run's streams, not with
+	// the keyspace.
 	ListStreams(ctx context.Context, workflowID eventstore.WorkflowID, runID eventstore.RunID) ([]StreamSummary, error)
 }
 

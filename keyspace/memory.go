@@ -11,15 +11,28 @@ import (
 
 // Memory is the in-memory reference implementation of [Store]. It enforces the
 // whole contract (all-or-nothing batches, optimistic concurrency on the
-// expected seq, refusal of mixed, ephemeral and zero-ID batches) so that code
-// written against it behaves the same on a durable backend.
+// expected seq, the refusals of [ValidateBatch]) so that code written against
+// it behaves the same on a durable backend.
 //
 // Memory is safe for concurrent use. Appends to different streams do not
 // serialise: a store-wide lock is held only to find or create a stream, and
 // each stream has its own lock. The zero value is an empty store ready to use;
 // [NewMemory] returns one. A Memory must not be copied after first use.
 //
-// Records are held for the life of the value: nothing is ever evicted.
+// Memory's choices where the contract leaves room:
+//   - Copies: stored events are copies of the caller's, and a pointer content
+//     (*Message and so on) is stored as its value, as the durable backends
+//     read it back. The content kinds hold no pointer or slice, so a stored
+//     or returned record shares nothing with anyone.
+//   - Costs: AppendEvents is O(batch), Head O(1), ReadFrom O(returned
+//     records) since the store seq indexes the stream directly, and
+//     ListStreams O(the run's streams) from a per-run index kept sorted as
+//     streams are created (a stream's first record costs O(the run's streams)
+//     to insert there). Records are held in fixed-size chunks, so an append
+//     never copies the records already stored: the time it holds its
+//     stream's lock does not grow with the stream.
+//   - Lifetime: records are held for the life of the value, nothing is
+//     evicted, and nothing survives the process.
 type Memory struct {
 	// mu guards streams and runs. It is never acquired while a stream's lock
 	// is held.
@@ -151,15 +164,14 @@ func (m *Memory) lookupOrCreate(key StreamKey) *memStream {
 // AppendEvents implements [Store.AppendEvents].
 //
 // The checks run in this order, and the first that fails decides the error:
-// the context; an empty batch (a no-op returning expectedSeq); the first
-// event's key (zero workflow or run ID: [eventstore.ErrInvalidArgument]); every
-// event in that same stream ([ErrMixedStreams], naming the first index that
-// differs); no ephemeral event ([ErrEphemeral], naming the first one); the
-// expected seq ([*eventstore.SequenceConflictError]). On any error nothing is
-// written and the returned head is 0.
+// the context; an empty batch (a no-op returning expectedSeq); the checks of
+// [ValidateBatch], in its order; the expected seq
+// ([*eventstore.SequenceConflictError]). On any error nothing is written and
+// the returned head is 0.
 //
-// The stored events are copies of the given ones with StoreSeq set and
-// Persisted true; the caller's slice is not modified.
+// The stored events are copies of the given ones with StoreSeq set,
+// Persisted true and a pointer content replaced by its value; the caller's
+// slice is not modified.
 func (m *Memory) AppendEvents(ctx context.Context, expectedSeq uint64, events []ActivityEvent) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -188,6 +200,7 @@ func (m *Memory) AppendEvents(ctx context.Context, expectedSeq uint64, events []
 		return 0, &eventstore.SequenceConflictError{Expected: expectedSeq, Found: s.head}
 	}
 	for _, ev := range events {
+		ev.Content, _ = contentValue(ev.Content) // valid: checked by ValidateBatch
 		ev.StoreSeq = s.head
 		ev.Persisted = true
 		s.push(Record{StoreSeq: s.head, Event: ev})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/keyspace/internal/keyspacetest"
 )
 
 func TestMemoryAssignsContiguousSeqsFromZero(t *testing.T) {
@@ -660,5 +661,126 @@ func TestMemoryLongStreamReads(t *testing.T) {
 	}
 	if h := headOf(t, m, key); h != 5232 {
 		t.Fatalf("head = %d, want 5232", h)
+	}
+}
+
+// customContent is a Content kind outside the closed set.
+type customContent struct{ Text string }
+
+func (customContent) ContentKind() string { return "custom" }
+
+// panickyContent panics in ContentKind: validation must not call it.
+type panickyContent struct{}
+
+func (*panickyContent) ContentKind() string { panic("ContentKind called") }
+
+// TestMemoryRefusesContentTheBackendsRefuse: Memory refuses every Content the
+// durable backends cannot store (a nil pointer to a kind, a type outside the
+// five kinds) with eventstore.ErrInvalidArgument, naming the event, and
+// stores nothing of the batch.
+func TestMemoryRefusesContentTheBackendsRefuse(t *testing.T) {
+	testCases := []struct {
+		name    string
+		content keyspace.Content
+	}{
+		{"nil *Message", (*keyspace.Message)(nil)},
+		{"nil *ToolCall", (*keyspace.ToolCall)(nil)},
+		{"nil *ToolResult", (*keyspace.ToolResult)(nil)},
+		{"nil *Status", (*keyspace.Status)(nil)},
+		{"nil *Usage", (*keyspace.Usage)(nil)},
+		{"custom kind", customContent{Text: "x"}},
+		{"custom kind pointer", &customContent{Text: "x"}},
+		{"custom kind whose ContentKind panics", &panickyContent{}},
+		{"nil custom pointer", (*panickyContent)(nil)},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			m := keyspace.NewMemory()
+			key := keyOf(0, 0)
+			if _, err := m.AppendEvents(ctx, 0, eventsIn(key, "x", 1, 1)); err != nil {
+				t.Fatal(err)
+			}
+			batch := eventsIn(key, "x", 2, 3)
+			batch[1].Content = tc.content
+			head, err := m.AppendEvents(ctx, 1, batch)
+			if !errors.Is(err, eventstore.ErrInvalidArgument) || head != 0 {
+				t.Fatalf("AppendEvents = %d, %v; want 0 and an error matching ErrInvalidArgument", head, err)
+			}
+			if !strings.Contains(err.Error(), "event 1") {
+				t.Fatalf("error %q does not name event 1", err)
+			}
+			if h := headOf(t, m, key); h != 1 {
+				t.Fatalf("head after a refused batch = %d, want 1 (unchanged)", h)
+			}
+			if got := agentSeqs(readAll(t, m, key)); !slices.Equal(got, []string{"x#1"}) {
+				t.Fatalf("stream after a refused batch = %v, want [x#1]", got)
+			}
+		})
+	}
+}
+
+// TestMemoryKeepsNoCallerMemory: what AppendEvents stores shares nothing
+// with the caller's events, and what ReadFrom returns shares nothing with the
+// store. A pointer content (accepted, as by the durable backends) is stored
+// as its value kind, as the durable backends read it back.
+func TestMemoryKeepsNoCallerMemory(t *testing.T) {
+	ctx := context.Background()
+	m := keyspace.NewMemory()
+	key := keyOf(0, 0)
+	msg := &keyspace.Message{Role: "user", Text: "original"}
+	usage := &keyspace.Usage{InputTokens: 1, OutputTokens: 2}
+	batch := eventsIn(key, "x", 1, 2)
+	batch[0].Content, batch[1].Content = msg, usage
+	if _, err := m.AppendEvents(ctx, 0, batch); err != nil {
+		t.Fatal(err)
+	}
+	// The caller reuses what it passed.
+	msg.Text = "changed by the caller"
+	usage.InputTokens = 99
+	batch[0].AgentID = "reused"
+
+	want := []keyspace.Content{keyspace.Message{Role: "user", Text: "original"}, keyspace.Usage{InputTokens: 1, OutputTokens: 2}}
+	recs := readAll(t, m, key)
+	for i, r := range recs {
+		if r.Event.Content != want[i] {
+			t.Fatalf("record %d content = %#v after the caller changed its own, want %#v", i, r.Event.Content, want[i])
+		}
+	}
+	// The reader changes what it got, through any pointer it may hold.
+	for i := range recs {
+		switch c := recs[i].Event.Content.(type) {
+		case *keyspace.Message:
+			c.Text = "changed by the reader"
+		case *keyspace.Usage:
+			c.InputTokens = 42
+		}
+		recs[i].Event.Content = keyspace.Status{State: "changed by the reader"}
+		recs[i].Event.AgentID = "changed by the reader"
+	}
+	again := readAll(t, m, key)
+	for i, r := range again {
+		if r.Event.Content != want[i] || r.Event.AgentID != "x" {
+			t.Fatalf("record %d = %+v after a reader changed its copy, want content %#v from agent x", i, r.Event, want[i])
+		}
+	}
+}
+
+// TestMemoryPassesTheBackendChecks runs on Memory the checks that the durable
+// backends (boltstore, pgstore) run on themselves, so that the three refuse
+// and return the same things.
+func TestMemoryPassesTheBackendChecks(t *testing.T) {
+	checks := []struct {
+		name  string
+		check func(testing.TB, keyspace.Store)
+	}{
+		{"append-refusals-write-nothing", keyspacetest.CheckAppendRefusalsWriteNothing},
+		{"list-order-is-unsigned", keyspacetest.CheckListOrderIsUnsigned},
+		{"read-from-bounds", keyspacetest.CheckReadFromBounds},
+		{"read-methods-refuse-zero-ids", keyspacetest.CheckReadMethodsRefuseZeroIDs},
+		{"concurrent-safe", keyspacetest.CheckConcurrentSafe},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) { c.check(t, keyspace.NewMemory()) })
 	}
 }

@@ -23,16 +23,38 @@ import (
 // other writers added since its cached head, drops what is now a duplicate, and
 // retries, at most [WithMaxRetries] times.
 //
+// Re-delivery: a worker that loses its connection, or adopts a dying
+// worker's attempt, may send events the store already holds. The Sequencer
+// never stores one twice: it keeps, per stream and per agent, the highest WorkerSeq persisted,
+// and treats an event whose WorkerSeq is at or below it as a re-delivery
+// (counted in [StreamResult].Duplicates). This assumes an agent's WorkerSeq
+// grows with every new event it emits and reaches the Sequencer in that
+// order: an event arriving after a higher WorkerSeq of its agent was stored
+// is dropped as a duplicate, and two events of one agent with the same
+// WorkerSeq in one batch collapse into the first. Events with an empty
+// AgentID are never deduplicated. The Sequencer learns a stream's state the
+// first time it touches it by reading the whole stream, so deduplication
+// holds across a restart of the server and against other writers, whose
+// records it reads on a conflict; retrying a failed Append with the same
+// batch is therefore safe for events that carry an AgentID.
+//
+// Costs: one AppendEvents call per stream per Append when no other writer
+// interferes. The first touch of a stream reads the whole stream once, in
+// pages; each conflict reads the records added since the cached head. At most
+// [WithMaxCachedStreams] streams are cached, the least recently used idle one
+// evicted first and reloaded from the store when touched again.
+//
 // A Sequencer is safe for concurrent use. Appends to one stream are serialised
 // inside it, so goroutines sharing a Sequencer never conflict with each other;
-// conflicts come only from other writers of the same store. Its zero value is
-// not ready: use [NewSequencer]. It must not be copied after first use.
+// conflicts come only from other writers of the same store. A call waiting for
+// its turn on a stream gives up when its context ends. Its zero value is not
+// ready: use [NewSequencer]. It must not be copied after first use.
 type Sequencer struct {
 	store Store
 	cfg   sequencerConfig
 
 	// mu guards streams, lru and every entry's refs and elem. It is held
-	// only briefly and never while waiting for an entry's mu.
+	// only briefly and never while waiting for an entry's lock.
 	mu      sync.Mutex
 	streams map[StreamKey]*seqStream
 	lru     list.List // of *seqStream, most recently used at the front
@@ -44,9 +66,11 @@ type seqStream struct {
 	refs int           // calls using the entry; guarded by Sequencer.mu
 	elem *list.Element // position in Sequencer.lru; guarded by Sequencer.mu
 
-	// mu serialises appends to the stream through this Sequencer and guards
-	// the fields below.
-	mu     sync.Mutex
+	// lock serialises appends to the stream through this Sequencer and
+	// guards the fields below: holding it is having sent on it (capacity 1).
+	// A channel rather than a mutex, so that a caller waiting for the stream
+	// can give up when its context ends.
+	lock   chan struct{}
 	loaded bool              // head and maxSeq describe a prefix of the stored stream
 	head   uint64            // the stream's next store seq
 	maxSeq map[string]uint64 // per AgentID, the highest WorkerSeq persisted
@@ -178,10 +202,11 @@ func (e *RetryExhaustedError) Unwrap() error { return e.Err }
 
 // Append writes a batch of events of any streams, in arrival order.
 //
-// Before anything is written it checks the context and every event's key: a
-// zero workflow or run ID anywhere (ephemeral events included) fails the
-// whole call with an error wrapping [eventstore.ErrInvalidArgument] and
-// nothing is written to any stream.
+// Before anything is written it checks the context and every event
+// (ephemeral ones included): a zero workflow or run ID, or a Content that
+// [ValidateBatch] refuses (a nil pointer, a type other than the five kinds),
+// fails the whole call with an error wrapping [eventstore.ErrInvalidArgument]
+// naming the event, and nothing is written to any stream.
 //
 // Ephemeral events are returned in AppendResult.Ephemeral and never stored.
 // The others are grouped by stream in order of first appearance, keeping
@@ -201,6 +226,13 @@ func (e *RetryExhaustedError) Unwrap() error { return e.Err }
 // it. A durable backend may have committed an append it reported as failed;
 // the next Append of that stream then meets a conflict, reads those records
 // and drops the re-sent events they contain.
+//
+// Waiting for a stream that another Append of this Sequencer is writing ends
+// when ctx does: that stream and the later ones are not attempted, and the
+// error wraps ctx.Err() (errors.Is(err, context.Canceled) or
+// context.DeadlineExceeded). A call that gave up has taken nothing: the
+// writing call and the waiting ones after it proceed as if it had never
+// come. Waiters are not guaranteed to get the stream in arrival order.
 func (s *Sequencer) Append(ctx context.Context, events []ActivityEvent) (AppendResult, error) {
 	var res AppendResult
 	if s == nil || s.store == nil {
@@ -212,6 +244,9 @@ func (s *Sequencer) Append(ctx context.Context, events []ActivityEvent) (AppendR
 	for i := range events {
 		if err := KeyOf(events[i]).Validate(); err != nil {
 			return res, fmt.Errorf("keyspace: sequencer: event %d: %w", i, err)
+		}
+		if err := checkContent(i, events[i].Content); err != nil {
+			return res, fmt.Errorf("keyspace: sequencer: %w", err)
 		}
 	}
 
@@ -310,8 +345,10 @@ func groupByStream(events []ActivityEvent, res *AppendResult) ([]streamGroup, []
 func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []ActivityEvent) (StreamResult, error) {
 	st := s.acquire(key)
 	defer s.release(st)
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	if err := st.lockCtx(ctx); err != nil {
+		return StreamResult{}, fmt.Errorf("keyspace: sequencer: stream %s: waiting for an earlier append: %w", key, err)
+	}
+	defer st.unlock()
 
 	if !st.loaded {
 		if err := st.reload(ctx, s.store); err != nil {
@@ -352,6 +389,23 @@ func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []Ac
 		pending = st.dedupe(events)
 	}
 }
+
+// lockCtx takes the stream's lock, or returns ctx.Err() once ctx is done
+// without taking it. A context already done when the call starts is not
+// raced against a free lock: it fails at once.
+func (st *seqStream) lockCtx(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case st.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (st *seqStream) unlock() { <-st.lock }
 
 // dedupe returns the events that are not re-deliveries, in order. It relies
 // on each agent's WorkerSeq growing with every new event: an event is a
@@ -509,7 +563,7 @@ func (s *Sequencer) acquire(key StreamKey) *seqStream {
 	defer s.mu.Unlock()
 	st := s.streams[key]
 	if st == nil {
-		st = &seqStream{key: key}
+		st = &seqStream{key: key, lock: make(chan struct{}, 1)}
 		st.elem = s.lru.PushFront(st)
 		s.streams[key] = st
 	} else {

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
@@ -831,6 +835,331 @@ func TestSequencerReturnsReadErrors(t *testing.T) {
 		want := keyspace.StreamResult{Key: key, FirstSeq: 2, Head: 3, Written: 1, Duplicates: 1}
 		if res.Streams[0] != want {
 			t.Fatalf("Append after recovery = %+v, want %+v", res.Streams[0], want)
+		}
+	})
+}
+
+// gateStore holds the first AppendEvents call after hold is armed: it sends
+// on entered, then waits for release before reaching the inner store. Every
+// AppendEvents call is counted per agent of its first event.
+type gateStore struct {
+	keyspace.Store
+	entered, release chan struct{}
+
+	mu      sync.Mutex
+	hold    bool
+	callers []string // AgentID of each AppendEvents call's first event
+}
+
+func newGate(inner keyspace.Store) *gateStore {
+	return &gateStore{Store: inner, entered: make(chan struct{}), release: make(chan struct{}), hold: true}
+}
+
+func (g *gateStore) AppendEvents(ctx context.Context, expectedSeq uint64, events []keyspace.ActivityEvent) (uint64, error) {
+	g.mu.Lock()
+	hold := g.hold
+	g.hold = false
+	if len(events) > 0 {
+		g.callers = append(g.callers, events[0].AgentID)
+	}
+	g.mu.Unlock()
+	if hold {
+		g.entered <- struct{}{}
+		<-g.release
+	}
+	return g.Store.AppendEvents(ctx, expectedSeq, events)
+}
+
+func (g *gateStore) takeCallers() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := g.callers
+	g.callers = nil
+	return out
+}
+
+// TestSequencerWaitEndsWithContext: while one Append holds a stream inside
+// the store, a second Append of the same stream gives up as soon as its
+// context is cancelled or its deadline passes, without reaching the store;
+// the holder then completes, and a later Append lands right after it. (On a
+// Sequencer that ignores the context while waiting, the waiter never
+// returns and go test's -timeout fails the test.)
+func TestSequencerWaitEndsWithContext(t *testing.T) {
+	testCases := []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		end  func(cancel context.CancelFunc) // makes the context end
+		want error
+	}{
+		{
+			name: "cancel",
+			ctx:  func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
+			end:  func(cancel context.CancelFunc) { cancel() },
+			want: context.Canceled,
+		},
+		{
+			name: "deadline",
+			ctx: func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), 200*time.Millisecond)
+			},
+			end:  func(context.CancelFunc) {}, // the bubble's clock reaches the deadline
+			want: context.DeadlineExceeded,
+		},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := keyspace.NewMemory()
+				gate := newGate(m)
+				seq := keyspace.NewSequencer(gate)
+				key := keyOf(0, 0)
+
+				holder := make(chan error, 1)
+				go func() {
+					_, err := seq.Append(context.Background(), eventsIn(key, "a", 1, 2))
+					holder <- err
+				}()
+				<-gate.entered // a holds the stream
+
+				ctx, cancel := tc.ctx()
+				defer cancel()
+				start := time.Now()
+				waiter := make(chan error, 1)
+				go func() {
+					_, err := seq.Append(ctx, eventsIn(key, "b", 1, 1))
+					waiter <- err
+				}()
+				synctest.Wait() // b is waiting for the stream
+				tc.end(cancel)
+				err := <-waiter
+				if !errors.Is(err, tc.want) || !errors.Is(err, ctx.Err()) {
+					t.Fatalf("waiting Append = %v, want an error matching %v", err, tc.want)
+				}
+				if tc.want == context.DeadlineExceeded {
+					if waited := time.Since(start); waited != 200*time.Millisecond {
+						t.Fatalf("waiting Append gave up after %v, want at its 200ms deadline", waited)
+					}
+				}
+				if got := gate.takeCallers(); !slices.Equal(got, []string{"a"}) {
+					t.Fatalf("AppendEvents callers while a held the stream = %v, want [a]", got)
+				}
+
+				close(gate.release)
+				if err := <-holder; err != nil {
+					t.Fatalf("holding Append = %v", err)
+				}
+				res, err := seq.Append(context.Background(), eventsIn(key, "c", 1, 1))
+				if err != nil || res.Streams[0].FirstSeq != 2 {
+					t.Fatalf("later Append = %+v, %v; want it at store seq 2", res, err)
+				}
+				recs := readAll(t, m, key)
+				checkContiguous(t, recs)
+				if got, want := agentSeqs(recs), []string{"a#1", "a#2", "c#1"}; !slices.Equal(got, want) {
+					t.Fatalf("stream = %v, want %v", got, want)
+				}
+			})
+		})
+	}
+}
+
+// yieldingStore gives other goroutines a chance inside every AppendEvents,
+// so that concurrent Appends of one stream really wait for each other.
+type yieldingStore struct{ keyspace.Store }
+
+func (y yieldingStore) AppendEvents(ctx context.Context, expectedSeq uint64, events []keyspace.ActivityEvent) (uint64, error) {
+	for range 3 {
+		runtime.Gosched()
+	}
+	return y.Store.AppendEvents(ctx, expectedSeq, events)
+}
+
+// TestSequencerCancellationConcurrentSafe runs many Appends of one stream,
+// some with contexts cancelled before the call, some cancelled while it runs
+// or waits (at a random moment), some never. Every call either succeeds,
+// with its events stored exactly once, contiguously and in order, or fails
+// with context.Canceled having stored none of them; the stream ends with
+// exactly the successful calls' events and accepts a further Append.
+func TestSequencerCancellationConcurrentSafe(t *testing.T) {
+	const (
+		callers  = 64
+		perCall  = 3
+		attempts = 4 // Appends per caller
+	)
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			checkCancellationStorm(t, seed, callers, perCall, attempts)
+		})
+	}
+}
+
+func checkCancellationStorm(t *testing.T, seed uint64, callers, perCall, attempts int) {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	m := keyspace.NewMemory()
+	seq := keyspace.NewSequencer(yieldingStore{m})
+	key := keyOf(0, 0)
+
+	type outcome struct {
+		agent string
+		err   error
+	}
+	type plan struct {
+		mode   int // 0 never cancelled, 1 cancelled before the call, 2 cancelled during it
+		yields int
+	}
+	plans := make([][]plan, callers)
+	for c := range plans {
+		for range attempts {
+			plans[c] = append(plans[c], plan{mode: rng.IntN(3), yields: rng.IntN(20)})
+		}
+	}
+	results := make(chan outcome, callers*attempts)
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			for a, p := range plans[c] {
+				agent := fmt.Sprintf("agent-%d-%d", c, a)
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				switch p.mode {
+				case 1:
+					cancel()
+				case 2:
+					go func() {
+						defer close(done)
+						for range p.yields {
+							runtime.Gosched()
+						}
+						cancel()
+					}()
+				}
+				_, err := seq.Append(ctx, eventsIn(key, agent, 1, uint64(perCall)))
+				if p.mode == 2 {
+					<-done
+				}
+				cancel()
+				results <- outcome{agent: agent, err: err}
+			}
+		})
+	}
+	wg.Wait()
+	close(results)
+
+	recs := readAll(t, m, key)
+	checkContiguous(t, recs)
+	at := map[string][]uint64{} // agent -> store seqs of its records
+	for _, r := range recs {
+		at[r.Event.AgentID] = append(at[r.Event.AgentID], r.StoreSeq)
+	}
+	stored, cancelled, gaveUpWaiting := 0, 0, 0
+	for o := range results {
+		seqs := at[o.agent]
+		if o.err != nil {
+			if !errors.Is(o.err, context.Canceled) {
+				t.Fatalf("%s: Append = %v, want success or context.Canceled", o.agent, o.err)
+			}
+			if len(seqs) != 0 {
+				t.Fatalf("%s: Append failed with %v but stored records at %v", o.agent, o.err, seqs)
+			}
+			cancelled++
+			if strings.Contains(o.err.Error(), "waiting for an earlier append") {
+				gaveUpWaiting++
+			}
+			continue
+		}
+		if len(seqs) != perCall {
+			t.Fatalf("%s: Append succeeded but stored %d records (at %v), want %d", o.agent, len(seqs), seqs, perCall)
+		}
+		for i, s := range seqs {
+			if s != seqs[0]+uint64(i) || recs[s].Event.WorkerSeq != uint64(i+1) {
+				t.Fatalf("%s: records at %v are not its events 1..%d in one run", o.agent, seqs, perCall)
+			}
+		}
+		stored++
+	}
+	if len(recs) != stored*perCall {
+		t.Fatalf("stream holds %d records, want %d (of %d successful Appends)", len(recs), stored*perCall, stored)
+	}
+	t.Logf("%d Appends stored, %d cancelled (%d while waiting for the stream)", stored, cancelled, gaveUpWaiting)
+	res, err := seq.Append(context.Background(), eventsIn(key, "last", 1, 1))
+	if err != nil || res.Streams[0].FirstSeq != uint64(len(recs)) {
+		t.Fatalf("Append after the storm = %+v, %v; want it at store seq %d", res, err, len(recs))
+	}
+}
+
+// TestSequencerRefusesBadContentWritingNothing: a Content the stores refuse,
+// in any stream of a batch, fails the whole Append before anything is
+// written, also to the streams before it.
+func TestSequencerRefusesBadContentWritingNothing(t *testing.T) {
+	testCases := []struct {
+		name    string
+		content keyspace.Content
+	}{
+		{"nil *ToolCall", (*keyspace.ToolCall)(nil)},
+		{"custom kind", customContent{}},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, spy := newSpy()
+			first, second := keyOf(0, 0), keyOf(1, 0)
+			batch := append(eventsIn(first, "x", 1, 2), eventsIn(second, "x", 1, 2)...)
+			batch[3].Content = tc.content
+			_, err := keyspace.NewSequencer(spy).Append(context.Background(), batch)
+			if !errors.Is(err, eventstore.ErrInvalidArgument) || !strings.Contains(err.Error(), "event 3") {
+				t.Fatalf("Append = %v, want ErrInvalidArgument naming event 3", err)
+			}
+			if n := len(spy.takeAppends()); n != 0 || headOf(t, m, first) != 0 || headOf(t, m, second) != 0 {
+				t.Fatalf("a refused Append made %d AppendEvents calls or wrote", n)
+			}
+		})
+	}
+}
+
+// TestSequencerGivingUpKeepsEarlierStreams: an Append of two streams whose
+// second stream is busy commits the first, then gives up on the second when
+// its context is cancelled, returning the first stream's result with the
+// error; nothing of the second stream is written by it.
+func TestSequencerGivingUpKeepsEarlierStreams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := keyspace.NewMemory()
+		gate := newGate(m)
+		seq := keyspace.NewSequencer(gate)
+		free, busy := keyOf(0, 0), keyOf(1, 0)
+
+		holder := make(chan error, 1)
+		go func() {
+			_, err := seq.Append(context.Background(), eventsIn(busy, "a", 1, 1))
+			holder <- err
+		}()
+		<-gate.entered
+
+		ctx, cancel := context.WithCancel(context.Background())
+		type result struct {
+			res keyspace.AppendResult
+			err error
+		}
+		waiter := make(chan result, 1)
+		go func() {
+			res, err := seq.Append(ctx, append(eventsIn(free, "b", 1, 2), eventsIn(busy, "b", 1, 1)...))
+			waiter <- result{res, err}
+		}()
+		synctest.Wait()
+		cancel()
+		r := <-waiter
+		if !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("Append = %v, want context.Canceled", r.err)
+		}
+		if len(r.res.Streams) != 1 || r.res.Streams[0].Key != free || r.res.Streams[0].Written != 2 {
+			t.Fatalf("result = %+v, want the first stream's two events only", r.res)
+		}
+		close(gate.release)
+		if err := <-holder; err != nil {
+			t.Fatal(err)
+		}
+		if got := agentSeqs(readAll(t, m, busy)); !slices.Equal(got, []string{"a#1"}) {
+			t.Fatalf("busy stream = %v, want [a#1]", got)
+		}
+		if got := agentSeqs(readAll(t, m, free)); !slices.Equal(got, []string{"b#1", "b#2"}) {
+			t.Fatalf("free stream = %v, want [b#1 b#2]", got)
 		}
 	})
 }

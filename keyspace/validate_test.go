@@ -24,6 +24,17 @@ func TestValidateBatch(t *testing.T) {
 		{"mixed", []keyspace.ActivityEvent{ev(1, false), ev(2, false)}, keyspace.ErrMixedStreams},
 		{"ephemeral", []keyspace.ActivityEvent{ev(1, false), ev(1, true)}, keyspace.ErrEphemeral},
 		{"mixed before ephemeral", []keyspace.ActivityEvent{ev(1, true), ev(2, false)}, keyspace.ErrMixedStreams},
+		{"nil message pointer", []keyspace.ActivityEvent{ev(1, false), withContent(ev(1, false), (*keyspace.Message)(nil))}, eventstore.ErrInvalidArgument},
+		{"custom kind", []keyspace.ActivityEvent{withContent(ev(1, false), customContent{})}, eventstore.ErrInvalidArgument},
+		{"ephemeral before content", []keyspace.ActivityEvent{withContent(ev(1, false), customContent{}), ev(1, true)}, keyspace.ErrEphemeral},
+		{"every kind, value and pointer", []keyspace.ActivityEvent{
+			withContent(ev(1, false), nil),
+			withContent(ev(1, false), keyspace.Message{}), withContent(ev(1, false), &keyspace.Message{}),
+			withContent(ev(1, false), keyspace.ToolCall{}), withContent(ev(1, false), &keyspace.ToolCall{}),
+			withContent(ev(1, false), keyspace.ToolResult{}), withContent(ev(1, false), &keyspace.ToolResult{}),
+			withContent(ev(1, false), keyspace.Status{}), withContent(ev(1, false), &keyspace.Status{}),
+			withContent(ev(1, false), keyspace.Usage{}), withContent(ev(1, false), &keyspace.Usage{}),
+		}, nil},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -33,4 +44,9 @@ func TestValidateBatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withContent(ev keyspace.ActivityEvent, c keyspace.Content) keyspace.ActivityEvent {
+	ev.Content = c
+	return ev
 }

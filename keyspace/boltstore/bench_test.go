@@ -56,3 +56,28 @@ func BenchmarkListStreams(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOpen opens and closes a file of 10,000 and 100,000 records.
+// Open checks every page of the file before bbolt maps it, so its cost
+// grows with the file; this is that cost.
+func BenchmarkOpen(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			s, path := openStore(b, boltstore.WithNoSync())
+			keyspacetest.Fill(b, s, keyspacetest.NewKey(0, 0), n)
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				s, err := boltstore.Open(path, boltstore.WithNoSync())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

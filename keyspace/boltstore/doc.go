@@ -104,7 +104,26 @@
 // inside the transaction: [*eventstore.SequenceConflictError] with the head
 // found). Every refusal writes nothing. Calls after [Store.Close] return
 // [ErrClosed]; [Open] of a file another Store holds returns [ErrLocked] after
-// the open timeout.
+// the open timeout; a damaged file gives [ErrCorrupt] (see Damaged files).
+//
+// # Damaged files
+//
+// bbolt trusts its memory-mapped pages: damage makes it panic or fault, in
+// part on goroutines of its own. So [Open] first checks, under the file's
+// lock and with bounded reads, every structure bbolt would trust (see Open
+// for what); damage fails Open with [ErrCorrupt] naming the page, and the
+// file is left as it is. A zero-length file is a new, empty store.
+//
+// Of the two meta pages bbolt uses the valid one of the later commit. When
+// that one is lost, the store opens at the commit before: the last batch is
+// gone, all earlier ones are intact, and the next commit rewrites the page.
+// Losing the older meta page loses nothing.
+//
+// Damage that appears while the Store is open fails the call that meets it
+// with ErrCorrupt (panics and faults are recovered on the calling
+// goroutine), and every later call too; [Store.Close] still releases the
+// file. bbolt has no page checksums: bytes changed inside a record's value
+// are found only if the record no longer decodes ([ErrCorruptRecord]).
 //
 // # Concurrency
 //

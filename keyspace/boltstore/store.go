@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -44,9 +47,21 @@ var (
 // and with the one write transaction bbolt allows at a time; appends, to any
 // stream, are serialised by that writer lock. The zero value is not usable:
 // [Open] makes a Store. After [Store.Close] every method returns [ErrClosed].
+// Once a call has met damage that made bbolt panic or fault, that call and
+// every later one return an error wrapping [ErrCorrupt].
 type Store struct {
 	db   *bolt.DB
 	path string
+	file *os.File // bbolt's file, which Open opened and locked
+
+	// fault is the first ErrCorrupt error recovered from bbolt, after
+	// which every call fails with it.
+	fault   atomic.Pointer[error]
+	faulted chan struct{} // closed when fault is set
+	// writer admits one AppendEvents at a time into bbolt. Waiting here
+	// rather than on bbolt's writer lock ends with the context, and with
+	// ErrCorrupt once a panic may have left bbolt's lock held.
+	writer chan struct{}
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -61,29 +76,88 @@ var _ keyspace.Store = (*Store)(nil)
 // waits up to the open timeout ([WithOpenTimeout], one second by default) and
 // then fails with [ErrLocked]. A file written by a newer layout of this
 // package fails with [ErrLayoutVersion] and is left as it is.
+//
+// Before bbolt maps the file, Open checks it, holding the lock, by reading
+// every page bbolt would use: the meta pages, the freelist and every page
+// of every bucket (the checks of bbolt's own consistency check, done with
+// bounded reads instead of the memory map). A damaged file fails with an
+// error wrapping [ErrCorrupt] that names the damaged page; the file is not
+// changed. A zero-length file is a new, empty store, as bbolt treats it.
+// The check reads the whole file once, so Open takes time in proportion to
+// the file's size.
 func Open(path string, opts ...Option) (*Store, error) {
 	cfg := newConfig(opts)
 	timeout := max(cfg.openTimeout, 0)
-	db, err := bolt.Open(path, cfg.fileMode, &bolt.Options{
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, cfg.fileMode)
+	if err != nil {
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	if err := lockFile(f, timeout); err != nil {
+		_ = f.Close()
+		if errors.Is(err, errLockTimeout) {
+			return nil, fmt.Errorf("%w: %s: gave up after %v", ErrLocked, path, timeout)
+		}
+		return nil, fmt.Errorf("boltstore: open %s: locking: %w", path, err)
+	}
+	if err := checkFile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	s := &Store{path: path, file: f, writer: make(chan struct{}, 1), faulted: make(chan struct{})}
+	if err := s.openBolt(cfg, timeout); err != nil {
+		// bbolt unlocked and closed f on an error it returned, but not on
+		// a panic, after which its memory map (which keeps the lock) may
+		// be left behind.
+		_ = unlockFile(f)
+		_ = f.Close()
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// openBolt opens bbolt on s.file, already locked and checked, and sets up
+// the buckets. A panic inside bbolt (possible only if the check missed
+// damage) is returned as an error wrapping ErrCorrupt.
+func (s *Store) openBolt(cfg config, timeout time.Duration) (err error) {
+	var db *bolt.DB
+	defer func() {
+		// After a panic bbolt may hold its locks: unmap off this goroutine.
+		if err != nil && db != nil {
+			go func() { _ = db.Close() }()
+		}
+	}()
+	defer recoverCorrupt(&err, "open", debug.SetPanicOnFault(true))
+	db, err = bolt.Open(s.path, cfg.fileMode, &bolt.Options{
 		Timeout:      timeout,
 		NoSync:       cfg.noSync,
 		FreelistType: bolt.FreelistMapType,
+		OpenFile:     func(string, int, os.FileMode) (*os.File, error) { return s.file, nil },
 	})
 	if err != nil {
-		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, fmt.Errorf("%w: %s: gave up after %v", ErrLocked, path, timeout)
+		switch {
+		case errors.Is(err, berrors.ErrTimeout):
+			return fmt.Errorf("%w: gave up after %v", ErrLocked, timeout)
+		case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
-		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+		return err
 	}
 	if err := db.Update(initLayout); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+		db = nil
+		if errors.Is(err, berrors.ErrIncompatibleValue) {
+			return fmt.Errorf("%w: a bucket of the keyspace is a plain key: %w", ErrCorrupt, err)
+		}
+		return err
 	}
-	return &Store{db: db, path: path}, nil
+	s.db = db
+	return nil
 }
 
 // initLayout creates the buckets of a new file and checks the layout version
-// of an existing one.
+// of an existing one. A file that records a layout but lacks the data
+// bucket lost it to damage: refused with ErrCorrupt rather than silently
+// started afresh.
 func initLayout(tx *bolt.Tx) error {
 	meta, err := tx.CreateBucketIfNotExists(metaBucket)
 	if err != nil {
@@ -96,6 +170,8 @@ func initLayout(tx *bolt.Tx) error {
 		}
 	case len(v) != 1 || v[0] != LayoutVersion:
 		return fmt.Errorf("%w: the file records layout %x, this build writes layout %d", ErrLayoutVersion, v, LayoutVersion)
+	case tx.Bucket(dataBucket) == nil:
+		return fmt.Errorf("%w: the file records layout %d but has no bucket %q", ErrCorrupt, v[0], dataBucket)
 	}
 	_, err = tx.CreateBucketIfNotExists(dataBucket)
 	return err
@@ -106,9 +182,24 @@ func (s *Store) Path() string { return s.path }
 
 // Close waits for the transactions in progress to finish and closes the file,
 // releasing its lock. It is idempotent: later calls return nil.
+//
+// On a Store that met damage (its calls fail with [ErrCorrupt]) bbolt's
+// own state cannot be trusted: a panic inside it may have left its
+// internal locks held. Close then closes the file at once, which releases
+// and unlocks the file, so that it can be reopened (or repaired) by this
+// process or another, and leaves bbolt's shutdown, which unmaps the file
+// once no transaction holds the map, to a goroutine.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		if s.fault.Load() != nil {
+			if err := errors.Join(unlockFile(s.file), s.file.Close()); err != nil {
+				s.closeErr = fmt.Errorf("boltstore: close %s: %w", s.path, err)
+			}
+			db := s.db
+			go func() { _ = db.Close() }()
+			return
+		}
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("boltstore: close %s: %w", s.path, err)
 		}
@@ -116,7 +207,8 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// begin checks what every call checks first: the context, then the store.
+// begin checks what every call checks first: the context, then the store
+// being open and undamaged.
 func (s *Store) begin(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -124,7 +216,75 @@ func (s *Store) begin(ctx context.Context) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	if err := s.fault.Load(); err != nil {
+		return *err
+	}
 	return nil
+}
+
+// recoverCorrupt is deferred, with the result of debug.SetPanicOnFault(true),
+// around a call into bbolt. bbolt reads its pages from a memory map and
+// trusts them: damage makes it panic, or fault on an address the map does
+// not back (a file cut short), which SetPanicOnFault turns into a panic on
+// this goroutine. recoverCorrupt restores the fault setting and turns such
+// a panic into an error wrapping ErrCorrupt.
+func recoverCorrupt(err *error, op string, panicOnFault bool) {
+	debug.SetPanicOnFault(panicOnFault)
+	if r := recover(); r != nil {
+		*err = panicError(op, r)
+	}
+}
+
+// panicError describes a panic recovered from bbolt during op: what bbolt
+// said (its messages name the page), or the faulting address.
+func panicError(op string, r any) error {
+	if f, ok := r.(interface{ Addr() uintptr }); ok {
+		return fmt.Errorf("%w: %s: memory fault at %#x reading the mapped file (cut short or changed while open?): %v", ErrCorrupt, op, f.Addr(), r)
+	}
+	return fmt.Errorf("%w: %s: panic inside the bbolt transaction: %v", ErrCorrupt, op, r)
+}
+
+// guard is deferred by every method, after begin, with the result of
+// debug.SetPanicOnFault(true): it recovers a panic as recoverCorrupt does
+// and records the error, so that every later call fails with the first
+// one.
+func (s *Store) guard(err *error, op string, panicOnFault bool) {
+	debug.SetPanicOnFault(panicOnFault)
+	if r := recover(); r != nil {
+		e := fmt.Errorf("%w; every later call fails with this error, close the store", panicError(s.path+": "+op, r))
+		if s.fault.CompareAndSwap(nil, &e) {
+			close(s.faulted)
+		}
+		*err = e
+	}
+}
+
+// lockWriter waits for the writer slot: until it is free, the context ends,
+// or the store met damage.
+func (s *Store) lockWriter(ctx context.Context) error {
+	select {
+	case s.writer <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.faulted:
+		return *s.fault.Load()
+	}
+	if err := s.fault.Load(); err != nil {
+		<-s.writer
+		return *err
+	}
+	return nil
+}
+
+func (s *Store) unlockWriter() { <-s.writer }
+
+// data returns the data bucket, which only damage can remove from a file
+// Open accepted.
+func data(tx *bolt.Tx) (*bolt.Bucket, error) {
+	if b := tx.Bucket(dataBucket); b != nil {
+		return b, nil
+	}
+	return nil, fmt.Errorf("%w: the bucket %q is gone", ErrCorrupt, dataBucket)
 }
 
 // txErr maps bbolt's "database not open", met by a call racing Close, to
@@ -149,8 +309,10 @@ func txErr(err error) error {
 // stream's head is read and compared with expectedSeq
 // ([*eventstore.SequenceConflictError] with the head found). The records are
 // put and committed only when every check passed; on any error the
-// transaction is rolled back and nothing is written.
-func (s *Store) AppendEvents(ctx context.Context, expectedSeq uint64, events []keyspace.ActivityEvent) (uint64, error) {
+// transaction is rolled back and nothing is written. Appends run one at a
+// time; waiting for the one before ends with the context's error when ctx
+// ends first, and with [ErrCorrupt] when that one met damage.
+func (s *Store) AppendEvents(ctx context.Context, expectedSeq uint64, events []keyspace.ActivityEvent) (_ uint64, err error) {
 	if err := s.begin(ctx); err != nil {
 		return 0, err
 	}
@@ -178,11 +340,19 @@ func (s *Store) AppendEvents(ctx context.Context, expectedSeq uint64, events []k
 		keys = appendRecordKey(keys, prefix, expectedSeq+uint64(i))
 	}
 
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	defer s.guard(&err, "append_events", debug.SetPanicOnFault(true))
+	if err := s.lockWriter(ctx); err != nil {
+		return 0, err
+	}
+	defer s.unlockWriter()
+	err = s.db.Update(func(tx *bolt.Tx) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		b := tx.Bucket(dataBucket)
+		b, err := data(tx)
+		if err != nil {
+			return err
+		}
 		head, err := headOf(b.Cursor(), prefix)
 		if err != nil {
 			return err
@@ -209,17 +379,21 @@ func (s *Store) AppendEvents(ctx context.Context, expectedSeq uint64, events []k
 // Head implements [keyspace.Store.Head] with one seek past the stream's
 // prefix and one step back. A zero workflow or run ID returns an error
 // wrapping [eventstore.ErrInvalidArgument].
-func (s *Store) Head(ctx context.Context, key keyspace.StreamKey) (uint64, error) {
+func (s *Store) Head(ctx context.Context, key keyspace.StreamKey) (_ uint64, err error) {
 	if err := s.begin(ctx); err != nil {
 		return 0, err
 	}
 	if err := key.Validate(); err != nil {
 		return 0, err
 	}
+	defer s.guard(&err, "head", debug.SetPanicOnFault(true))
 	var head uint64
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		head, err = headOf(tx.Bucket(dataBucket).Cursor(), streamPrefix(key))
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b, err := data(tx)
+		if err != nil {
+			return err
+		}
+		head, err = headOf(b.Cursor(), streamPrefix(key))
 		return err
 	})
 	if err != nil {
@@ -233,7 +407,7 @@ func (s *Store) Head(ctx context.Context, key keyspace.StreamKey) (uint64, error
 // value. A zero workflow or run ID returns an error wrapping
 // [eventstore.ErrInvalidArgument]; a record that cannot be decoded fails the
 // call with [ErrCorruptRecord].
-func (s *Store) ReadFrom(ctx context.Context, key keyspace.StreamKey, fromSeq uint64, limit int) ([]keyspace.Record, error) {
+func (s *Store) ReadFrom(ctx context.Context, key keyspace.StreamKey, fromSeq uint64, limit int) (_ []keyspace.Record, err error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -241,9 +415,14 @@ func (s *Store) ReadFrom(ctx context.Context, key keyspace.StreamKey, fromSeq ui
 		return nil, err
 	}
 	prefix := streamPrefix(key)
+	defer s.guard(&err, "read_from", debug.SetPanicOnFault(true))
 	var out []keyspace.Record
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(dataBucket).Cursor()
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b, err := data(tx)
+		if err != nil {
+			return err
+		}
+		c := b.Cursor()
 		head, err := headOf(c, prefix)
 		if err != nil || fromSeq >= head {
 			return err
@@ -252,7 +431,10 @@ func (s *Store) ReadFrom(ctx context.Context, key keyspace.StreamKey, fromSeq ui
 		if limit > 0 && uint64(limit) < n {
 			n = uint64(limit)
 		}
-		out = make([]keyspace.Record, 0, n)
+		// The head comes from the last key, which damage may have made
+		// huge: allocate for what the walk can find, not for what the
+		// key claims. A missing record ends the walk with an error.
+		out = make([]keyspace.Record, 0, min(n, maxPrealloc))
 		k, v := c.Seek(appendRecordKey(make([]byte, 0, recordKeyLen), prefix, fromSeq))
 		for seq := fromSeq; seq < fromSeq+n; seq++ {
 			rec, err := decodeRecord(key, seq, prefix, k, v)
@@ -269,6 +451,9 @@ func (s *Store) ReadFrom(ctx context.Context, key keyspace.StreamKey, fromSeq ui
 	}
 	return out, nil
 }
+
+// maxPrealloc bounds the records ReadFrom allocates room for up front.
+const maxPrealloc = 1024
 
 // decodeRecord decodes the record the cursor found where the record at seq of
 // key should be.
@@ -302,17 +487,21 @@ func decodeRecord(key keyspace.StreamKey, seq uint64, prefix, k, v []byte) (keys
 // of the streams, and other runs' keys are never visited. The key order is
 // the contract's order: activity, then attempt, both unsigned. All heads come
 // from one read transaction, a consistent snapshot.
-func (s *Store) ListStreams(ctx context.Context, workflowID eventstore.WorkflowID, runID eventstore.RunID) ([]keyspace.StreamSummary, error) {
+func (s *Store) ListStreams(ctx context.Context, workflowID eventstore.WorkflowID, runID eventstore.RunID) (_ []keyspace.StreamSummary, err error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
 	if err := (keyspace.StreamKey{WorkflowID: workflowID, RunID: runID}).Validate(); err != nil {
 		return nil, err
 	}
+	defer s.guard(&err, "list_streams", debug.SetPanicOnFault(true))
 	var out []keyspace.StreamSummary
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		out, err = listRun(tx.Bucket(dataBucket).Cursor(), runPrefix(workflowID, runID))
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b, err := data(tx)
+		if err != nil {
+			return err
+		}
+		out, err = listRun(b.Cursor(), runPrefix(workflowID, runID))
 		return err
 	})
 	if err != nil {

@@ -135,6 +135,16 @@ func TestCorruptRecordsFailReadsClearly(t *testing.T) {
 		{"gap", func(b *bolt.Bucket) error {
 			return b.Delete(appendRecordKey(nil, streamPrefix(key), 1))
 		}, "found record 2 where record 1 belongs"},
+		{"huge-last-seq", func(b *bolt.Bucket) error {
+			// The last record's key now claims seq 2^62: the head read
+			// from it is huge, and ReadFrom must not allocate for it.
+			k := appendRecordKey(nil, streamPrefix(key), 2)
+			v := bytes.Clone(b.Get(k))
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+			return b.Put(appendRecordKey(nil, streamPrefix(key), 1<<62), v)
+		}, "found record 4611686018427387904 where record 2 belongs"},
 		{"truncated", func(b *bolt.Bucket) error {
 			k := appendRecordKey(nil, streamPrefix(key), 1)
 			return b.Put(k, bytes.Clone(b.Get(k))[:4])

@@ -190,15 +190,14 @@ func streamArgs(key keyspace.StreamKey) []any {
 // rows commit together or not at all.
 //
 // The checks run in the order [keyspace.Memory] runs them, with the same
-// error values: the context; the store being open ([ErrClosed]); an empty
-// batch (a no-op returning expectedSeq, with no round trip); a zero workflow
-// or run ID ([eventstore.ErrInvalidArgument]); one stream
-// ([keyspace.ErrMixedStreams]); no ephemeral event ([keyspace.ErrEphemeral]).
-// Then the events are encoded (a Content that is not one of the keyspace
-// kinds wraps [eventstore.ErrInvalidArgument]), and the statement inserts the
-// rows only if the stream's head, read by the same statement, is
-// expectedSeq; if it is not, the [*eventstore.SequenceConflictError] carries
-// the head the statement read. If the statement fails on the primary key
+// error values, before any round trip: the context; the store being open
+// ([ErrClosed]); an empty batch (a no-op returning expectedSeq); then
+// [keyspace.ValidateBatch] (zero IDs, mixed streams, an ephemeral event, a
+// Content that is not one of the keyspace kinds or is a nil pointer). Then
+// the events are encoded, and the statement inserts the rows only if the
+// stream's head, read by the same statement, is expectedSeq; if it is not,
+// the [*eventstore.SequenceConflictError] carries the head the statement
+// read. If the statement fails on the primary key
 // because a concurrent writer committed the same store seqs first (SQLSTATE
 // 23505; the statement's transaction is rolled back, nothing of it stays),
 // the head is read again and the conflict carries that.

@@ -35,7 +35,8 @@ const (
 //
 // A Content that is not one of the five kinds (value or non-nil pointer)
 // cannot be encoded: the error wraps [eventstore.ErrInvalidArgument], and dst
-// is not returned.
+// is not returned. [keyspace.ValidateBatch] refuses every such Content, so
+// for a batch that passed it this error does not occur.
 func AppendEvent(dst []byte, ev *keyspace.ActivityEvent) ([]byte, error) {
 	dst = append(dst, Version)
 	dst = appendString(dst, ev.AgentID)
@@ -81,7 +82,9 @@ func AppendEvent(dst []byte, ev *keyspace.ActivityEvent) ([]byte, error) {
 		}
 		dst = appendUsage(dst, *c)
 	default:
-		return nil, fmt.Errorf("%w: content type %T (kind %q) is not one of the keyspace content kinds", eventstore.ErrInvalidArgument, c, c.ContentKind())
+		// Not c.ContentKind(): a foreign type's method may panic (a nil
+		// pointer with a value receiver does).
+		return nil, fmt.Errorf("%w: content type %T is not one of the keyspace content kinds", eventstore.ErrInvalidArgument, c)
 	}
 	return dst, nil
 }

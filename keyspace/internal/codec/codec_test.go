@@ -155,6 +155,7 @@ func TestAppendEventRefusesForeignContent(t *testing.T) {
 		{"foreign-type-claiming-message", impostor{}},
 		{"nil-message-pointer", (*keyspace.Message)(nil)},
 		{"nil-usage-pointer", (*keyspace.Usage)(nil)},
+		{"nil-foreign-pointer", (*impostor)(nil)}, // its ContentKind panics
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,7 +50,8 @@
 //
 // [AppendEvent] refuses a Content that is not one of the five keyspace kinds
 // (another type, or a nil pointer to one of them) with an error wrapping
-// [eventstore.ErrInvalidArgument]. [DecodeEvent] refuses anything it did not
+// [eventstore.ErrInvalidArgument]; the backends never reach that error, as
+// [keyspace.ValidateBatch] refuses the same contents first. [DecodeEvent] refuses anything it did not
 // write: an empty value, another format version, an unknown content kind, a
 // truncated or overlong field, an out-of-range time, a flag byte other than 0
 // or 1, or trailing bytes. Its errors wrap [ErrCorrupt] and say what is

@@ -30,9 +30,10 @@
 // there, not here. The checks here cover what the contract leaves to the
 // implementation and the two backends share: the record encoding of package
 // keyspace/internal/codec (a pointer content reads back as its value, a
-// foreign content is refused), ErrClosed, the range of store seqs. The
-// reference implementation, keyspace.Memory, keeps contents as given and has
-// no Close, so several of them do not hold for it.
+// foreign content is refused), ErrClosed, the range of store seqs.
+// keyspace.Memory stores contents as the backends read them back and runs
+// the checks that need no Close and no reopening, so that the three stores
+// are held to the same refusals.
 //
 // # Failing
 //

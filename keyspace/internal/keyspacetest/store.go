@@ -124,14 +124,17 @@ func recordDiff(got, want keyspace.Record) string {
 }
 
 // foreignContent is a Content that is none of the keyspace kinds: the
-// record encoding cannot store it.
+// record encoding cannot store it. Its method has a value receiver, so
+// calling it on a nil *foreignContent panics: a store must refuse that
+// content without calling it.
 type foreignContent struct{}
 
 func (foreignContent) ContentKind() string { return "custom" }
 
 // CheckAppendRefusalsWriteNothing writes two events to a stream of s, then
 // makes appends s must refuse: an ephemeral event, a content that is none of
-// the keyspace kinds, a nil pointer content, a batch mixing attempts, a zero
+// the keyspace kinds (as a value, a pointer and a nil pointer whose
+// ContentKind panics), a nil pointer content, a batch mixing attempts, a zero
 // workflow ID, a zero run ID, a stale, an ahead and a near-maximal expected
 // seq, and a cancelled context. Each must return head 0 and an error
 // matching the contract's (a conflict's Expected the seq given and Found 2),
@@ -145,6 +148,10 @@ func CheckAppendRefusalsWriteNothing(t testing.TB, s keyspace.Store) {
 	ephemeral[2].Ephemeral = true
 	foreign := Messages(key, 2, 3)
 	foreign[2].Content = foreignContent{}
+	foreignPointer := Messages(key, 2, 3)
+	foreignPointer[0].Content = &foreignContent{}
+	nilForeign := Messages(key, 2, 3)
+	nilForeign[1].Content = (*foreignContent)(nil)
 	nilPointer := Messages(key, 2, 3)
 	nilPointer[1].Content = (*keyspace.Status)(nil)
 	mixed := Messages(key, 2, 3)
@@ -164,6 +171,8 @@ func CheckAppendRefusalsWriteNothing(t testing.TB, s keyspace.Store) {
 	}{
 		{"ephemeral", ctx, 2, ephemeral, keyspace.ErrEphemeral},
 		{"foreign-content", ctx, 2, foreign, eventstore.ErrInvalidArgument},
+		{"foreign-pointer-content", ctx, 2, foreignPointer, eventstore.ErrInvalidArgument},
+		{"nil-foreign-pointer-content", ctx, 2, nilForeign, eventstore.ErrInvalidArgument},
 		{"nil-pointer-content", ctx, 2, nilPointer, eventstore.ErrInvalidArgument},
 		{"mixed-streams", ctx, 2, mixed, keyspace.ErrMixedStreams},
 		{"zero-workflow", ctx, 0, zeroWF, eventstore.ErrInvalidArgument},

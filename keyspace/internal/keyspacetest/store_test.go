@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -118,14 +119,56 @@ func TestChecksPassOnADurableStore(t *testing.T) {
 
 // The broken stores: each a durable store with one method changed.
 
-// plain keeps contents as given, as keyspace.Memory does: no encoding.
-type plain struct{ *durable }
+// plain keeps contents as given, without checking them: a foreign content
+// is stored and a pointer content reads back as the same pointer. It stores
+// the events without their contents and keeps those aside, in given, which
+// outlives the store as its Memory does.
+type plain struct {
+	*durable
+	given *givenContents
+}
+
+type givenContents struct {
+	mu sync.Mutex
+	at map[keyspace.StreamKey]map[uint64]keyspace.Content
+}
+
+func newGiven() *givenContents {
+	return &givenContents{at: map[keyspace.StreamKey]map[uint64]keyspace.Content{}}
+}
 
 func (p plain) AppendEvents(ctx context.Context, expectedSeq uint64, events []keyspace.ActivityEvent) (uint64, error) {
 	if err := p.begin(ctx); err != nil {
 		return 0, err
 	}
-	return p.mem.AppendEvents(ctx, expectedSeq, events)
+	bare := slices.Clone(events)
+	for i := range bare {
+		bare[i].Content = nil
+	}
+	head, err := p.mem.AppendEvents(ctx, expectedSeq, bare)
+	if err != nil || len(events) == 0 {
+		return head, err
+	}
+	p.given.mu.Lock()
+	defer p.given.mu.Unlock()
+	key := keyspace.KeyOf(events[0])
+	if p.given.at[key] == nil {
+		p.given.at[key] = map[uint64]keyspace.Content{}
+	}
+	for i, ev := range events {
+		p.given.at[key][expectedSeq+uint64(i)] = ev.Content
+	}
+	return head, nil
+}
+
+func (p plain) ReadFrom(ctx context.Context, key keyspace.StreamKey, fromSeq uint64, limit int) ([]keyspace.Record, error) {
+	recs, err := p.durable.ReadFrom(ctx, key, fromSeq, limit)
+	p.given.mu.Lock()
+	defer p.given.mu.Unlock()
+	for i := range recs {
+		recs[i].Event.Content = p.given.at[key][recs[i].StoreSeq]
+	}
+	return recs, err
 }
 
 // utcReader reads every EmittedAt back in UTC.
@@ -221,8 +264,8 @@ func TestChecksFailOnBrokenStores(t *testing.T) {
 			keyspacetest.CheckRecordsSurviveReopen(t, func(testing.TB) keyspacetest.Store { return newDurable() })
 		}, "after reopening: read 0 records, want 7"},
 		{"reopen/contents-as-given", func(t testing.TB) {
-			mem := keyspace.NewMemory()
-			keyspacetest.CheckRecordsSurviveReopen(t, func(testing.TB) keyspacetest.Store { return plain{&durable{mem: mem}} })
+			mem, given := keyspace.NewMemory(), newGiven()
+			keyspacetest.CheckRecordsSurviveReopen(t, func(testing.TB) keyspacetest.Store { return plain{&durable{mem: mem}, given} })
 		}, "before closing: record 5"},
 		{"reopen/zone-lost", func(t testing.TB) {
 			mem := keyspace.NewMemory()
@@ -232,7 +275,7 @@ func TestChecksFailOnBrokenStores(t *testing.T) {
 			keyspacetest.CheckAppendRefusalsWriteNothing(t, headOnRefusal{newDurable()})
 		}, "AppendEvents = 2,"},
 		{"refusals/foreign-content-stored", func(t testing.TB) {
-			keyspacetest.CheckAppendRefusalsWriteNothing(t, plain{newDurable()})
+			keyspacetest.CheckAppendRefusalsWriteNothing(t, plain{newDurable(), newGiven()})
 		}, "AppendEvents = 5, <nil>; want 0 and an error matching"},
 		{"list-order/signed", func(t testing.TB) {
 			keyspacetest.CheckListOrderIsUnsigned(t, signedLister{newDurable()})
