@@ -607,7 +607,7 @@ func TestTrackerConcurrentSafe(t *testing.T) {
 			if tc.maxInFlight > 0 && (evicted == 0 || live > int64(tc.maxInFlight)) {
 				t.Errorf("evicted %d with live %d under bound %d: eviction not exercised or bound broken", evicted, live, tc.maxInFlight)
 			}
-			if _, err := h.tr.live.check(&h.tr.hash); err != nil {
+			if _, err := h.tr.live.check(); err != nil {
 				t.Error(err)
 			}
 
