@@ -24,6 +24,38 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // and returns inner's results and error values unchanged. Unwrap on the
 // result returns inner.
 //
+// Spans: one per timed call, named "aion.store <operation>", of kind
+// client, with db.operation.name, aion.namespace, the WithAttributes
+// attributes and, where the call has them, aion.workflow.id,
+// aion.store.expected_seq, aion.store.event_count and
+// aion.store.outbox_row_count. A failed call sets error.type, adds an
+// exception event and sets status Error; a sequence conflict adds
+// aion.store.found_seq. The duration goes to aion.store.operation.duration,
+// recorded with the span's context so that an exemplar points at it. The
+// three ShardOwner methods that cannot fail are forwarded only.
+//
+// Lifecycle: only after an Append or AppendWithOutbox succeeded are its
+// events observed. WorkflowStarted counts aion.workflows.started by type;
+// the five run-closing events count aion.workflows.completed by status and
+// settle the run's activities still in flight as abandoned;
+// WorkflowReopened, SignalReceived (delivery "resident") and
+// ScheduleTriggered count their counters; ActivityScheduled is a pairing
+// dispatch and ActivityCompleted, a Terminal ActivityFailed,
+// ActivityCancelled and ActivityTimedOut its terminals, while a Retryable
+// ActivityFailed counts a retry. Pairing keys are (namespace, the appended
+// workflow, the event's run, activity); an event with a zero RecordedAt is
+// observed at the time of observation. Nothing of the caller's events slice
+// is kept after the call returns.
+//
+// History order: two appends to one workflow can be in flight together and
+// return in either order, so a committed batch is observed only once no
+// append of that workflow with a smaller expected seq is still in flight in
+// this decorator (the last of them to return observes the waiting batches,
+// in order). A workflow holds at most 1024 events waiting: past that, the
+// waiting batches are observed at once, ahead of the earlier append, and
+// each is counted on aion.store.lifecycle.unordered. Appends by other
+// processes or other decorators are not waited for.
+//
 // New fails for a nil inner store ([ErrNilStore]), for an option it cannot
 // honour ([ErrInvalidOption]) and when it cannot make the pairing tracker.
 // Trouble creating instruments is reported to otel.Handle and never fails
