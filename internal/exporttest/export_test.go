@@ -39,7 +39,7 @@ type receiver struct {
 	srv *httptest.Server
 
 	mu      sync.Mutex
-	metrics []*colmetric.ExportMetricsServiceRequest
+	metrics []*colmetric.ExportMetricsServiceRequest // every request received
 	spans   []*coltrace.ExportTraceServiceRequest
 }
 
@@ -56,22 +56,22 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var msg, resp proto.Message
 	switch req.URL.Path {
 	case "/v1/metrics":
 		m := &colmetric.ExportMetricsServiceRequest{}
 		msg, resp = m, &colmetric.ExportMetricsServiceResponse{}
-		defer func() { r.metrics = append(r.metrics, m) }()
+		r.metrics = append(r.metrics, m)
 	case "/v1/traces":
 		m := &coltrace.ExportTraceServiceRequest{}
 		msg, resp = m, &coltrace.ExportTraceServiceResponse{}
-		defer func() { r.spans = append(r.spans, m) }()
+		r.spans = append(r.spans, m)
 	default:
 		http.NotFound(w, req)
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if err := proto.Unmarshal(body, msg); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
