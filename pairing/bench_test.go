@@ -250,3 +250,33 @@ func BenchmarkDispatchFinishNoop(b *testing.B) {
 		dispatchFinish(ctx, tr, keys, i)
 	}
 }
+
+// BenchmarkNewNamespaces: a dispatch and its terminal, each in a namespace
+// the tracker has not seen, after `seen` other namespaces. A flat cost
+// across the sub-benchmarks shows admitting a namespace is O(1): it does not
+// grow with the namespaces already seen (issue 12.5).
+func BenchmarkNewNamespaces(b *testing.B) {
+	for _, seen := range []int{1_000, 20_000} {
+		b.Run(fmt.Sprintf("seen=%d", seen), func(b *testing.B) {
+			tr := benchTracker(b)
+			ctx := context.Background()
+			names := make([]string, seen+1<<16)
+			for i := range names {
+				names[i] = fmt.Sprintf("tenant-%d", i)
+			}
+			for _, ns := range names[:seen] {
+				k := Key{Namespace: ns, WorkflowID: wfID(1), RunID: runID(1)}
+				tr.Dispatched(ctx, k, "charge", dispatchedAt)
+				tr.Finished(ctx, k, OutcomeSucceeded, finishedAt)
+			}
+			fresh := names[seen:]
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for i := 0; b.Loop(); i++ {
+				k := Key{Namespace: fresh[i%len(fresh)], WorkflowID: wfID(1), RunID: runID(1)}
+				tr.Dispatched(ctx, k, "charge", dispatchedAt)
+				tr.Finished(ctx, k, OutcomeSucceeded, finishedAt)
+			}
+		})
+	}
+}

@@ -9,8 +9,8 @@ import (
 )
 
 // Tracker pairs each activity dispatch with its first terminal and records
-// the pairing instruments of the telemetry catalog. See the package
-// documentation for the rules it keeps.
+// the pairing instruments of the telemetry catalog. Each method documents
+// the rule it keeps.
 //
 // A Tracker is safe for concurrent use by multiple goroutines and must not be
 // copied after first use. Its zero value is not ready: create one with [New].
