@@ -3,6 +3,8 @@ package otelstore
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -194,5 +196,33 @@ func TestWaitingBoundedBehindHungAppend(t *testing.T) {
 	}
 	if len(sh.workflows) != 0 {
 		t.Errorf("%d workflows still tracked after every append returned", len(sh.workflows))
+	}
+}
+
+// seqSet against a model (a plain slice), through sizes past its inline
+// part, in seeded random order.
+func TestSeqSetModel(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, seed))
+		var s seqSet
+		var model []uint64
+		for step := range 500 {
+			if len(model) > 0 && rng.IntN(2) == 0 {
+				v := model[rng.IntN(len(model))]
+				s.remove(v)
+				model = slices.Delete(model, slices.Index(model, v), slices.Index(model, v)+1)
+			} else {
+				v := uint64(rng.IntN(8)) // repeats: it is a multiset
+				s.add(v)
+				model = append(model, v)
+			}
+			want := ^uint64(0)
+			if len(model) > 0 {
+				want = slices.Min(model)
+			}
+			if s.min() != want || s.empty() != (len(model) == 0) || s.n != len(model) {
+				t.Fatalf("seed %d step %d: min %d empty %v n %d; model %v", seed, step, s.min(), s.empty(), s.n, model)
+			}
+		}
 	}
 }
