@@ -100,9 +100,8 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 
 // WithMaxInFlight bounds the number of live (dispatched, not yet terminated)
 // entries the tracker keeps. Once the bound is reached, each new dispatch
-// evicts the oldest live entry (see "Memory bound" in the package
-// documentation). Without it, or with n <= 0, the bound is
-// [DefaultMaxInFlight].
+// evicts the oldest live entry (see [Tracker.Dispatched]). Without it, or
+// with n <= 0, the bound is [DefaultMaxInFlight].
 func WithMaxInFlight(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {

@@ -634,8 +634,8 @@ func TestTrackerConcurrentSafe(t *testing.T) {
 }
 
 // In steady state a dispatch and its terminal allocate nothing, on the SDK
-// as well as on a no-op provider: options are precomputed and entries live in
-// a reused slab.
+// as well as with eviction: options are precomputed and entries, run indexes
+// and the eviction queue are reused.
 func TestDispatchFinishDoesNotAllocate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
