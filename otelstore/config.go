@@ -2,6 +2,8 @@ package otelstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -9,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
 	"github.com/aionotel/aionotel/pairing"
 )
@@ -21,7 +24,13 @@ const ScopeName = "github.com/aionotel/aionotel/otelstore"
 // types are recorded as themselves before later new ones become "_other".
 const DefaultTypeCardinalityLimit = 512
 
-// config is what the options set. New applies the defaults first.
+// ErrInvalidOption is returned, wrapped, by [New] and [NewKeyspace] when an
+// option cannot be honoured: a [WithAttributes] attribute with an empty or
+// invalid UTF-8 key, or with a key the decorators or the pairing tracker set
+// themselves.
+var ErrInvalidOption = errors.New("otelstore: invalid option")
+
+// config is what the options set. The constructors apply the defaults first.
 type config struct {
 	meterProvider  metric.MeterProvider
 	tracerProvider trace.TracerProvider
@@ -33,41 +42,83 @@ type config struct {
 	tracker        *pairing.Tracker
 	typeLimit      int
 
-	// Seams for tests inside the package.
+	// Seams for tests inside the package: now stands in for time.Now and
+	// since for time.Since; both nil outside tests.
 	now    func() time.Time
+	since  func(time.Time) time.Duration
 	handle func(error)
 }
 
-func newConfig(opts []Option) config {
-	c := config{
+func newConfig() config {
+	return config{
 		meterProvider:  otel.GetMeterProvider(),
 		tracerProvider: otel.GetTracerProvider(),
 		namespace:      catalog.DefaultNamespace,
 		typeLimit:      DefaultTypeCardinalityLimit,
-		now:            time.Now,
 		handle:         otel.Handle,
 	}
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&c)
-		}
-	}
-	return c
 }
 
-// Option configures [New] and [NewKeyspace].
+// validate cleans and checks what the options set, the same way whatever
+// the combination: attribute values are made valid UTF-8 and bounded, and a
+// key that is empty, invalid UTF-8 or reserved is an error.
+func (c *config) validate() error {
+	c.namespace = attrvalue.String(c.namespace)
+	attrs := make([]attribute.KeyValue, len(c.attributes))
+	for i, kv := range c.attributes {
+		if !attrvalue.ValidKey(kv.Key) {
+			return fmt.Errorf("%w: WithAttributes: key %q is empty or not valid UTF-8", ErrInvalidOption, kv.Key)
+		}
+		if reserved[kv.Key] {
+			return fmt.Errorf("%w: WithAttributes: key %q is set by the decorators themselves", ErrInvalidOption, kv.Key)
+		}
+		attrs[i] = attrvalue.KeyValue(kv)
+	}
+	c.attributes = attrs
+	return nil
+}
+
+// reserved are the keys of the telemetry catalog: the decorators and the
+// pairing tracker set them, on metrics or spans.
+var reserved = map[attribute.Key]bool{
+	catalog.Namespace: true, catalog.OperationName: true, catalog.ErrorType: true,
+	catalog.WorkflowType: true, catalog.WorkflowStatus: true, catalog.SignalDelivery: true,
+	catalog.ActivityType: true, catalog.ActivityOutcome: true, catalog.WorkflowID: true,
+	catalog.RunID: true, catalog.ExpectedSeq: true, catalog.FoundSeq: true,
+	catalog.EventCount: true, catalog.OutboxRowCount: true, catalog.ActivityID: true,
+	catalog.Attempt: true,
+}
+
+// Option configures [New].
 type Option interface {
 	apply(*config)
+}
+
+// KeyspaceOption configures [NewKeyspace].
+type KeyspaceOption interface {
+	applyKeyspace(*config)
+}
+
+// SharedOption configures both [New] and [NewKeyspace]: the providers, the
+// span filter, the extra attributes and the error classifier.
+type SharedOption interface {
+	Option
+	KeyspaceOption
 }
 
 type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
+type sharedFunc func(*config)
+
+func (f sharedFunc) apply(c *config)         { f(c) }
+func (f sharedFunc) applyKeyspace(c *config) { f(c) }
+
 // WithMeterProvider sets the MeterProvider the instruments come from. Without
 // it, or given nil, the global provider (otel.GetMeterProvider) is used.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return optionFunc(func(c *config) {
+func WithMeterProvider(mp metric.MeterProvider) SharedOption {
+	return sharedFunc(func(c *config) {
 		if mp != nil {
 			c.meterProvider = mp
 		}
@@ -76,16 +127,17 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 
 // WithTracerProvider sets the TracerProvider spans come from. Without it, or
 // given nil, the global provider (otel.GetTracerProvider) is used.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return optionFunc(func(c *config) {
+func WithTracerProvider(tp trace.TracerProvider) SharedOption {
+	return sharedFunc(func(c *config) {
 		if tp != nil {
 			c.tracerProvider = tp
 		}
 	})
 }
 
-// WithNamespace sets the aion.namespace attribute of every metric and span, and
-// the namespace of the activity pairing keys. Without it, or given "", the
+// WithNamespace sets the aion.namespace attribute of every metric and span,
+// and the namespace of the activity pairing keys. Invalid UTF-8 is replaced
+// by U+FFFD and the value is cut to 256 bytes. Without it, or given "", the
 // namespace is "default".
 func WithNamespace(namespace string) Option {
 	return optionFunc(func(c *config) {
@@ -108,26 +160,32 @@ func WithOutboxWake(wake chan<- struct{}) Option {
 // started; the duration metric is recorded either way. A filtered-out call
 // costs no span and no span attributes. Without it, or given nil, every timed
 // call gets a span.
-func WithSpanFilter(filter func(ctx context.Context, op Operation) bool) Option {
-	return optionFunc(func(c *config) { c.spanFilter = filter })
+func WithSpanFilter(filter func(ctx context.Context, op Operation) bool) SharedOption {
+	return sharedFunc(func(c *config) { c.spanFilter = filter })
 }
 
 // WithAttributes adds attributes to every metric point and span the decorator
 // records (and to the pairing metrics of the tracker New makes, when
 // [WithPairing] is not used). Keep them low-cardinality: they are on every
-// metric stream. Without it only the catalog attributes are recorded.
-func WithAttributes(attrs ...attribute.KeyValue) Option {
-	return optionFunc(func(c *config) { c.attributes = append(c.attributes, attrs...) })
+// metric stream. String values are made valid UTF-8 and cut to 256 bytes. A
+// key that is empty, not valid UTF-8, or one the decorators set themselves
+// (any aion.* key of the catalog, db.operation.name, error.type) makes the
+// constructor fail with [ErrInvalidOption], whatever the other options.
+// Repeated calls accumulate; for a key given twice the last value wins.
+// Without it only the catalog attributes are recorded.
+func WithAttributes(attrs ...attribute.KeyValue) SharedOption {
+	return sharedFunc(func(c *config) { c.attributes = append(c.attributes, attrs...) })
 }
 
 // WithErrorClassifier sets a function mapping a failed call's error to the
 // error.type attribute. It is asked first; when it returns "" (or is nil) the
 // default classification applies: sequence_conflict, invalid_token,
 // not_found, not_owner, invalid_argument, unsupported, canceled,
-// deadline_exceeded, else _OTHER. Its results must be low-cardinality: past
-// 64 distinct values, further ones are recorded as _OTHER.
-func WithErrorClassifier(classify func(error) string) Option {
-	return optionFunc(func(c *config) { c.classify = classify })
+// deadline_exceeded, else _OTHER. Its results are made valid UTF-8 and cut
+// to 256 bytes, and must be low-cardinality: past 64 distinct values, further
+// ones are recorded as _OTHER.
+func WithErrorClassifier(classify func(error) string) SharedOption {
+	return sharedFunc(func(c *config) { c.classify = classify })
 }
 
 // WithPairing shares one activity pairing tracker between decorators (several
@@ -144,7 +202,8 @@ func WithPairing(t *pairing.Tracker) Option {
 
 // WithTypeCardinalityLimit bounds the distinct aion.workflow.type (and, for
 // the tracker New makes, aion.activity.type) values: past n of them, new
-// values are recorded as "_other". Without it, or given n <= 0, the limit is
+// values are recorded as "_other". Types are made valid UTF-8 and cut to 256
+// bytes first. Without it, or given n <= 0, the limit is
 // [DefaultTypeCardinalityLimit].
 func WithTypeCardinalityLimit(n int) Option {
 	return optionFunc(func(c *config) {

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/aionotel/aionotel/eventstore"
-	"github.com/aionotel/aionotel/internal/cardinality"
+	"github.com/aionotel/aionotel/internal/attrcache"
 	"github.com/aionotel/aionotel/internal/catalog"
 )
 
@@ -28,20 +28,21 @@ var errorClasses = []struct {
 	{context.DeadlineExceeded, "deadline_exceeded"},
 }
 
-// classifier turns an error into a bounded error.type value.
+// classifier turns an error into a bounded, valid error.type value.
 type classifier struct {
 	custom func(error) string
-	limit  *cardinality.Limiter
+	values *attrcache.Cache[string] // custom result -> recorded value
 }
 
 func newClassifier(custom func(error) string) classifier {
-	return classifier{custom: custom, limit: cardinality.New(errorTypeLimit, catalog.OtherError)}
+	identity := func(recorded string) string { return recorded }
+	return classifier{custom: custom, values: attrcache.New(errorTypeLimit, catalog.OtherError, catalog.OtherError, identity)}
 }
 
 func (c classifier) errorType(err error) string {
 	if c.custom != nil {
 		if v := c.custom(err); v != "" {
-			return c.limit.Admit(v)
+			return c.values.Get(v)
 		}
 	}
 	for _, class := range errorClasses {

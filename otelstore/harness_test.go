@@ -43,6 +43,12 @@ func (h *harness) options(extra ...otelstore.Option) []otelstore.Option {
 	return append([]otelstore.Option{otelstore.WithMeterProvider(h.mp), otelstore.WithTracerProvider(h.tp)}, extra...)
 }
 
+// keyspaceOptions returns the provider options plus extra ones, for
+// NewKeyspace.
+func (h *harness) keyspaceOptions(extra ...otelstore.KeyspaceOption) []otelstore.KeyspaceOption {
+	return append([]otelstore.KeyspaceOption{otelstore.WithMeterProvider(h.mp), otelstore.WithTracerProvider(h.tp)}, extra...)
+}
+
 // wrap decorates inner with the harness's providers.
 func (h *harness) wrap(t *testing.T, inner eventstore.Store, extra ...otelstore.Option) eventstore.Store {
 	t.Helper()

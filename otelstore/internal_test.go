@@ -3,6 +3,8 @@ package otelstore
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,8 +17,13 @@ import (
 )
 
 // withClock and withHandler reach the config's test seams.
-func withClock(now func() time.Time) Option { return optionFunc(func(c *config) { c.now = now }) }
-func withHandler(h func(error)) Option      { return optionFunc(func(c *config) { c.handle = h }) }
+func withClock(now func() time.Time) SharedOption {
+	return sharedFunc(func(c *config) {
+		c.now = now
+		c.since = func(start time.Time) time.Duration { return now().Sub(start) }
+	})
+}
+func withHandler(h func(error)) SharedOption { return sharedFunc(func(c *config) { c.handle = h }) }
 
 // brokenMeterProvider fails every instrument creation, as a misconfigured SDK
 // might.
@@ -99,4 +106,123 @@ func TestDurationIsInnerCallTime(t *testing.T) {
 		}
 	}
 	t.Fatal("no duration recorded")
+}
+
+// hung is a store whose Append at one expected seq commits and then does not
+// return until released: an inner call that hangs.
+type hung struct {
+	*eventstore.Memory
+	at      uint64
+	reached chan struct{}
+	release chan struct{}
+}
+
+func (h *hung) Append(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) error {
+	err := h.Memory.Append(ctx, tok, wf, events, expectedSeq)
+	if expectedSeq == h.at {
+		close(h.reached)
+		<-h.release
+	}
+	return err
+}
+
+// Regression (issue 12.2): behind an append that does not return, a
+// workflow holds at most maxWaiting facts waiting; past that the waiting
+// batches are observed out of order and counted on
+// aion.store.lifecycle.unordered, and nothing is lost once the hung append
+// returns.
+func TestWaitingBoundedBehindHungAppend(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	inner := &hung{Memory: eventstore.NewMemory(), at: 1, reached: make(chan struct{}), release: make(chan struct{})}
+	s, err := New(struct{ eventstore.Store }{inner}, WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, tok := context.Background(), eventstore.RecorderToken()
+	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
+	signal := []eventstore.Event{eventstore.SignalReceived{Envelope: eventstore.Envelope{RunID: run, RecordedAt: time.Unix(1, 0)}}}
+	if err := s.Append(ctx, tok, wf, signal, 0); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- s.Append(ctx, tok, wf, signal, 1) }()
+	<-inner.reached
+	const later = 3 * maxWaiting
+	for i := range uint64(later) {
+		if err := s.Append(ctx, tok, wf, signal, 2+i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	life := s.(*plainStore).life
+	sh := life.shard(wf)
+	sh.mu.Lock()
+	waiting := sh.workflows[wf].facts
+	sh.mu.Unlock()
+	if waiting > maxWaiting {
+		t.Errorf("%d facts waiting behind the hung append, want at most %d", waiting, maxWaiting)
+	}
+	observedEarly := int64(later - waiting)
+	counters := func() (signals, unordered int64) {
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(ctx, &rm); err != nil {
+			t.Fatal(err)
+		}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if sum, ok := m.Data.(metricdata.Sum[int64]); ok && len(sum.DataPoints) == 1 {
+					switch m.Name {
+					case "aion.signals.delivered":
+						signals = sum.DataPoints[0].Value
+					case "aion.store.lifecycle.unordered":
+						unordered = sum.DataPoints[0].Value
+					}
+				}
+			}
+		}
+		return signals, unordered
+	}
+	signals, unordered := counters()
+	if signals != 1+observedEarly || unordered == 0 || unordered != observedEarly {
+		t.Errorf("before the hung append returned: %d signals, %d unordered; want %d and %d", signals, unordered, 1+observedEarly, observedEarly)
+	}
+	close(inner.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	signals, unordered = counters()
+	if signals != 2+later || unordered != observedEarly {
+		t.Errorf("after: %d signals, %d unordered; want %d and %d", signals, unordered, 2+later, observedEarly)
+	}
+	if len(sh.workflows) != 0 {
+		t.Errorf("%d workflows still tracked after every append returned", len(sh.workflows))
+	}
+}
+
+// seqSet against a model (a plain slice), through sizes past its inline
+// part, in seeded random order.
+func TestSeqSetModel(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, seed))
+		var s seqSet
+		var model []uint64
+		for step := range 500 {
+			if len(model) > 0 && rng.IntN(2) == 0 {
+				v := model[rng.IntN(len(model))]
+				s.remove(v)
+				model = slices.Delete(model, slices.Index(model, v), slices.Index(model, v)+1)
+			} else {
+				v := uint64(rng.IntN(8)) // repeats: it is a multiset
+				s.add(v)
+				model = append(model, v)
+			}
+			want := ^uint64(0)
+			if len(model) > 0 {
+				want = slices.Min(model)
+			}
+			if s.min() != want || s.empty() != (len(model) == 0) || s.n != len(model) {
+				t.Fatalf("seed %d step %d: min %d empty %v n %d; model %v", seed, step, s.min(), s.empty(), s.n, model)
+			}
+		}
+	}
 }

@@ -2,15 +2,12 @@ package otelstore
 
 import (
 	"context"
-	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/internal/catalog"
-	"github.com/aionotel/aionotel/internal/version"
 	"github.com/aionotel/aionotel/keyspace"
 )
 
@@ -18,32 +15,31 @@ import (
 // every call gets an "aion.keyspace <operation>" span and an
 // aion.keyspace.operation.duration point, and every committed batch an
 // aion.keyspace.append.batch_size point. Results and errors are inner's,
-// unchanged; Unwrap on the result returns inner.
-//
-// The options that concern events (WithNamespace, WithOutboxWake,
-// WithPairing, WithTypeCardinalityLimit) have no effect here: the keyspace
-// metrics carry only the operation, the error type and WithAttributes. It
-// fails only for a nil inner store ([ErrNilStore]).
-func NewKeyspace(inner keyspace.Store, opts ...Option) (keyspace.Store, error) {
-	if inner == nil {
+// unchanged; Unwrap on the result returns inner. It takes the options that
+// concern it ([KeyspaceOption]: the providers, the span filter, the extra
+// attributes and the error classifier), and fails for a nil inner store
+// ([ErrNilStore]) or an option it cannot honour ([ErrInvalidOption]).
+func NewKeyspace(inner keyspace.Store, opts ...KeyspaceOption) (keyspace.Store, error) {
+	if isNil(inner) {
 		return nil, ErrNilStore
 	}
-	cfg := newConfig(opts)
-	meter := cfg.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(version.Version))
-	k := &keyspaceStore{inner: inner, t: newTelemetry(&cfg, meter)}
-	var err error
-	k.batchSize, err = meter.Int64Histogram(catalog.KeyspaceAppendBatchSize,
-		metric.WithDescription("Events per committed keyspace append."),
-		metric.WithUnit(catalog.UnitEvent),
-		metric.WithExplicitBucketBoundaries(catalog.BatchSizeBoundaries...))
-	if err != nil {
-		cfg.handle(fmt.Errorf("otelstore: creating %s: %w", catalog.KeyspaceAppendBatchSize, err))
+	cfg := newConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.applyKeyspace(&cfg)
+		}
 	}
-	if k.batchSize == nil {
-		k.batchSize = noop.Int64Histogram{}
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	k.batchOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(cfg.attributes...))}
-	return k, nil
+	meter := newMeter(&cfg)
+	return &keyspaceStore{
+		inner: inner,
+		t:     newTelemetry(&cfg, meter, firstKeyspaceOp, numOps, catalog.KeyspaceOperationDuration, "Duration of transcript keyspace calls."),
+		batchSize: meter.Int64Histogram(catalog.KeyspaceAppendBatchSize, catalog.UnitEvent,
+			"Events per committed keyspace append.", catalog.BatchSizeBoundaries),
+		batchOpts: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(cfg.attributes...))},
+	}, nil
 }
 
 type keyspaceStore struct {
@@ -73,7 +69,7 @@ func (k *keyspaceStore) AppendEvents(ctx context.Context, expectedSeq uint64, ev
 		}
 	}
 	head, err = k.inner.AppendEvents(c.ctx, expectedSeq, events)
-	c.stop()
+	c.finish(err)
 	if err == nil && len(events) > 0 {
 		k.batchSize.Record(c.ctx, int64(len(events)), k.batchOpts...)
 	}

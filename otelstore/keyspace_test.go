@@ -14,7 +14,7 @@ import (
 
 func newKeyspace(t *testing.T, h *harness) keyspace.Store {
 	t.Helper()
-	ks, err := otelstore.NewKeyspace(keyspace.NewMemory(), h.options()...)
+	ks, err := otelstore.NewKeyspace(keyspace.NewMemory(), h.keyspaceOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}

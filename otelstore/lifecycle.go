@@ -3,21 +3,22 @@ package otelstore
 import (
 	"context"
 	"fmt"
-	"sync"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/aionotel/aionotel/eventstore"
-	"github.com/aionotel/aionotel/internal/cardinality"
+	"github.com/aionotel/aionotel/internal/attrcache"
+	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
+	"github.com/aionotel/aionotel/internal/instrument"
 	"github.com/aionotel/aionotel/pairing"
 )
 
 // lifecycle turns committed events into the workflow counters and the
-// activity pairing calls.
+// activity pairing calls, in history order per workflow (see order.go).
 type lifecycle struct {
 	namespace string
 	now       func() time.Time
@@ -28,27 +29,21 @@ type lifecycle struct {
 	reopened  metric.Int64Counter
 	signals   metric.Int64Counter
 	schedules metric.Int64Counter
+	unordered metric.Int64Counter
 
 	nsOpts     []metric.AddOption // aion.namespace (+ extras)
 	signalOpts []metric.AddOption // + aion.signal.delivery=resident
-	statusOpts map[eventstore.WorkflowStatus][]metric.AddOption
+	statusOpts [numStatuses][]metric.AddOption
 
-	order orderer // observation in history order, per workflow
+	types *attrcache.Cache[[]metric.AddOption] // workflow type -> started options
 
-	types     *cardinality.Limiter
-	extra     []attribute.KeyValue
-	typeMu    sync.RWMutex
-	typeCache map[string][]metric.AddOption // admitted workflow type -> options
+	order [64]orderShard
 }
 
-func newLifecycle(c *config, meter metric.Meter, handle func(error)) (*lifecycle, error) {
-	l := &lifecycle{
-		namespace: c.namespace,
-		now:       c.now,
-		tracker:   c.tracker,
-		types:     cardinality.New(c.typeLimit, catalog.OtherType),
-		extra:     c.attributes,
-		typeCache: make(map[string][]metric.AddOption),
+func newLifecycle(c *config, meter *instrument.Meter) (*lifecycle, error) {
+	l := &lifecycle{namespace: c.namespace, now: c.now, tracker: c.tracker}
+	if l.now == nil {
+		l.now = time.Now
 	}
 	if l.tracker == nil {
 		t, err := pairing.New(
@@ -61,128 +56,162 @@ func newLifecycle(c *config, meter metric.Meter, handle func(error)) (*lifecycle
 		}
 		l.tracker = t
 	}
+	l.started = meter.Int64Counter(catalog.WorkflowsStarted, catalog.UnitWorkflow, "Workflow runs started.")
+	l.completed = meter.Int64Counter(catalog.WorkflowsCompleted, catalog.UnitWorkflow, "Workflow runs closed, by status.")
+	l.reopened = meter.Int64Counter(catalog.WorkflowsReopened, catalog.UnitWorkflow, "Closed workflow runs reopened.")
+	l.signals = meter.Int64Counter(catalog.SignalsDelivered, catalog.UnitSignal, "Signals delivered to workflows.")
+	l.schedules = meter.Int64Counter(catalog.SchedulesFired, catalog.UnitSchedule, "Schedules that fired a workflow.")
+	l.unordered = meter.Int64Counter(catalog.StoreLifecycleUnordered, catalog.UnitBatch,
+		"Committed append batches observed before an earlier append of the same workflow returned.")
 
-	counter := func(name, unit, desc string) metric.Int64Counter {
-		ctr, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		if err != nil {
-			handle(fmt.Errorf("otelstore: creating %s: %w", name, err))
-		}
-		if ctr == nil {
-			ctr = noop.Int64Counter{}
-		}
-		return ctr
+	opts := func(attrs ...attribute.KeyValue) []metric.AddOption {
+		attrs = append(append(attrs, catalog.Namespace.String(c.namespace)), c.attributes...)
+		return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
 	}
-	l.started = counter(catalog.WorkflowsStarted, catalog.UnitWorkflow, "Workflow runs started.")
-	l.completed = counter(catalog.WorkflowsCompleted, catalog.UnitWorkflow, "Workflow runs closed, by status.")
-	l.reopened = counter(catalog.WorkflowsReopened, catalog.UnitWorkflow, "Closed workflow runs reopened.")
-	l.signals = counter(catalog.SignalsDelivered, catalog.UnitSignal, "Signals delivered to workflows.")
-	l.schedules = counter(catalog.SchedulesFired, catalog.UnitSchedule, "Schedules that fired a workflow.")
-
-	ns := catalog.Namespace.String(c.namespace)
-	l.nsOpts = l.addOpts(ns)
-	l.signalOpts = l.addOpts(ns, catalog.SignalDelivery.String(catalog.DeliveryResident))
-	l.statusOpts = make(map[eventstore.WorkflowStatus][]metric.AddOption)
-	for _, s := range []eventstore.WorkflowStatus{
-		eventstore.StatusCompleted, eventstore.StatusFailed, eventstore.StatusCancelled,
-		eventstore.StatusTimedOut, eventstore.StatusContinuedAsNew,
-	} {
-		l.statusOpts[s] = l.addOpts(ns, catalog.WorkflowStatus.String(string(s)))
+	l.nsOpts = opts()
+	l.signalOpts = opts(catalog.SignalDelivery.String(catalog.DeliveryResident))
+	for s, status := range statuses {
+		l.statusOpts[s] = opts(catalog.WorkflowStatus.String(string(status)))
 	}
+	l.types = attrcache.New(c.typeLimit, catalog.UnknownType, catalog.OtherType, func(recorded string) []metric.AddOption {
+		return opts(catalog.WorkflowType.String(recorded))
+	})
 	return l, nil
 }
 
-func (l *lifecycle) addOpts(attrs ...attribute.KeyValue) []metric.AddOption {
-	attrs = append(attrs, l.extra...)
-	return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
+// statuses are the values of aion.workflow.status, indexed by kind -
+// kindCompleted.
+var statuses = [...]eventstore.WorkflowStatus{
+	eventstore.StatusCompleted, eventstore.StatusFailed, eventstore.StatusCancelled,
+	eventstore.StatusTimedOut, eventstore.StatusContinuedAsNew,
 }
 
-// typeOpts returns the options of aion.workflows.started for a workflow type,
-// after the cardinality guard.
-func (l *lifecycle) typeOpts(workflowType string) []metric.AddOption {
-	if workflowType == "" {
-		workflowType = catalog.UnknownType
+const numStatuses = len(statuses)
+
+// kind is what observation needs to know of an event's type.
+type kind uint8
+
+const (
+	kindNone kind = iota // nothing to observe
+	kindStarted
+	kindCompleted // the five run-closing kinds, in the order of statuses
+	kindFailed
+	kindCancelled
+	kindTimedOut
+	kindContinuedAsNew
+	kindReopened
+	kindSignal
+	kindSchedule
+	kindDispatched
+	kindSucceeded
+	kindRetried
+	kindActivityFailed
+	kindActivityCancelled
+	kindActivityTimedOut
+)
+
+// fact is what observation reads of one event: no payload, and nothing that
+// points into the caller's memory except an immutable string.
+type fact struct {
+	kind     kind
+	activity eventstore.ActivityID
+	run      eventstore.RunID
+	at       time.Time
+	typ      string // workflow type of kindStarted, activity type of kindDispatched
+}
+
+func factOf(ev eventstore.Event) fact {
+	env := ev.EventEnvelope()
+	f := fact{run: env.RunID, at: env.RecordedAt}
+	switch e := ev.(type) {
+	case eventstore.WorkflowStarted:
+		f.kind, f.typ = kindStarted, e.WorkflowType
+	case eventstore.WorkflowCompleted:
+		f.kind = kindCompleted
+	case eventstore.WorkflowFailed:
+		f.kind = kindFailed
+	case eventstore.WorkflowCancelled:
+		f.kind = kindCancelled
+	case eventstore.WorkflowTimedOut:
+		f.kind = kindTimedOut
+	case eventstore.WorkflowContinuedAsNew:
+		f.kind = kindContinuedAsNew
+	case eventstore.WorkflowReopened:
+		f.kind = kindReopened
+	case eventstore.SignalReceived:
+		f.kind = kindSignal
+	case eventstore.ScheduleTriggered:
+		f.kind = kindSchedule
+	case eventstore.ActivityScheduled:
+		f.kind, f.activity, f.typ = kindDispatched, e.ActivityID, e.ActivityType
+	case eventstore.ActivityCompleted:
+		f.kind, f.activity = kindSucceeded, e.ActivityID
+	case eventstore.ActivityFailed:
+		f.kind, f.activity = kindActivityFailed, e.ActivityID
+		if e.Error.Kind == eventstore.Retryable {
+			f.kind = kindRetried
+		}
+	case eventstore.ActivityCancelled:
+		f.kind, f.activity = kindActivityCancelled, e.ActivityID
+	case eventstore.ActivityTimedOut:
+		f.kind, f.activity = kindActivityTimedOut, e.ActivityID
 	}
-	workflowType = l.types.Admit(workflowType)
-	l.typeMu.RLock()
-	opts, ok := l.typeCache[workflowType]
-	l.typeMu.RUnlock()
-	if ok {
-		return opts
-	}
-	opts = l.addOpts(catalog.Namespace.String(l.namespace), catalog.WorkflowType.String(workflowType))
-	l.typeMu.Lock()
-	l.typeCache[workflowType] = opts
-	l.typeMu.Unlock()
-	return opts
+	return f
 }
 
-// beginAppend registers an append about to reach the inner store; endAppend,
-// deferred right after it, observes the batch if it committed, in history
-// order (see orderer).
-func (l *lifecycle) beginAppend(workflowID eventstore.WorkflowID, expectedSeq uint64) {
-	l.order.start(workflowID, expectedSeq)
-}
-
-func (l *lifecycle) endAppend(ctx context.Context, workflowID eventstore.WorkflowID, expectedSeq uint64, events []eventstore.Event, committed bool) {
-	l.order.finish(ctx, workflowID, expectedSeq, events, committed, l)
-}
-
-// observe records what the committed events mean. It runs only after the
-// inner store accepted them, and for one workflow in history order.
-func (l *lifecycle) observe(ctx context.Context, workflowID eventstore.WorkflowID, events []eventstore.Event) {
+// facts copies what observation needs of a batch that must wait: a type
+// longer than any recorded value is cleaned and copied, so a waiting batch
+// holds neither the caller's slice nor a large string.
+func facts(events []eventstore.Event) []fact {
+	var out []fact
 	for _, ev := range events {
-		env := ev.EventEnvelope()
-		at := env.RecordedAt
-		if at.IsZero() {
-			at = l.now()
+		f := factOf(ev)
+		if f.kind == kindNone {
+			continue
 		}
-		key := pairing.Key{Namespace: l.namespace, WorkflowID: workflowID, RunID: env.RunID}
-		switch e := ev.(type) {
-		case eventstore.WorkflowStarted:
-			l.started.Add(ctx, 1, l.typeOpts(e.WorkflowType)...)
-		case eventstore.WorkflowCompleted:
-			l.closeRun(ctx, eventstore.StatusCompleted, key, at)
-		case eventstore.WorkflowFailed:
-			l.closeRun(ctx, eventstore.StatusFailed, key, at)
-		case eventstore.WorkflowCancelled:
-			l.closeRun(ctx, eventstore.StatusCancelled, key, at)
-		case eventstore.WorkflowTimedOut:
-			l.closeRun(ctx, eventstore.StatusTimedOut, key, at)
-		case eventstore.WorkflowContinuedAsNew:
-			l.closeRun(ctx, eventstore.StatusContinuedAsNew, key, at)
-		case eventstore.WorkflowReopened:
-			l.reopened.Add(ctx, 1, l.nsOpts...)
-		case eventstore.SignalReceived:
-			l.signals.Add(ctx, 1, l.signalOpts...)
-		case eventstore.ScheduleTriggered:
-			l.schedules.Add(ctx, 1, l.nsOpts...)
-		case eventstore.ActivityScheduled:
-			key.ActivityID = e.ActivityID
-			l.tracker.Dispatched(ctx, key, e.ActivityType, at)
-		case eventstore.ActivityCompleted:
-			key.ActivityID = e.ActivityID
-			l.tracker.Finished(ctx, key, pairing.OutcomeSucceeded, at)
-		case eventstore.ActivityFailed:
-			key.ActivityID = e.ActivityID
-			if e.Error.Kind == eventstore.Retryable {
-				l.tracker.Retried(ctx, key, at)
-			} else {
-				l.tracker.Finished(ctx, key, pairing.OutcomeFailed, at)
-			}
-		case eventstore.ActivityCancelled:
-			key.ActivityID = e.ActivityID
-			l.tracker.Finished(ctx, key, pairing.OutcomeCancelled, at)
-		case eventstore.ActivityTimedOut:
-			key.ActivityID = e.ActivityID
-			l.tracker.Finished(ctx, key, pairing.OutcomeTimedOut, at)
+		if len(f.typ) > attrvalue.MaxLen {
+			f.typ = strings.Clone(attrvalue.String(f.typ))
 		}
+		out = append(out, f)
 	}
+	return out
 }
 
-// closeRun counts a closed run and settles its activities still in flight as
-// abandoned, so a run that ends without activity terminals leaks no gauge
-// slot.
-func (l *lifecycle) closeRun(ctx context.Context, status eventstore.WorkflowStatus, key pairing.Key, at time.Time) {
-	l.completed.Add(ctx, 1, l.statusOpts[status]...)
-	l.tracker.AbandonRun(ctx, l.namespace, key.WorkflowID, key.RunID, at)
+// observe records what one committed event means.
+func (l *lifecycle) observe(ctx context.Context, workflowID eventstore.WorkflowID, f fact) {
+	if f.kind == kindNone {
+		return
+	}
+	if f.at.IsZero() {
+		f.at = l.now()
+	}
+	key := pairing.Key{Namespace: l.namespace, WorkflowID: workflowID, RunID: f.run, ActivityID: f.activity}
+	switch f.kind {
+	case kindStarted:
+		l.started.Add(ctx, 1, l.types.Get(f.typ)...)
+	case kindCompleted, kindFailed, kindCancelled, kindTimedOut, kindContinuedAsNew:
+		// A closed run settles its activities still in flight as
+		// abandoned, so a run that ends without activity terminals leaks
+		// no gauge slot.
+		l.completed.Add(ctx, 1, l.statusOpts[f.kind-kindCompleted]...)
+		l.tracker.AbandonRun(ctx, l.namespace, workflowID, f.run, f.at)
+	case kindReopened:
+		l.reopened.Add(ctx, 1, l.nsOpts...)
+	case kindSignal:
+		l.signals.Add(ctx, 1, l.signalOpts...)
+	case kindSchedule:
+		l.schedules.Add(ctx, 1, l.nsOpts...)
+	case kindDispatched:
+		l.tracker.Dispatched(ctx, key, f.typ, f.at)
+	case kindSucceeded:
+		l.tracker.Finished(ctx, key, pairing.OutcomeSucceeded, f.at)
+	case kindRetried:
+		l.tracker.Retried(ctx, key, f.at)
+	case kindActivityFailed:
+		l.tracker.Finished(ctx, key, pairing.OutcomeFailed, f.at)
+	case kindActivityCancelled:
+		l.tracker.Finished(ctx, key, pairing.OutcomeCancelled, f.at)
+	case kindActivityTimedOut:
+		l.tracker.Finished(ctx, key, pairing.OutcomeTimedOut, f.at)
+	}
 }

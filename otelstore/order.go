@@ -1,7 +1,6 @@
 package otelstore
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -9,7 +8,7 @@ import (
 	"github.com/aionotel/aionotel/eventstore"
 )
 
-// orderer makes lifecycle observation follow history order.
+// Lifecycle observation follows history order per workflow.
 //
 // Two appends to one workflow may be in flight at once (one of them will lose
 // with a sequence conflict, or both win, one after the other, at different
@@ -21,91 +20,170 @@ import (
 //
 // So a committed batch is observed only when no append of the same workflow
 // with a smaller expected seq is still in flight in this decorator; until
-// then it waits, and whichever call finishes last observes the waiting
-// batches in seq order. Appends by other processes or other decorators are
-// never waited for. A workflow's entry exists only while it has an append in
-// flight or a batch waiting, so memory is bounded by concurrency, not by the
-// number of workflows.
-type orderer struct {
-	shards [64]orderShard
-}
+// then what observation needs of it (its facts, never the caller's slice)
+// waits, and whichever call finishes last observes the waiting batches in
+// seq order. Appends by other processes or other decorators are never waited
+// for. A workflow's entry exists only while it has an append in flight or a
+// batch waiting, so memory is bounded by concurrency, not by the number of
+// workflows; and a workflow holds at most maxWaiting facts waiting, so an
+// inner append that never returns cannot hold back the later ones for good.
+
+// maxWaiting bounds the facts (one per observable event) a workflow holds
+// waiting behind an earlier append. A batch that would go past it is
+// observed at once, with every batch waiting, in seq order, and each batch
+// so observed ahead of an earlier append still in flight is counted on
+// aion.store.lifecycle.unordered.
+const maxWaiting = 1024
 
 type orderShard struct {
 	mu        sync.Mutex // held while observing, so a workflow's batches are observed one at a time
-	workflows map[eventstore.WorkflowID]*workflowOrder
+	workflows map[eventstore.WorkflowID]workflowOrder
 }
 
 type workflowOrder struct {
-	inFlight []uint64 // expected seqs of this decorator's appends in progress
-	waiting  []committedBatch
-	buf      [2]uint64 // inFlight's storage for the common case
+	inFlight seqSet // expected seqs of this decorator's appends in progress
+	waiting  []waitingBatch
+	facts    int // facts in waiting
 }
 
-// orders recycles workflowOrder values: an append would otherwise allocate
-// one per call.
-var orders = sync.Pool{New: func() any { return new(workflowOrder) }}
-
-type committedBatch struct {
+type waitingBatch struct {
 	ctx         context.Context
 	expectedSeq uint64
-	events      []eventstore.Event
+	facts       []fact
 }
 
-func (o *orderer) shard(workflowID eventstore.WorkflowID) *orderShard {
-	return &o.shards[workflowID[15]%byte(len(o.shards))]
+func (l *lifecycle) shard(workflowID eventstore.WorkflowID) *orderShard {
+	return &l.order[workflowID[15]%byte(len(l.order))]
 }
 
 // start registers an append about to reach the inner store.
-func (o *orderer) start(workflowID eventstore.WorkflowID, expectedSeq uint64) {
-	sh := o.shard(workflowID)
+func (l *lifecycle) start(workflowID eventstore.WorkflowID, expectedSeq uint64) {
+	sh := l.shard(workflowID)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.workflows == nil {
-		sh.workflows = make(map[eventstore.WorkflowID]*workflowOrder)
+		sh.workflows = make(map[eventstore.WorkflowID]workflowOrder)
 	}
 	w := sh.workflows[workflowID]
-	if w == nil {
-		w = orders.Get().(*workflowOrder)
-		w.inFlight = w.buf[:0]
-		sh.workflows[workflowID] = w
-	}
-	w.inFlight = append(w.inFlight, expectedSeq)
+	w.inFlight.add(expectedSeq)
+	sh.workflows[workflowID] = w
 }
 
-// finish ends an append registered by start. A committed batch is observed
-// now or, when an earlier append of the workflow is still in flight, by the
-// call that finishes last. It must be called exactly once per start, also
-// when the inner store failed or panicked (committed false).
-func (o *orderer) finish(ctx context.Context, workflowID eventstore.WorkflowID, expectedSeq uint64, events []eventstore.Event, committed bool, l *lifecycle) {
-	sh := o.shard(workflowID)
+// finish ends an append registered by start, before the append returns. A
+// committed batch is observed now or, when an earlier append of the workflow
+// is still in flight, its facts wait for the call that finishes last. It must
+// be called exactly once per start, also when the inner store failed or
+// panicked (committed false).
+func (l *lifecycle) finish(ctx context.Context, workflowID eventstore.WorkflowID, expectedSeq uint64, events []eventstore.Event, committed bool) {
+	sh := l.shard(workflowID)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	w := sh.workflows[workflowID]
-	if i := slices.Index(w.inFlight, expectedSeq); i >= 0 {
-		w.inFlight = slices.Delete(w.inFlight, i, i+1)
-	}
-	earliest := ^uint64(0)
-	if len(w.inFlight) > 0 {
-		earliest = slices.Min(w.inFlight)
-	}
+	w.inFlight.remove(expectedSeq)
+	earliest := w.inFlight.min()
 	if committed {
-		if len(w.waiting) == 0 && expectedSeq < earliest {
-			l.observe(ctx, workflowID, events) // the common case: nothing to wait for
-		} else {
-			w.waiting = append(w.waiting, committedBatch{ctx: ctx, expectedSeq: expectedSeq, events: events})
-			slices.SortFunc(w.waiting, func(a, b committedBatch) int { return cmp.Compare(a.expectedSeq, b.expectedSeq) })
+		switch {
+		case len(w.waiting) == 0 && expectedSeq < earliest:
+			for _, ev := range events { // the common case: nothing to wait for
+				l.observe(ctx, workflowID, factOf(ev))
+			}
+		default:
+			if fs := facts(events); len(fs) > 0 {
+				b := waitingBatch{ctx: ctx, expectedSeq: expectedSeq, facts: fs}
+				at, _ := slices.BinarySearchFunc(w.waiting, expectedSeq, func(b waitingBatch, seq uint64) int {
+					return compareSeq(b.expectedSeq, seq)
+				})
+				w.waiting = slices.Insert(w.waiting, at, b)
+				w.facts += len(fs)
+			}
 		}
 	}
 	ready := 0
-	for ready < len(w.waiting) && w.waiting[ready].expectedSeq < earliest {
-		b := w.waiting[ready]
-		l.observe(b.ctx, workflowID, b.events)
-		ready++
+	if w.facts > maxWaiting {
+		ready = len(w.waiting) // too much waiting: observe it all now
+	} else {
+		for ready < len(w.waiting) && w.waiting[ready].expectedSeq < earliest {
+			ready++
+		}
 	}
-	w.waiting = slices.Delete(w.waiting, 0, ready)
-	if len(w.inFlight) == 0 && len(w.waiting) == 0 {
+	var unordered int64
+	for _, b := range w.waiting[:ready] {
+		if b.expectedSeq > earliest {
+			unordered++
+		}
+		for _, f := range b.facts {
+			l.observe(b.ctx, workflowID, f)
+		}
+		w.facts -= len(b.facts)
+	}
+	if unordered > 0 {
+		l.unordered.Add(ctx, unordered, l.nsOpts...)
+	}
+	clear(w.waiting[:ready]) // drop the contexts and facts
+	w.waiting = w.waiting[ready:]
+	if w.inFlight.empty() && len(w.waiting) == 0 {
 		delete(sh.workflows, workflowID)
-		*w = workflowOrder{waiting: w.waiting[:0]}
-		orders.Put(w)
+		return
+	}
+	sh.workflows[workflowID] = w
+}
+
+func compareSeq(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// seqSet is a small multiset of expected seqs: almost always one, so the
+// first two live in the value itself and an append allocates nothing for it.
+type seqSet struct {
+	n     int
+	first [2]uint64
+	more  []uint64
+}
+
+func (s *seqSet) add(seq uint64) {
+	if s.n < len(s.first) {
+		s.first[s.n] = seq
+	} else {
+		s.more = append(s.more, seq)
+	}
+	s.n++
+}
+
+func (s *seqSet) remove(seq uint64) {
+	if i := slices.Index(s.more, seq); i >= 0 {
+		s.more = slices.Delete(s.more, i, i+1)
+		s.n--
+		return
+	}
+	for i := range min(s.n, len(s.first)) {
+		if s.first[i] == seq {
+			s.n--
+			if len(s.more) > 0 { // refill the inline part from the spill
+				s.first[i], s.more = s.more[len(s.more)-1], s.more[:len(s.more)-1]
+			} else {
+				s.first[i] = s.first[s.n] // s.n < len(s.first) here
+			}
+			return
+		}
 	}
 }
+
+// min returns the smallest seq, or the largest uint64 for an empty set.
+func (s *seqSet) min() uint64 {
+	m := ^uint64(0)
+	for i := range min(s.n, len(s.first)) {
+		m = min(m, s.first[i])
+	}
+	for _, v := range s.more {
+		m = min(m, v)
+	}
+	return m
+}
+
+func (s *seqSet) empty() bool { return s.n == 0 }

@@ -2,6 +2,7 @@ package otelstore_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +109,77 @@ func TestObservationNotStuckBehindFailedAppend(t *testing.T) {
 	wg.Wait()
 	h.assertSum(t, "aion.activities.dispatched", true, point(1, ns, charge))
 	h.assertSum(t, "aion.inflight_activities", false, point(1, ns, charge))
+}
+
+// Regression (issue 12.2): a batch that waits behind an earlier in-flight
+// append is observed as it was when Append returned, whatever the caller
+// does with its slice afterwards.
+func TestWaitingBatchIgnoresCallerSliceReuse(t *testing.T) {
+	h := newHarness(t)
+	g := newGated(1)
+	s := h.wrap(t, struct{ eventstore.Store }{g})
+	w := newWriter(t, s)
+	w.append(eventstore.WorkflowStarted{Envelope: w.env(0), WorkflowType: "checkout"})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.Append(context.Background(), eventstore.RecorderToken(), w.wf, []eventstore.Event{eventstore.SignalReceived{Envelope: w.env(0)}}, 1); err != nil {
+			t.Errorf("early append: %v", err)
+		}
+	})
+	<-g.reached
+	late := []eventstore.Event{w.scheduled(0, "charge", 0), w.completed(0, time.Second)}
+	if err := s.Append(context.Background(), eventstore.RecorderToken(), w.wf, late, 2); err != nil {
+		t.Fatalf("late append: %v", err)
+	}
+	// The call has returned: the slice is the caller's again.
+	late[0] = eventstore.WorkflowStarted{Envelope: w.env(0), WorkflowType: "phantom"}
+	late[1] = w.scheduled(1, "phantom", 0)
+	close(g.release)
+	wg.Wait()
+	h.assertSum(t, "aion.workflows.started", true, point(1, ns, otelstore.AttrWorkflowType.String("checkout")))
+	h.assertSum(t, "aion.activities.dispatched", true, point(1, ns, charge))
+	h.assertSum(t, "aion.inflight_activities", false, point(0, ns, charge))
+	h.assertSum(t, "aion.activities.completed", true, point(1, ns, charge, succeeded))
+}
+
+// Many writers race on a few workflows, each appending a dispatch and its
+// terminal at the head it last saw: the losers conflict and retry. Every
+// committed dispatch is settled in its own batch, so whatever the
+// interleaving the gauge ends at zero and every counter matches the
+// histories.
+func TestAppendConcurrentSafe(t *testing.T) {
+	h := newHarness(t)
+	s := h.wrap(t, eventstore.NewMemory())
+	const workflows, writers, batches = 4, 4, 50
+	var wg sync.WaitGroup
+	for range workflows {
+		w := newWriter(t, s)
+		for range writers {
+			wg.Go(func() {
+				ctx := context.Background()
+				for done := 0; done < batches; {
+					history, err := s.ReadHistory(ctx, w.wf)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					id := eventstore.ActivityID(len(history))
+					batch := []eventstore.Event{w.scheduled(id, "charge", 0), w.completed(id, time.Second)}
+					err = s.Append(ctx, eventstore.RecorderToken(), w.wf, batch, uint64(len(history)))
+					switch {
+					case err == nil:
+						done++
+					case !errors.Is(err, eventstore.ErrSequenceConflict):
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	const total = workflows * writers * batches
+	h.assertSum(t, "aion.activities.dispatched", true, point(total, ns, charge))
+	h.assertSum(t, "aion.activities.completed", true, point(total, ns, charge, succeeded))
+	h.assertSum(t, "aion.inflight_activities", false, point(0, ns, charge))
 }

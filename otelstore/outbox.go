@@ -14,31 +14,13 @@ type outboxMethods struct {
 	inner eventstore.Outbox
 }
 
-func (o outboxMethods) AppendWithOutbox(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64, rows []eventstore.OutboxRow) (err error) {
-	c := o.c.t.begin(ctx, opAppendWithOutbox)
-	defer c.end(&err)
-	if c.recording() {
-		c.annotate(
-			catalog.WorkflowID.String(workflowID.String()),
-			catalog.ExpectedSeq.Int64(clampInt64(expectedSeq)),
-			catalog.EventCount.Int(len(events)),
-			catalog.OutboxRowCount.Int(len(rows)))
-	}
-	o.c.life.beginAppend(workflowID, expectedSeq)
-	committed := false
-	defer func() { o.c.life.endAppend(c.ctx, workflowID, expectedSeq, events, committed) }()
-	err = o.inner.AppendWithOutbox(c.ctx, token, workflowID, events, expectedSeq, rows)
-	c.stop()
-	committed = err == nil
-	if committed {
-		if len(rows) > 0 && o.c.wake != nil {
-			select {
-			case o.c.wake <- struct{}{}:
-			default: // a wake is already pending: wakes coalesce
-			}
-		}
-	}
-	return err
+// AppendWithOutbox forwards to the inner store and observes what committed
+// as Append does; after a commit that staged at least one row, the
+// WithOutboxWake channel gets one non-blocking send.
+func (o outboxMethods) AppendWithOutbox(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64, rows []eventstore.OutboxRow) error {
+	return o.c.observedAppend(ctx, opAppendWithOutbox, workflowID, events, expectedSeq, len(rows), func(ctx context.Context) error {
+		return o.inner.AppendWithOutbox(ctx, token, workflowID, events, expectedSeq, rows)
+	})
 }
 
 func (o outboxMethods) RearmOutboxPending(ctx context.Context, rows []eventstore.OutboxRow) (err error) {

@@ -3,17 +3,18 @@ package otelstore
 import (
 	"context"
 	"errors"
+	"reflect"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/internal/catalog"
-	"github.com/aionotel/aionotel/internal/version"
 )
 
 // ErrNilStore is returned by [New] and [NewKeyspace] when given no store to
-// wrap.
+// wrap: a nil interface, or a nil pointer, map, slice, func or channel behind
+// it.
 var ErrNilStore = errors.New("otelstore: nil inner store")
 
 // New wraps inner so that every call is traced and timed and every committed
@@ -23,36 +24,92 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // and returns inner's results and error values unchanged. Unwrap on the
 // result returns inner.
 //
-// New fails only for a nil inner store ([ErrNilStore]) or when it cannot make
-// the pairing tracker. Trouble creating instruments is reported to
-// otel.Handle and never fails New or a later call.
+// Spans: one per timed call, named "aion.store <operation>", of kind
+// client, with db.operation.name, aion.namespace, the WithAttributes
+// attributes and, where the call has them, aion.workflow.id,
+// aion.store.expected_seq, aion.store.event_count and
+// aion.store.outbox_row_count. A failed call sets error.type, adds an
+// exception event and sets status Error; a sequence conflict adds
+// aion.store.found_seq. The duration goes to aion.store.operation.duration,
+// recorded with the span's context so that an exemplar points at it. The
+// three ShardOwner methods that cannot fail are forwarded only.
+//
+// Lifecycle: only after an Append or AppendWithOutbox succeeded are its
+// events observed. WorkflowStarted counts aion.workflows.started by type;
+// the five run-closing events count aion.workflows.completed by status and
+// settle the run's activities still in flight as abandoned;
+// WorkflowReopened, SignalReceived (delivery "resident") and
+// ScheduleTriggered count their counters; ActivityScheduled is a pairing
+// dispatch and ActivityCompleted, a Terminal ActivityFailed,
+// ActivityCancelled and ActivityTimedOut its terminals, while a Retryable
+// ActivityFailed counts a retry. Pairing keys are (namespace, the appended
+// workflow, the event's run, activity); an event with a zero RecordedAt is
+// observed at the time of observation. Nothing of the caller's events slice
+// is kept after the call returns.
+//
+// History order: two appends to one workflow can be in flight together and
+// return in either order, so a committed batch is observed only once no
+// append of that workflow with a smaller expected seq is still in flight in
+// this decorator (the last of them to return observes the waiting batches,
+// in order). A workflow holds at most 1024 events waiting: past that, the
+// waiting batches are observed at once, ahead of the earlier append, and
+// each is counted on aion.store.lifecycle.unordered. Appends by other
+// processes or other decorators are not waited for.
+//
+// New fails for a nil inner store ([ErrNilStore]), for an option it cannot
+// honour ([ErrInvalidOption]) and when it cannot make the pairing tracker.
+// Trouble creating instruments is reported to otel.Handle and never fails
+// New or a later call.
 func New(inner eventstore.Store, opts ...Option) (eventstore.Store, error) {
-	if inner == nil {
+	if isNil(inner) {
 		return nil, ErrNilStore
 	}
-	cfg := newConfig(opts)
-	meter := cfg.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(version.Version))
-	life, err := newLifecycle(&cfg, meter, cfg.handle)
+	cfg := newConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	meter := newMeter(&cfg)
+	life, err := newLifecycle(&cfg, meter)
 	if err != nil {
 		return nil, err
 	}
-	c := &core{inner: inner, t: newTelemetry(&cfg, meter), life: life, wake: cfg.outboxWake}
+	t := newTelemetry(&cfg, meter, 0, firstKeyspaceOp, catalog.StoreOperationDuration, "Duration of event store calls.")
+	c := &core{inner: inner, t: t, life: life, wake: cfg.outboxWake}
 
 	outbox, hasOutbox := inner.(eventstore.Outbox)
 	shards, hasShards := inner.(eventstore.ShardOwner)
 	switch {
 	case hasOutbox && hasShards:
-		return &outboxShardStore{core: c, outboxMethods: outboxMethods{c, outbox}, shardMethods: shardMethods{c, shards}}, nil
+		return &outboxShardStore{c, outboxMethods{c, outbox}, shardMethods{c, shards}}, nil
 	case hasOutbox:
-		return &outboxStore{core: c, outboxMethods: outboxMethods{c, outbox}}, nil
+		return &outboxStore{c, outboxMethods{c, outbox}}, nil
 	case hasShards:
-		return &shardStore{core: c, shardMethods: shardMethods{c, shards}}, nil
+		return &shardStore{c, shardMethods{c, shards}}, nil
 	default:
-		return &plainStore{core: c}, nil
+		return &plainStore{c}, nil
 	}
 }
 
-// The four shapes New returns, one per capability combination.
+// isNil reports whether v is nil or a typed nil that would panic (or fail)
+// on first use.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// The four shapes New returns, one per capability combination: the methods
+// every store has (core), plus those of each capability inner has.
 type (
 	plainStore  struct{ *core }
 	outboxStore struct {
@@ -92,21 +149,52 @@ type core struct {
 // Unwrap returns the wrapped store.
 func (s *core) Unwrap() eventstore.Store { return s.inner }
 
-func (s *core) Append(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) (err error) {
-	c := s.t.begin(ctx, opAppend)
+// Append forwards to the inner store; once it committed, the events are
+// observed as lifecycle metrics (in history order per workflow). Nothing of
+// events is kept after Append returns.
+func (s *core) Append(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) error {
+	return s.observedAppend(ctx, opAppend, workflowID, events, expectedSeq, -1, func(ctx context.Context) error {
+		return s.inner.Append(ctx, token, workflowID, events, expectedSeq)
+	})
+}
+
+// observedAppend is the body of Append and AppendWithOutbox (rows < 0: no
+// outbox): one timed window around commit, the inner call, then the
+// lifecycle observation of what it committed and the outbox wake, outside
+// the window.
+func (s *core) observedAppend(ctx context.Context, op opID, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64, rows int, commit func(context.Context) error) (err error) {
+	c := s.t.begin(ctx, op)
 	defer c.end(&err)
 	if c.recording() {
-		c.annotate(
+		perCall := [...]attribute.KeyValue{
 			catalog.WorkflowID.String(workflowID.String()),
 			catalog.ExpectedSeq.Int64(clampInt64(expectedSeq)),
-			catalog.EventCount.Int(len(events)))
+			catalog.EventCount.Int(len(events)),
+			catalog.OutboxRowCount.Int(rows),
+		}
+		if rows < 0 {
+			c.annotate(perCall[:3]...)
+		} else {
+			c.annotate(perCall[:]...)
+		}
 	}
-	s.life.beginAppend(workflowID, expectedSeq)
-	committed := false
-	defer func() { s.life.endAppend(c.ctx, workflowID, expectedSeq, events, committed) }()
-	err = s.inner.Append(c.ctx, token, workflowID, events, expectedSeq)
-	c.stop()
-	committed = err == nil
+	s.life.start(workflowID, expectedSeq)
+	returned := false
+	defer func() {
+		if !returned { // the inner store panicked
+			s.life.finish(c.ctx, workflowID, expectedSeq, nil, false)
+		}
+	}()
+	err = commit(c.ctx)
+	returned = true
+	c.finish(err)
+	s.life.finish(c.ctx, workflowID, expectedSeq, events, err == nil)
+	if err == nil && rows > 0 && s.wake != nil {
+		select {
+		case s.wake <- struct{}{}:
+		default: // a wake is already pending: wakes coalesce
+		}
+	}
 	return err
 }
 

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/keyspace"
 	"github.com/aionotel/aionotel/otelstore"
 )
 
@@ -139,6 +140,74 @@ func TestNewRefusesNilStore(t *testing.T) {
 	}
 }
 
+// A typed nil behind the interface is refused at construction too, rather
+// than panicking (or failing) on first use.
+func TestNewRefusesTypedNilStore(t *testing.T) {
+	testCases := []struct {
+		name string
+		new  func() error
+	}{
+		{"nil *eventstore.Memory", func() error { _, err := otelstore.New((*eventstore.Memory)(nil)); return err }},
+		{"nil *keyspace.Memory", func() error { _, err := otelstore.NewKeyspace((*keyspace.Memory)(nil)); return err }},
+		{"nil func keyspace", func() error { _, err := otelstore.NewKeyspace(funcKeyspace(nil)); return err }},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.new(); !errors.Is(err, otelstore.ErrNilStore) {
+				t.Fatalf("got %v, want ErrNilStore", err)
+			}
+		})
+	}
+}
+
+// funcKeyspace is a keyspace.Store whose underlying type is a func, so that
+// a nil one is a typed nil that is not a pointer.
+type funcKeyspace func()
+
+func (funcKeyspace) AppendEvents(context.Context, uint64, []keyspace.ActivityEvent) (uint64, error) {
+	return 0, nil
+}
+func (funcKeyspace) Head(context.Context, keyspace.StreamKey) (uint64, error) { return 0, nil }
+func (funcKeyspace) ReadFrom(context.Context, keyspace.StreamKey, uint64, int) ([]keyspace.Record, error) {
+	return nil, nil
+}
+func (funcKeyspace) ListStreams(context.Context, eventstore.WorkflowID, eventstore.RunID) ([]keyspace.StreamSummary, error) {
+	return nil, nil
+}
+
+// WithAttributes is validated once, the same way whatever else is given: a
+// key the decorators or the tracker set themselves, an empty key or an
+// invalid UTF-8 key makes the constructor fail.
+func TestWithAttributesValidated(t *testing.T) {
+	h := newHarness(t)
+	testCases := []struct {
+		name string
+		kv   attribute.KeyValue
+	}{
+		{"store key", otelstore.AttrNamespace.String("x")},
+		{"operation key", otelstore.AttrOperationName.String("x")},
+		{"tracker key", otelstore.AttrActivityType.String("x")},
+		{"empty key", attribute.String("", "x")},
+		{"invalid key", attribute.String("bad\xff", "x")},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, shared := range []bool{false, true} {
+				opts := h.options(otelstore.WithAttributes(tc.kv))
+				if shared {
+					opts = append(opts, otelstore.WithPairing(newTracker(t, h)))
+				}
+				if _, err := otelstore.New(eventstore.NewMemory(), opts...); !errors.Is(err, otelstore.ErrInvalidOption) {
+					t.Errorf("New (shared tracker %v) = %v, want ErrInvalidOption", shared, err)
+				}
+			}
+			if _, err := otelstore.NewKeyspace(keyspace.NewMemory(), otelstore.WithAttributes(tc.kv)); !errors.Is(err, otelstore.ErrInvalidOption) {
+				t.Errorf("NewKeyspace = %v, want ErrInvalidOption", err)
+			}
+		})
+	}
+}
+
 // Every timed method makes exactly one client span named after it and one
 // duration point with its db.operation.name; the inner store sees the span.
 func TestEveryMethodOneSpanOnePoint(t *testing.T) {
@@ -196,7 +265,7 @@ func assertSpanAttr(t *testing.T, sp sdktrace.ReadOnlySpan, want attribute.KeyVa
 	for _, kv := range sp.Attributes() {
 		if kv.Key == want.Key {
 			if kv.Value != want.Value {
-				t.Errorf("span %s: %s = %v, want %v", sp.Name(), kv.Key, kv.Value.Emit(), want.Value.Emit())
+				t.Errorf("span %s: %s = %v, want %v", sp.Name(), kv.Key, kv.Value.String(), want.Value.String())
 			}
 			return
 		}

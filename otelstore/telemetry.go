@@ -4,34 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
+	"github.com/aionotel/aionotel/internal/instrument"
 	"github.com/aionotel/aionotel/internal/version"
 )
 
 // telemetry is the per-decorator state every call uses: the tracer, the
-// duration histograms and, per operation, everything that can be computed
-// once (span name, attributes, metric record options), so that a
-// call builds no attribute set of its own.
+// duration histogram and, per operation, everything that can be computed
+// once (span name, attributes, metric record options), so that a call builds
+// no attribute set of its own.
 type telemetry struct {
 	tracer   trace.Tracer
 	filter   func(context.Context, Operation) bool
-	now      func() time.Time
-	handle   func(error)
+	now      func() time.Time              // nil: time.Now
+	since    func(time.Time) time.Duration // nil: time.Since
 	classify classifier
-	extra    []attribute.KeyValue
-
-	storeDuration    metric.Float64Histogram
-	keyspaceDuration metric.Float64Histogram
+	duration metric.Float64Histogram
 
 	ops      [numOps]opState
 	errorOps sync.Map // errorKey -> []metric.RecordOption
@@ -41,7 +40,7 @@ type telemetry struct {
 // start, and only on recording spans (see call.annotate).
 var clientSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 
-// opState is what New precomputes for one operation.
+// opState is what the constructor precomputes for one operation.
 type opState struct {
 	spanName string
 	attrs    []attribute.KeyValue // the metric attributes of a successful call
@@ -53,53 +52,40 @@ type errorKey struct {
 	errorType string
 }
 
-func newTelemetry(c *config, meter metric.Meter) *telemetry {
+// newMeter returns the instrument factory of a decorator.
+func newMeter(c *config) *instrument.Meter {
+	m := c.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(version.Version))
+	return instrument.New(m, "otelstore", c.handle)
+}
+
+// newTelemetry precomputes the operations from..to-1 (the event store's or
+// the keyspace's), recorded on the duration histogram name.
+func newTelemetry(c *config, meter *instrument.Meter, from, to opID, name, desc string) *telemetry {
 	t := &telemetry{
 		tracer:   c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version)),
 		filter:   c.spanFilter,
 		now:      c.now,
-		handle:   c.handle,
+		since:    c.since,
 		classify: newClassifier(c.classify),
-		extra:    c.attributes,
+		duration: meter.Float64Histogram(name, catalog.UnitSeconds, desc, catalog.DurationBoundaries),
 	}
-	t.storeDuration = t.histogram(meter, catalog.StoreOperationDuration, "Duration of event store calls.")
-	t.keyspaceDuration = t.histogram(meter, catalog.KeyspaceOperationDuration, "Duration of transcript keyspace calls.")
-
-	for op := range numOps {
+	for op := from; op < to; op++ {
 		name := operations[op]
 		st := &t.ops[op]
 		if op < firstKeyspaceOp {
 			st.spanName = "aion.store " + string(name)
-			st.attrs = t.metricAttrs(catalog.Namespace.String(c.namespace), catalog.OperationName.String(string(name)))
+			st.attrs = append([]attribute.KeyValue{catalog.Namespace.String(c.namespace), catalog.OperationName.String(string(name))}, c.attributes...)
 		} else {
 			st.spanName = "aion.keyspace " + string(name)
-			st.attrs = t.metricAttrs(catalog.OperationName.String(string(name)))
+			st.attrs = append([]attribute.KeyValue{catalog.OperationName.String(string(name))}, c.attributes...)
 		}
 		st.okOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(st.attrs...))}
 	}
 	return t
 }
 
-// metricAttrs returns attrs followed by the user's extra attributes.
-func (t *telemetry) metricAttrs(attrs ...attribute.KeyValue) []attribute.KeyValue {
-	return append(attrs, t.extra...)
-}
-
-func (t *telemetry) histogram(meter metric.Meter, name, desc string) metric.Float64Histogram {
-	h, err := meter.Float64Histogram(name,
-		metric.WithDescription(desc),
-		metric.WithUnit(catalog.UnitSeconds),
-		metric.WithExplicitBucketBoundaries(catalog.DurationBoundaries...))
-	if err != nil {
-		t.handle(fmt.Errorf("otelstore: creating %s: %w", name, err))
-	}
-	if h == nil {
-		h = noop.Float64Histogram{}
-	}
-	return h
-}
-
-// errorOpts returns the cached record options of a failed call.
+// errorOpts returns the cached record options of a failed call. There are at
+// most errorTypeLimit+len(errorClasses)+1 error types per operation.
 func (t *telemetry) errorOpts(op opID, errorType string) []metric.RecordOption {
 	key := errorKey{op, errorType}
 	if v, ok := t.errorOps.Load(key); ok {
@@ -111,16 +97,17 @@ func (t *telemetry) errorOpts(op opID, errorType string) []metric.RecordOption {
 	return v.([]metric.RecordOption)
 }
 
-// call is one timed call in progress.
+// call is one timed call in progress. Its timed window, for the span and the
+// histogram alike, runs from begin to finish.
 type call struct {
 	t     *telemetry
 	op    opID
 	ctx   context.Context // the span's context when there is a span
 	span  trace.Span      // nil when the span filter said no
 	start time.Time
-	took  time.Duration // set by stop; 0 means "until finish"
-	// annotated records that the span has its attributes.
-	annotated bool
+	// annotated records that the span has its attributes; finished that the
+	// window is closed.
+	annotated, finished bool
 }
 
 // begin starts timing op and, unless the span filter says no, a span.
@@ -129,7 +116,11 @@ func (t *telemetry) begin(ctx context.Context, op opID) call {
 	if t.filter == nil || t.filter(ctx, operations[op]) {
 		c.ctx, c.span = t.tracer.Start(ctx, t.ops[op].spanName, clientSpan...)
 	}
-	c.start = t.now()
+	if t.now != nil {
+		c.start = t.now()
+	} else {
+		c.start = time.Now()
+	}
 	return c
 }
 
@@ -149,26 +140,30 @@ func (c *call) annotate(perCall ...attribute.KeyValue) {
 	c.span.SetAttributes(append(append(attrs, static...), perCall...)...)
 }
 
-// end finishes the call. It is deferred with a pointer to the method's error
-// result, so it also sees a panic of the inner store: the span records it and
-// the panic goes on.
+// end is deferred by every timed method with a pointer to its error result.
+// It closes the window unless the method did already, and it also sees a
+// panic of the inner store: the span records it and the panic goes on.
 func (c *call) end(errp *error) {
 	if r := recover(); r != nil {
-		c.finish(&panicError{value: r})
+		if !c.finished {
+			c.finish(&panicError{value: r})
+		}
 		panic(r)
 	}
-	c.finish(*errp)
+	if !c.finished {
+		c.finish(*errp)
+	}
 }
 
-// stop ends the timed window before the call's own follow-up work (the
-// lifecycle bookkeeping of an append), which the duration must not include.
-func (c *call) stop() { c.took = max(c.t.now().Sub(c.start), 1) }
-
+// finish closes the timed window: the duration point and the span's end.
 func (c *call) finish(err error) {
-	if c.took == 0 {
-		c.stop()
+	c.finished = true
+	var took time.Duration
+	if c.t.since != nil {
+		took = c.t.since(c.start)
+	} else {
+		took = time.Since(c.start)
 	}
-	elapsed := c.took.Seconds()
 	opts := c.t.ops[c.op].okOpts
 	if !c.annotated && c.recording() {
 		c.annotate()
@@ -177,24 +172,43 @@ func (c *call) finish(err error) {
 		errorType := c.t.classify.errorType(err)
 		opts = c.t.errorOpts(c.op, errorType)
 		if c.span != nil {
-			attrs := []attribute.KeyValue{catalog.ErrorType.String(errorType)}
-			var conflict *eventstore.SequenceConflictError
-			if errors.As(err, &conflict) {
-				attrs = append(attrs, catalog.FoundSeq.Int64(clampInt64(conflict.Found)))
-			}
-			c.span.SetAttributes(attrs...)
-			c.span.RecordError(err)
-			c.span.SetStatus(codes.Error, err.Error())
+			c.failSpan(err, errorType)
 		}
 	}
-	if c.op < firstKeyspaceOp {
-		c.t.storeDuration.Record(c.ctx, elapsed, opts...)
-	} else {
-		c.t.keyspaceDuration.Record(c.ctx, elapsed, opts...)
-	}
+	c.t.duration.Record(c.ctx, max(took, 1).Seconds(), opts...)
 	if c.span != nil {
 		c.span.End()
 	}
+}
+
+// failSpan marks the span of a failed call. The error text comes from the
+// inner store, so it is made valid UTF-8 and cut to attrvalue.MaxTextLen
+// bytes before it goes on the span: in the exception event (what RecordError
+// would add, with the cleaned message) and the status description.
+func (c *call) failSpan(err error, errorType string) {
+	attrs := []attribute.KeyValue{catalog.ErrorType.String(errorType)}
+	var conflict *eventstore.SequenceConflictError
+	if errors.As(err, &conflict) {
+		attrs = append(attrs, catalog.FoundSeq.Int64(clampInt64(conflict.Found)))
+	}
+	c.span.SetAttributes(attrs...)
+	if !c.span.IsRecording() {
+		return
+	}
+	msg := attrvalue.Cut(err.Error(), attrvalue.MaxTextLen)
+	c.span.AddEvent(catalog.ExceptionEvent, trace.WithAttributes(
+		catalog.ExceptionType.String(attrvalue.String(typeName(err))),
+		catalog.ExceptionMessage.String(msg)))
+	c.span.SetStatus(codes.Error, msg)
+}
+
+// typeName is the exception.type of err, as the SDK's RecordError names it.
+func typeName(err error) string {
+	t := reflect.TypeOf(err)
+	if t.PkgPath() == "" && t.Name() == "" {
+		return t.String()
+	}
+	return t.PkgPath() + "." + t.Name()
 }
 
 // panicError stands for a panic of the inner store in telemetry.

@@ -1,26 +1,26 @@
 package pairing
 
 import (
-	"sync"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/aionotel/aionotel/internal/cardinality"
+	"github.com/aionotel/aionotel/internal/attrcache"
 	"github.com/aionotel/aionotel/internal/catalog"
 )
 
-// nsAttrs holds the precomputed measurement options of one namespace.
+// nsAttrs holds the precomputed measurement options of one recorded
+// namespace and the cache of its activity types. Immutable once built,
+// except for the type cache, which is safe for concurrent use.
 type nsAttrs struct {
-	name    string
 	evicted []metric.AddOption // aion.namespace (+ extra)
-	hash    uint64             // hasher.namespace(name)
+	types   *attrcache.Cache[*typeAttrs]
 }
 
-// typeAttrs holds the precomputed measurement options of one (namespace,
-// recorded activity type) pair. A live entry points at its typeAttrs, so a
-// terminal needs no cache lookup. Immutable once built.
+// typeAttrs holds the precomputed measurement options of one (recorded
+// namespace, recorded activity type) pair. A live entry points at its
+// typeAttrs, so a terminal needs no cache lookup. Immutable once built.
 type typeAttrs struct {
 	ns *nsAttrs
 	// base carries aion.namespace and aion.activity.type: the dispatched and
@@ -32,106 +32,49 @@ type typeAttrs struct {
 	duration  [numOutcomes][]metric.RecordOption
 }
 
-type typeKey struct {
-	namespace    string
-	activityType string
-}
-
-// attrCache maps (namespace, activity type) to its precomputed options. The
-// hot path, a pair seen before, is one lock-free map read and does not
-// allocate; building a new pair copies the map, which is fine because new
-// pairs are rare and the map is small (see below).
-//
-// The map is bounded: it keys admitted types by their own name and every
-// overflow type only under "_other", so it holds at most (namespaces seen) x
-// (type limit + 2) entries.
+// attrCache maps (namespace, activity type) to its precomputed options in
+// two bounded levels of internal/attrcache: namespaces (cleaned, the first
+// nsLimit as themselves, later ones as "_other"), then, per recorded
+// namespace, activity types (cleaned, "" as "_unknown", the first typeLimit
+// as themselves, later ones as "_other"). Both levels are lock-free on hits
+// and O(1) on a miss, so it holds at most (nsLimit+2) x (typeLimit+2) option
+// sets however many values arrive.
 type attrCache struct {
-	hash    hasher
-	extra   []attribute.KeyValue
-	limiter *cardinality.Limiter
-
-	// types is read without a lock: it is replaced, never modified, by a
-	// writer holding mu (copy on write). Writes happen once per new pair.
-	types atomic.Pointer[map[typeKey]*typeAttrs]
-
-	mu         sync.Mutex // serialises writers
-	namespaces map[string]*nsAttrs
+	extra      []attribute.KeyValue
+	typeLimit  int
+	namespaces *attrcache.Cache[*nsAttrs]
+	built      atomic.Int64 // typeAttrs built, for tests
 }
 
-func newAttrCache(h hasher, extra []attribute.KeyValue, typeLimit int) *attrCache {
-	c := &attrCache{
-		hash:       h,
-		extra:      append([]attribute.KeyValue(nil), extra...),
-		limiter:    cardinality.New(typeLimit, catalog.OtherType),
-		namespaces: make(map[string]*nsAttrs),
-	}
-	c.types.Store(&map[typeKey]*typeAttrs{})
+func newAttrCache(extra []attribute.KeyValue, nsLimit, typeLimit int) *attrCache {
+	c := &attrCache{extra: append([]attribute.KeyValue(nil), extra...), typeLimit: typeLimit}
+	// "" never reaches the cache (keys are normalised), and "default" is the
+	// empty stand-in: it is always recorded as itself, outside the limit.
+	c.namespaces = attrcache.New(nsLimit, catalog.DefaultNamespace, catalog.OtherType, c.buildNamespace)
 	return c
 }
 
-// forType returns the options for activityType in namespace ns (already
-// normalised). The empty type is recorded as "_unknown"; a type past the
-// cardinality limit as "_other".
+// forType returns the options for activityType in namespace ns.
 func (c *attrCache) forType(ns, activityType string) *typeAttrs {
-	if ta := (*c.types.Load())[typeKey{ns, activityType}]; ta != nil {
-		return ta
-	}
-	return c.miss(ns, activityType)
+	return c.namespaces.Get(ns).types.Get(activityType)
 }
 
-// miss resolves the recorded type and builds its options once.
-func (c *attrCache) miss(ns, activityType string) *typeAttrs {
-	recorded := catalog.UnknownType
-	if activityType != "" {
-		recorded = c.limiter.Admit(activityType)
+func (c *attrCache) buildNamespace(ns string) *nsAttrs {
+	na := &nsAttrs{
+		evicted: []metric.AddOption{metric.WithAttributeSet(c.set(catalog.Namespace.String(ns)))},
 	}
-	// An overflow type is only ever looked up under "_other", never cached
-	// under its own name: that is what keeps the map bounded.
-	cacheRaw := activityType == "" || recorded == activityType
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	old := *c.types.Load()
-	ta := old[typeKey{ns, recorded}]
-	if ta != nil && (!cacheRaw || old[typeKey{ns, activityType}] == ta) {
-		return ta // an overflow type, or another writer got here first
-	}
-	next := make(map[typeKey]*typeAttrs, len(old)+2)
-	for k, v := range old {
-		next[k] = v
-	}
-	if ta == nil {
-		ta = c.build(ns, recorded)
-		next[typeKey{ns, recorded}] = ta
-	}
-	if cacheRaw {
-		next[typeKey{ns, activityType}] = ta
-	}
-	c.types.Store(&next)
-	return ta
+	na.types = attrcache.New(c.typeLimit, catalog.UnknownType, catalog.OtherType, func(typ string) *typeAttrs {
+		return c.buildType(na, ns, typ)
+	})
+	return na
 }
 
-// build makes the options of one (namespace, recorded type); c.mu is held.
-func (c *attrCache) build(ns, recorded string) *typeAttrs {
-	na := c.namespaces[ns]
-	if na == nil {
-		na = &nsAttrs{
-			name:    ns,
-			evicted: []metric.AddOption{metric.WithAttributeSet(c.set(catalog.Namespace.String(ns)))},
-			hash:    c.hash.namespace(ns),
-		}
-		c.namespaces[ns] = na
-	}
-	ta := &typeAttrs{
-		ns:   na,
-		base: []metric.AddOption{metric.WithAttributeSet(c.set(catalog.Namespace.String(ns), catalog.ActivityType.String(recorded)))},
-	}
+func (c *attrCache) buildType(na *nsAttrs, ns, typ string) *typeAttrs {
+	c.built.Add(1)
+	base := []attribute.KeyValue{catalog.Namespace.String(ns), catalog.ActivityType.String(typ)}
+	ta := &typeAttrs{ns: na, base: []metric.AddOption{metric.WithAttributeSet(c.set(base...))}}
 	for i, o := range outcomes {
-		opt := metric.WithAttributeSet(c.set(
-			catalog.Namespace.String(ns),
-			catalog.ActivityType.String(recorded),
-			catalog.ActivityOutcome.String(string(o)),
-		))
+		opt := metric.WithAttributeSet(c.set(append(base, catalog.ActivityOutcome.String(string(o)))...))
 		ta.completed[i] = []metric.AddOption{opt}
 		ta.duration[i] = []metric.RecordOption{opt}
 	}

@@ -11,14 +11,15 @@ import (
 )
 
 // A pair seen before returns the same precomputed options; "" shares
-// "_unknown"'s; overflow types share "_other"'s.
+// "_unknown"'s; overflow types share "_other"'s, per namespace; overflow
+// namespaces share "_other"'s.
 func TestAttrCacheReuses(t *testing.T) {
-	c := newAttrCache(newHasher(), nil, 1)
+	c := newAttrCache(nil, 1, 1)
 	a := c.forType("n", "a")
 	if c.forType("n", "a") != a {
 		t.Error("a second lookup built new options")
 	}
-	if c.forType("m", "a") == a {
+	if c.forType("default", "a") == a {
 		t.Error("two namespaces share options")
 	}
 	if c.forType("n", "") != c.forType("n", catalog.UnknownType) {
@@ -30,18 +31,22 @@ func TestAttrCacheReuses(t *testing.T) {
 	if a.ns != c.forType("n", "b").ns {
 		t.Error("types of one namespace do not share its namespace options")
 	}
+	if c.forType("m", "a") != c.forType("o", "a") || c.forType("m", "a").ns != c.forType(catalog.OtherType, "x").ns {
+		t.Error("overflow namespaces do not share the _other namespace")
+	}
 }
 
-// However many distinct types arrive, the cache holds at most the admitted
-// ones plus "_unknown" and "_other" per namespace (and the raw "" alias).
+// However many distinct namespaces and types arrive, the cache builds at
+// most (namespace limit + 2) x (type limit + 2) option sets.
 func TestAttrCacheBounded(t *testing.T) {
-	c := newAttrCache(newHasher(), nil, 3)
-	for i := range 10_000 {
-		c.forType("n", fmt.Sprintf("type-%d", i))
-		c.forType("n", "")
+	c := newAttrCache(nil, 3, 3)
+	for i := range 2_000 {
+		ns := fmt.Sprintf("ns-%d", i%100)
+		c.forType(ns, fmt.Sprintf("type-%d", i))
+		c.forType(ns, "")
 	}
-	if got, limit := len(*c.types.Load()), 3+3; got > limit {
-		t.Errorf("cache holds %d entries after 10000 distinct types, want <= %d", got, limit)
+	if got, limit := c.built.Load(), int64((3+2)*(3+2)); got > limit {
+		t.Errorf("cache built %d option sets, want <= %d", got, limit)
 	}
 }
 
@@ -49,7 +54,7 @@ func TestAttrCacheBounded(t *testing.T) {
 // ones, for each outcome slot in the order of the outcomes table.
 func TestAttrCacheSets(t *testing.T) {
 	extra := attribute.String("deployment.cell", "eu-1")
-	ta := newAttrCache(newHasher(), []attribute.KeyValue{extra}, 10).forType("n", "t")
+	ta := newAttrCache([]attribute.KeyValue{extra}, 10, 10).forType("n", "t")
 	wantNS := attribute.NewSet(extra, catalog.Namespace.String("n"))
 	if got := evictedSet(ta.ns); !got.Equals(&wantNS) {
 		t.Errorf("evicted set = %v, want %v", got.ToSlice(), wantNS.ToSlice())

@@ -2,12 +2,12 @@ package pairing
 
 import (
 	"fmt"
-	"math"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
 )
 
@@ -19,11 +19,10 @@ const (
 	// DefaultTypeCardinalityLimit is the number of distinct activity types a
 	// [Tracker] records without [WithTypeCardinalityLimit].
 	DefaultTypeCardinalityLimit = 512
+	// DefaultNamespaceCardinalityLimit is the number of distinct namespaces
+	// a [Tracker] records without [WithNamespaceCardinalityLimit].
+	DefaultNamespaceCardinalityLimit = 64
 )
-
-// maxSlots is the largest live-entry bound a Tracker honours: entries are
-// addressed by int32 slot numbers.
-const maxSlots = math.MaxInt32
 
 // config is what the options set; New fills in the defaults first.
 type config struct {
@@ -31,6 +30,7 @@ type config struct {
 	maxInFlight   int
 	attrs         []attribute.KeyValue
 	typeLimit     int
+	nsLimit       int
 	// handle receives telemetry errors (instrument creation, invalid
 	// outcomes). It is otel.Handle outside tests.
 	handle func(error)
@@ -41,6 +41,7 @@ func newConfig(opts []Option) (config, error) {
 		meterProvider: otel.GetMeterProvider(),
 		maxInFlight:   DefaultMaxInFlight,
 		typeLimit:     DefaultTypeCardinalityLimit,
+		nsLimit:       DefaultNamespaceCardinalityLimit,
 		handle:        otel.Handle,
 	}
 	for _, o := range opts {
@@ -48,25 +49,31 @@ func newConfig(opts []Option) (config, error) {
 			o.apply(&c)
 		}
 	}
-	if err := validateAttributes(c.attrs); err != nil {
+	attrs, err := cleanAttributes(c.attrs)
+	if err != nil {
 		return config{}, err
 	}
+	c.attrs = attrs
 	return c, nil
 }
 
-// validateAttributes refuses extra attributes that are malformed or that would
-// collide with a key the tracker sets on each measurement itself.
-func validateAttributes(attrs []attribute.KeyValue) error {
+// cleanAttributes refuses extra attributes that are malformed or that would
+// collide with a key the tracker sets on each measurement itself, and returns
+// a copy of the others with their string values cleaned by
+// attrvalue.KeyValue.
+func cleanAttributes(attrs []attribute.KeyValue) ([]attribute.KeyValue, error) {
+	clean := make([]attribute.KeyValue, 0, len(attrs))
 	for _, kv := range attrs {
-		if !kv.Valid() {
-			return fmt.Errorf("%w: WithAttributes: an attribute has an empty key", ErrInvalidOption)
+		if !attrvalue.ValidKey(kv.Key) {
+			return nil, fmt.Errorf("%w: WithAttributes: key %q is empty or not valid UTF-8", ErrInvalidOption, kv.Key)
 		}
 		switch kv.Key {
 		case catalog.Namespace, catalog.ActivityType, catalog.ActivityOutcome:
-			return fmt.Errorf("%w: WithAttributes: key %q is set by the tracker on every measurement", ErrInvalidOption, kv.Key)
+			return nil, fmt.Errorf("%w: WithAttributes: key %q is set by the tracker on every measurement", ErrInvalidOption, kv.Key)
 		}
+		clean = append(clean, attrvalue.KeyValue(kv))
 	}
-	return nil
+	return clean, nil
 }
 
 // Option configures a [Tracker]. Options are applied in order by [New]; a
@@ -93,13 +100,12 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 
 // WithMaxInFlight bounds the number of live (dispatched, not yet terminated)
 // entries the tracker keeps. Once the bound is reached, each new dispatch
-// evicts the oldest live entry (see "Memory bound" in the package
-// documentation). Without it, or with n <= 0, the bound is
-// [DefaultMaxInFlight]. Values above math.MaxInt32 are lowered to it.
+// evicts the oldest live entry (see [Tracker.Dispatched]). Without it, or
+// with n <= 0, the bound is [DefaultMaxInFlight].
 func WithMaxInFlight(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {
-			c.maxInFlight = min(n, maxSlots)
+			c.maxInFlight = n
 		}
 	})
 }
@@ -108,10 +114,12 @@ func WithMaxInFlight(n int) Option {
 // instrument (for example a deployment or cell name). Without it, the
 // measurements carry only the attributes the telemetry catalog lists.
 //
-// The keys aion.namespace, aion.activity.type and aion.activity.outcome are
-// reserved: passing one of them, or an attribute with an empty key, makes
-// [New] return an error matching [ErrInvalidOption]. Repeated calls
-// accumulate; for a key given twice the last value wins.
+// String values (and string slice elements) are cleaned like activity types:
+// invalid UTF-8 becomes U+FFFD and each value is cut to 256 bytes. The keys
+// aion.namespace, aion.activity.type and aion.activity.outcome are reserved:
+// passing one of them, or an attribute whose key is empty or not valid
+// UTF-8, makes [New] return an error matching [ErrInvalidOption]. Repeated calls accumulate; for a key given twice the
+// last value wins.
 func WithAttributes(attrs ...attribute.KeyValue) Option {
 	return optionFunc(func(c *config) {
 		c.attrs = append(c.attrs, attrs...)
@@ -119,14 +127,32 @@ func WithAttributes(attrs ...attribute.KeyValue) Option {
 }
 
 // WithTypeCardinalityLimit bounds the number of distinct aion.activity.type
-// values the tracker records: the first n distinct types are recorded as
-// they are, later new ones as "_other". The empty type, recorded as
-// "_unknown", does not count against the limit. Without it, or with n <= 0,
-// the limit is [DefaultTypeCardinalityLimit].
+// values the tracker records in each recorded namespace: there, the first n
+// distinct (cleaned) types are recorded as they are, later new ones as
+// "_other". The empty type, recorded as "_unknown", and the literal values
+// "_unknown" and "_other" do not count against the limit. The limit is per
+// namespace, so one namespace's types never push another's into "_other".
+// Without it, or with n <= 0, the limit is [DefaultTypeCardinalityLimit].
 func WithTypeCardinalityLimit(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {
 			c.typeLimit = n
+		}
+	})
+}
+
+// WithNamespaceCardinalityLimit bounds the number of distinct aion.namespace
+// values the tracker records: the first n distinct (cleaned) namespaces are
+// recorded as they are, later new ones as "_other". "default" (and the empty
+// namespace, which is "default") and the literal "_other" do not count
+// against the limit. Only the attribute is folded: pairing keys keep the
+// namespace as given, so entries of two namespaces recorded as "_other" stay
+// distinct. Without it, or with n <= 0, the limit is
+// [DefaultNamespaceCardinalityLimit].
+func WithNamespaceCardinalityLimit(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.nsLimit = n
 		}
 	})
 }

@@ -26,6 +26,9 @@ func TestConfigDefaults(t *testing.T) {
 	if c.typeLimit != 512 || DefaultTypeCardinalityLimit != 512 {
 		t.Errorf("default type limit = %d, want 512", c.typeLimit)
 	}
+	if c.nsLimit != 64 || DefaultNamespaceCardinalityLimit != 64 {
+		t.Errorf("default namespace limit = %d, want 64", c.nsLimit)
+	}
 	if len(c.attrs) != 0 {
 		t.Errorf("default attributes = %v, want none", c.attrs)
 	}
@@ -58,9 +61,14 @@ func TestOptions(t *testing.T) {
 				t.Errorf("maxInFlight = %d, want 7", c.maxInFlight)
 			}
 		}},
-		{"huge max in flight clamped", []Option{WithMaxInFlight(math.MaxInt)}, func(t *testing.T, c config) {
-			if c.maxInFlight != math.MaxInt32 {
-				t.Errorf("maxInFlight = %d, want MaxInt32", c.maxInFlight)
+		{"huge max in flight", []Option{WithMaxInFlight(math.MaxInt)}, func(t *testing.T, c config) {
+			if c.maxInFlight != math.MaxInt {
+				t.Errorf("maxInFlight = %d, want MaxInt", c.maxInFlight)
+			}
+		}},
+		{"namespace limit", []Option{WithNamespaceCardinalityLimit(5), WithNamespaceCardinalityLimit(-1)}, func(t *testing.T, c config) {
+			if c.nsLimit != 5 {
+				t.Errorf("nsLimit = %d, want 5", c.nsLimit)
 			}
 		}},
 		{"type limit", []Option{WithTypeCardinalityLimit(3), WithTypeCardinalityLimit(0)}, func(t *testing.T, c config) {
@@ -101,6 +109,7 @@ func TestNewRejectsInvalidAttributes(t *testing.T) {
 		{"activity type key", catalog.ActivityType.String("x")},
 		{"outcome key", catalog.ActivityOutcome.String("x")},
 		{"empty key", attribute.String("", "x")},
+		{"invalid UTF-8 key", attribute.String("cell\xff", "x")},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -69,15 +69,18 @@ type durAgg struct {
 }
 
 type mEntry struct {
+	ns  string // recorded namespace
 	typ string // recorded type
 	at  time.Time
 }
 
 // model is the obvious implementation: a map and a slice in dispatch order.
 type model struct {
-	max      int
-	limit    int
-	admitted map[string]bool
+	max        int
+	limit      int
+	nsLimit    int
+	admitted   map[string]map[string]bool // recorded namespace -> admitted types
+	admittedNS map[string]bool
 
 	live  map[Key]mEntry
 	order []Key // live keys, oldest first
@@ -90,9 +93,10 @@ type model struct {
 	badOutcomes                   int
 }
 
-func newModel(max, limit int) *model {
+func newModel(max, limit, nsLimit int) *model {
 	return &model{
-		max: max, limit: limit, admitted: map[string]bool{},
+		max: max, limit: limit, nsLimit: nsLimit,
+		admitted: map[string]map[string]bool{}, admittedNS: map[string]bool{},
 		live:       map[Key]mEntry{},
 		dispatched: map[nt]int64{}, inflight: map[nt]int64{}, retried: map[nt]int64{},
 		completed: map[nto]int64{}, duration: map[nto]durAgg{}, evicted: map[string]int64{},
@@ -108,14 +112,35 @@ func modelKey(k Key) Key {
 	return k
 }
 
-func (m *model) recordedType(typ string) string {
+// recordedNS is the namespace k's (normalised) namespace is recorded as: the
+// first nsLimit distinct ones besides "default" as themselves.
+func (m *model) recordedNS(ns string) string {
+	switch {
+	case ns == "default", m.admittedNS[ns]:
+		return ns
+	case len(m.admittedNS) < m.nsLimit:
+		m.admittedNS[ns] = true
+		return ns
+	default:
+		return catalog.OtherType
+	}
+}
+
+// recordedType is the type typ is recorded as in recorded namespace ns: the
+// limit is per namespace.
+func (m *model) recordedType(ns, typ string) string {
+	admitted := m.admitted[ns]
+	if admitted == nil {
+		admitted = map[string]bool{}
+		m.admitted[ns] = admitted
+	}
 	switch {
 	case typ == "":
 		return catalog.UnknownType
-	case m.admitted[typ]:
+	case admitted[typ]:
 		return typ
-	case len(m.admitted) < m.limit:
-		m.admitted[typ] = true
+	case len(admitted) < m.limit:
+		admitted[typ] = true
 		return typ
 	default:
 		return catalog.OtherType
@@ -124,7 +149,8 @@ func (m *model) recordedType(typ string) string {
 
 func (m *model) dispatch(k Key, typ string, at time.Time) bool {
 	k = modelKey(k)
-	rt := m.recordedType(typ) // resolved on every call, duplicate or not
+	rns := m.recordedNS(k.Namespace) // resolved on every call, duplicate or not
+	rt := m.recordedType(rns, typ)
 	if _, ok := m.live[k]; ok {
 		return false
 	}
@@ -132,13 +158,13 @@ func (m *model) dispatch(k Key, typ string, at time.Time) bool {
 		old := m.order[0]
 		e := m.live[old]
 		m.drop(old)
-		m.inflight[nt{old.Namespace, e.typ}]--
-		m.evicted[old.Namespace]++
+		m.inflight[nt{e.ns, e.typ}]--
+		m.evicted[e.ns]++
 	}
-	m.live[k] = mEntry{typ: rt, at: at}
+	m.live[k] = mEntry{ns: rns, typ: rt, at: at}
 	m.order = append(m.order, k)
-	m.dispatched[nt{k.Namespace, rt}]++
-	m.inflight[nt{k.Namespace, rt}]++
+	m.dispatched[nt{rns, rt}]++
+	m.inflight[nt{rns, rt}]++
 	return true
 }
 
@@ -151,16 +177,16 @@ func (m *model) drop(k Key) {
 func (m *model) settle(k Key, o Outcome, at time.Time) {
 	e := m.live[k]
 	m.drop(k)
-	m.inflight[nt{k.Namespace, e.typ}]--
-	m.completed[nto{k.Namespace, e.typ, o}]++
+	m.inflight[nt{e.ns, e.typ}]--
+	m.completed[nto{e.ns, e.typ, o}]++
 	d := at.Sub(e.at).Seconds()
 	if d < 0 {
 		d = 0
 	}
-	agg := m.duration[nto{k.Namespace, e.typ, o}]
+	agg := m.duration[nto{e.ns, e.typ, o}]
 	agg.count++
 	agg.sum += d
-	m.duration[nto{k.Namespace, e.typ, o}] = agg
+	m.duration[nto{e.ns, e.typ, o}] = agg
 }
 
 func (m *model) finish(k Key, o Outcome, at time.Time) bool {
@@ -180,7 +206,7 @@ func (m *model) retry(k Key) bool {
 	k = modelKey(k)
 	e, ok := m.live[k]
 	if ok {
-		m.retried[nt{k.Namespace, e.typ}]++
+		m.retried[nt{e.ns, e.typ}]++
 	}
 	return ok
 }
@@ -207,10 +233,11 @@ func runSequence(seed uint64) error {
 	tb := &seqTB{}
 	// Exemplars are off: they are tested elsewhere and collecting them
 	// would dominate the run time.
+	nsLimit := []int{1, 64}[rng.IntN(2)] // 1 folds one of tenant-a and tenant-b into "_other"
 	h := newHarnessSDK(tb, []sdkmetric.Option{sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter)},
-		WithMaxInFlight(maxInFlight), WithTypeCardinalityLimit(2))
+		WithMaxInFlight(maxInFlight), WithTypeCardinalityLimit(2), WithNamespaceCardinalityLimit(nsLimit))
 	defer tb.cleanup()
-	m := newModel(maxInFlight, 2)
+	m := newModel(maxInFlight, 2, nsLimit)
 
 	randKey := func() Key {
 		return key(propNamespaces[rng.IntN(len(propNamespaces))], byte(rng.IntN(2)), byte(rng.IntN(2)), uint64(rng.IntN(3)))
@@ -324,7 +351,7 @@ func compareLive(tr *Tracker, m *model) error {
 	if got := tr.InFlight(); got != len(m.live) {
 		return fmt.Errorf("InFlight = %d, model %d", got, len(m.live))
 	}
-	order, err := tr.live.check(&tr.hash)
+	order, err := tr.live.check()
 	if err != nil {
 		return fmt.Errorf("live table: %w", err)
 	}
@@ -349,10 +376,10 @@ func compareTelemetry(h *harness, m *model) error {
 		perNS[k.ns] += v
 	}
 	liveNS := map[string]int64{}
-	for k := range m.live {
-		liveNS[k.Namespace]++
+	for _, e := range m.live {
+		liveNS[e.ns]++
 	}
-	for _, ns := range []string{"default", "tenant-a", "tenant-b"} {
+	for _, ns := range []string{"default", "tenant-a", "tenant-b", catalog.OtherType} {
 		if perNS[ns] != liveNS[ns] {
 			return fmt.Errorf("gauge for namespace %s = %d, live entries %d", ns, perNS[ns], liveNS[ns])
 		}

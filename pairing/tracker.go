@@ -3,25 +3,22 @@ package pairing
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
 )
 
 // Tracker pairs each activity dispatch with its first terminal and records
-// the pairing instruments of the telemetry catalog. See the package
-// documentation for the rules it keeps.
+// the pairing instruments of the telemetry catalog. Each method documents
+// the rule it keeps.
 //
 // A Tracker is safe for concurrent use by multiple goroutines and must not be
 // copied after first use. Its zero value is not ready: create one with [New].
 // Every method of a nil *Tracker is a no-op reporting nothing done.
 type Tracker struct {
 	handle func(error)
-	hash   hasher
 	attrs  *attrCache
 	inst   instruments
-	lastNS atomic.Pointer[nsAttrs] // see namespaceHash
 	live   *table
 }
 
@@ -38,11 +35,9 @@ func New(opts ...Option) (*Tracker, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := newHasher()
 	return &Tracker{
 		handle: c.handle,
-		hash:   h,
-		attrs:  newAttrCache(h, c.attrs, c.typeLimit),
+		attrs:  newAttrCache(c.attrs, c.nsLimit, c.typeLimit),
 		inst:   newInstruments(c.meterProvider, c.handle),
 		live:   newTable(c.maxInFlight),
 	}, nil
@@ -51,44 +46,44 @@ func New(opts ...Option) (*Tracker, error) {
 // Dispatched records the dispatch of the activity key, of type activityType,
 // at time at. If key is not live, it becomes a live entry remembering the
 // type and at, aion.activities.dispatched is counted and
-// aion.inflight_activities raised by one, and Dispatched returns true. If the
-// new entry takes the tracker past [WithMaxInFlight] live entries, the oldest
-// one is evicted before Dispatched returns.
+// aion.inflight_activities raised by one, and Dispatched returns true.
 //
 // A dispatch of a key that is already live (a re-driven append) changes
-// nothing and returns false: the first dispatch time and type stay. (It
-// makes a provisional gauge increment and takes it back; see "Concurrency
-// and cost" in the package documentation.)
+// nothing and returns false: the first dispatch time and type stay. The
+// gauge increment is recorded before the entry becomes visible to
+// terminals, so the exported gauge never goes below the live count; a
+// duplicate therefore makes a provisional increment and takes it back (net
+// nothing, though a duplicate claiming a type never seen before leaves a
+// 0-valued point for it and uses up a place under the type limit).
 //
-// An empty activityType is recorded as "_unknown"; one past the
-// [WithTypeCardinalityLimit] as "_other". ctx is passed to the instruments.
+// Memory bound: if the tracker already holds [WithMaxInFlight] live
+// entries, the oldest one (first in, first out in the order dispatches
+// reached the tracker, not by their times; a retry does not make an entry
+// younger) is evicted to make room: its gauge slot is released under its
+// own type and aion.activity.pairing.evicted counted under its namespace; no
+// completion or duration is recorded for it, and its later terminal is a
+// no-op. The bound is exact, also under concurrent calls.
+//
+// The activity type and the namespace become attribute values only after
+// cleaning (invalid UTF-8 replaced by U+FFFD, cut to 256 bytes); an empty
+// type is recorded as "_unknown", a type past [WithTypeCardinalityLimit] as
+// "_other", a namespace past [WithNamespaceCardinalityLimit] as "_other".
+// The key itself is kept as given. ctx is passed to the instruments.
 func (t *Tracker) Dispatched(ctx context.Context, key Key, activityType string, at time.Time) bool {
 	if t == nil {
 		return false
 	}
 	key.normalize()
 	ta := t.attrs.forType(key.Namespace, activityType)
-	if t.lastNS.Load() != ta.ns {
-		t.lastNS.Store(ta.ns)
-	}
-	runHash, keyHash := t.hash.hashesFrom(ta.ns.hash, &key)
-	// Raise the gauge before the entry exists, so that the decrement of any
-	// terminal that finds the entry follows this increment: the exported
-	// value never dips below the live count, it only runs ahead of it while
-	// calls are in progress. No instrument is called under a lock.
+	// No instrument is called under the table's lock.
 	t.inst.inflight.Add(ctx, 1, ta.base...)
-	added, over := t.live.add(key, runHash, keyHash, ta, at)
+	added, evicted := t.live.add(key, ta, at)
 	if !added {
-		// A duplicate: take the increment back.
-		t.inst.inflight.Add(ctx, -1, ta.base...)
+		t.inst.inflight.Add(ctx, -1, ta.base...) // a duplicate: take it back
 		return false
 	}
 	t.inst.dispatched.Add(ctx, 1, ta.base...)
-	for over && t.live.overBound() {
-		evicted, ok := t.live.evictOldest()
-		if !ok {
-			break
-		}
+	if evicted != nil {
 		t.inst.inflight.Add(ctx, -1, evicted.base...)
 		t.inst.evicted.Add(ctx, 1, evicted.ns.evicted...)
 	}
@@ -118,23 +113,12 @@ func (t *Tracker) Finished(ctx context.Context, key Key, outcome Outcome, at tim
 		return false
 	}
 	key.normalize()
-	runHash, keyHash := t.hash.hashesFrom(t.namespaceHash(key.Namespace), &key)
-	ta, dispatchedAt, ok := t.live.take(key, runHash, keyHash)
+	ta, dispatchedAt, ok := t.live.take(key)
 	if !ok {
 		return false
 	}
 	t.settle(ctx, ta, oi, dispatchedAt, at)
 	return true
-}
-
-// namespaceHash returns the hash of namespace ns, from the namespace of the
-// latest new dispatch when it is the same (the common single-namespace case),
-// else computed.
-func (t *Tracker) namespaceHash(ns string) uint64 {
-	if na := t.lastNS.Load(); na != nil && na.name == ns {
-		return na.hash
-	}
-	return t.hash.namespace(ns)
 }
 
 // settle records the end of one removed entry.
@@ -167,8 +151,7 @@ func (t *Tracker) Retried(ctx context.Context, key Key, at time.Time) bool {
 		return false
 	}
 	key.normalize()
-	runHash, keyHash := t.hash.hashesFrom(t.namespaceHash(key.Namespace), &key)
-	ta := t.live.attrsOf(key, runHash, keyHash)
+	ta := t.live.attrsOf(key)
 	if ta == nil {
 		return false
 	}
@@ -189,7 +172,7 @@ func (t *Tracker) AbandonRun(ctx context.Context, namespace string, workflowID e
 	}
 	rk := runKey{namespace: namespaceOf(namespace), workflowID: workflowID, runID: runID}
 	var buf [16]settled
-	done := t.live.takeRun(rk, t.hash.run(rk), buf[:0])
+	done := t.live.takeRun(rk, buf[:0])
 	oi := OutcomeAbandoned.index()
 	for _, s := range done {
 		t.settle(ctx, s.attrs, oi, s.at, at)

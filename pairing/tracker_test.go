@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -607,7 +609,7 @@ func TestTrackerConcurrentSafe(t *testing.T) {
 			if tc.maxInFlight > 0 && (evicted == 0 || live > int64(tc.maxInFlight)) {
 				t.Errorf("evicted %d with live %d under bound %d: eviction not exercised or bound broken", evicted, live, tc.maxInFlight)
 			}
-			if _, err := h.tr.live.check(&h.tr.hash); err != nil {
+			if _, err := h.tr.live.check(); err != nil {
 				t.Error(err)
 			}
 
@@ -632,8 +634,8 @@ func TestTrackerConcurrentSafe(t *testing.T) {
 }
 
 // In steady state a dispatch and its terminal allocate nothing, on the SDK
-// as well as on a no-op provider: options are precomputed and entries live in
-// a reused slab.
+// as well as with eviction: options are precomputed and entries, run indexes
+// and the eviction queue are reused.
 func TestDispatchFinishDoesNotAllocate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -662,5 +664,143 @@ func TestDispatchFinishDoesNotAllocate(t *testing.T) {
 				t.Errorf("allocations per dispatch+terminal = %v, want 0", n)
 			}
 		})
+	}
+}
+
+// Past WithNamespaceCardinalityLimit distinct namespaces, new ones are
+// recorded as "_other" on every metric, while their keys stay apart: a
+// terminal in one overflow namespace never settles another's entry.
+// "default" does not use up the limit.
+func TestNamespaceCardinalityLimit(t *testing.T) {
+	h := newHarness(t, WithNamespaceCardinalityLimit(2), WithMaxInFlight(5))
+	for i, ns := range []string{"a", "", "b", "c", "d"} {
+		h.tr.Dispatched(bg, key(ns, 1, 1, 0), "t", ts(i))
+	}
+	if !h.tr.Finished(bg, key("c", 1, 1, 0), OutcomeSucceeded, ts(10)) {
+		t.Fatal("terminal in an overflow namespace did not pair")
+	}
+	if h.tr.Finished(bg, key("c", 1, 1, 0), OutcomeSucceeded, ts(11)) {
+		t.Error("a second terminal in namespace c paired: d's entry was taken for c's")
+	}
+	if got := h.tr.AbandonRun(bg, "d", wfID(1), runID(1), ts(12)); got != 1 {
+		t.Errorf("AbandonRun(d) settled %d entries, want 1", got)
+	}
+	h.tr.Dispatched(bg, key("e", 1, 1, 0), "t", ts(13))
+	h.tr.Dispatched(bg, key("f", 1, 1, 0), "t", ts(14)) // 5 live: a, default, b, e, f
+	h.tr.Dispatched(bg, key("g", 1, 1, 0), "t", ts(15)) // evicts a's entry
+	h.tr.Dispatched(bg, key("h", 1, 1, 0), "t", ts(16)) // evicts default's entry
+	h.tr.Dispatched(bg, key("i", 1, 1, 0), "t", ts(17)) // evicts b's entry
+	h.tr.Dispatched(bg, key("j", 1, 1, 0), "t", ts(18)) // evicts e's entry
+	h.assertMetric(wantDispatched(
+		point(attrs("a", "t"), 1),
+		point(attrs("default", "t"), 1),
+		point(attrs("b", "t"), 1),
+		point(attrs(catalog.OtherType, "t"), 8),
+	))
+	h.assertMetric(wantInflight(
+		point(attrs("a", "t"), 0),
+		point(attrs("default", "t"), 0),
+		point(attrs("b", "t"), 0),
+		point(attrs(catalog.OtherType, "t"), 5),
+	))
+	h.assertMetric(wantCompleted(
+		point(attrs(catalog.OtherType, "t", OutcomeSucceeded), 1),
+		point(attrs(catalog.OtherType, "t", OutcomeAbandoned), 1),
+	))
+	ns := func(v string) attribute.Set { return attribute.NewSet(catalog.Namespace.String(v)) }
+	h.assertMetric(wantEvicted(point(ns("a"), 1), point(ns("default"), 1), point(ns("b"), 1), point(ns(catalog.OtherType), 1)))
+}
+
+// Issue 12.5: namespaces were unbounded, and each new one copied the whole
+// attribute cache (20,000 took 70 s). Now 20,000 distinct namespaces on one
+// tracker build a bounded number of attribute sets, every metric carries at
+// most the limit of namespaces plus "_other", and the overflow namespaces
+// are all counted under "_other". (BenchmarkNewNamespaces shows the cost of
+// a new namespace staying flat.)
+func TestManyNamespacesBounded(t *testing.T) {
+	const n = 20_000
+	h := newHarness(t)
+	for i := range n {
+		k := key(fmt.Sprintf("tenant-%d", i), 1, 1, 0)
+		if !h.tr.Dispatched(bg, k, "t", ts(0)) || !h.tr.Finished(bg, k, OutcomeSucceeded, ts(1)) {
+			t.Fatalf("namespace %d did not pair", i)
+		}
+	}
+	if got, limit := h.tr.attrs.built.Load(), int64(DefaultNamespaceCardinalityLimit+1); got > limit {
+		t.Errorf("built %d attribute option sets for %d namespaces of one type, want <= %d", got, n, limit)
+	}
+	s := readSnapshot(h.scope())
+	if got := len(s.dispatched); got != DefaultNamespaceCardinalityLimit+1 {
+		t.Errorf("dispatched has %d series, want %d namespaces + _other", got, DefaultNamespaceCardinalityLimit)
+	}
+	if got, want := s.dispatched[nt{catalog.OtherType, "t"}], int64(n-DefaultNamespaceCardinalityLimit); got != want {
+		t.Errorf(`dispatched under "_other" = %d, want %d`, got, want)
+	}
+	if got := s.completed[nto{"tenant-0", "t", OutcomeSucceeded}]; got != 1 {
+		t.Errorf("completed for the first namespace = %d, want 1", got)
+	}
+}
+
+// Issue 12.1: a hostile activity type or namespace (invalid UTF-8, huge)
+// reached the attribute values as it was, and one invalid string makes every
+// later OTLP or Prometheus export fail. Every exported value must be valid
+// UTF-8 of at most 256 bytes, and the series carry the cleaned values; the
+// keys keep the raw namespace.
+func TestHostileValuesCleaned(t *testing.T) {
+	long := strings.Repeat("x", 1000)
+	h := newHarness(t, WithMaxInFlight(2), WithAttributes(attribute.String("cell", "eu\xff"), attribute.StringSlice("zones", []string{"a\xfe", long})))
+	bad := key("ns\xff", 1, 1, 0)
+	h.tr.Dispatched(bg, bad, "bad\xff\xfe", ts(0))
+	h.tr.Retried(bg, bad, ts(1))
+	h.tr.Dispatched(bg, key(long, 1, 1, 1), long, ts(2))
+	if h.tr.Finished(bg, key("ns\uFFFD", 1, 1, 0), OutcomeSucceeded, ts(3)) {
+		t.Error(`a terminal under the cleaned namespace paired with the raw one's entry`)
+	}
+	if !h.tr.Finished(bg, bad, OutcomeFailed, ts(3)) {
+		t.Error("the terminal under the raw namespace did not pair")
+	}
+	h.tr.Dispatched(bg, key("ns\xff", 1, 1, 2), "ok", ts(4))
+	h.tr.Dispatched(bg, key("ns\xff", 1, 1, 3), "ok", ts(5)) // evicts long's entry
+
+	sm := h.scope()
+	if len(sm.Metrics) != 6 {
+		t.Fatalf("exported %d pairing metrics, want all 6", len(sm.Metrics))
+	}
+	seen := map[string]bool{}
+	for _, m := range sm.Metrics {
+		var sets []attribute.Set
+		switch d := m.Data.(type) {
+		case metricdata.Sum[int64]:
+			for _, dp := range d.DataPoints {
+				sets = append(sets, dp.Attributes)
+			}
+		case metricdata.Histogram[float64]:
+			for _, dp := range d.DataPoints {
+				sets = append(sets, dp.Attributes)
+			}
+		}
+		for _, set := range sets {
+			for _, kv := range set.ToSlice() {
+				vals := []string{kv.Value.String()}
+				if kv.Value.Type() == attribute.STRINGSLICE {
+					vals = kv.Value.AsStringSlice()
+				}
+				for _, v := range vals {
+					if !utf8.ValidString(v) || len(v) > 256 {
+						t.Errorf("%s: attribute %s has an unexportable value (%d bytes, valid %v)", m.Name, kv.Key, len(v), utf8.ValidString(v))
+					}
+					seen[string(kv.Key)+"="+v] = true
+				}
+			}
+		}
+	}
+	for _, want := range []string{
+		"aion.namespace=ns\uFFFD", "aion.activity.type=bad\uFFFD",
+		"aion.namespace=" + long[:256], "aion.activity.type=" + long[:256],
+		"cell=eu\uFFFD", "zones=a\uFFFD", "zones=" + long[:256],
+	} {
+		if !seen[want] {
+			t.Errorf("no series carries %.40q", want)
+		}
 	}
 }

@@ -24,23 +24,34 @@ import (
 // MaxLen is the largest length, in bytes, of a cleaned value.
 const MaxLen = 256
 
+// MaxTextLen is the largest length, in bytes, of span text that a store
+// controls (an error message): longer than an attribute value, since it is
+// read by people, and bounded all the same.
+const MaxTextLen = 1024
+
 // String returns s with every invalid UTF-8 sequence replaced by U+FFFD,
 // cut to at most MaxLen bytes without splitting a rune.
-func String(s string) string {
-	if len(s) <= MaxLen && utf8.ValidString(s) {
+func String(s string) string { return Cut(s, MaxLen) }
+
+// Cut returns s with every invalid UTF-8 sequence replaced by U+FFFD, cut to
+// at most n bytes (n < 0: 0) without splitting a rune. It is String with
+// another bound, for text that is not an attribute value of a metric (an
+// error message on a span).
+func Cut(s string, n int) string {
+	n = max(n, 0)
+	if len(s) <= n && utf8.ValidString(s) {
 		return s
 	}
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, string(utf8.RuneError))
 	}
-	if len(s) <= MaxLen {
+	if len(s) <= n {
 		return s
 	}
-	cut := MaxLen
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return s[:cut]
+	return s[:n]
 }
 
 // ValidKey reports whether k can be an attribute key: not empty, valid UTF-8.

@@ -89,3 +89,29 @@ func TestValidKey(t *testing.T) {
 		}
 	}
 }
+
+func TestCut(t *testing.T) {
+	testCases := []struct {
+		name, in string
+		n        int
+		want     string
+	}{
+		{"within bound", "abc", 3, "abc"},
+		{"cut", "abcdef", 4, "abcd"},
+		{"cut before a split rune", "ab€", 3, "ab"},
+		{"invalid then cut", "\xff\xffabc", 4, "\uFFFDa"},
+		{"zero bound", "abc", 0, ""},
+		{"negative bound", "abc", -1, ""},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Cut(tc.in, tc.n)
+			if got != tc.want {
+				t.Errorf("Cut(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+			}
+			if !utf8.ValidString(got) || len(got) > max(tc.n, 0) {
+				t.Errorf("Cut(%q, %d) = %q: invalid or too long", tc.in, tc.n, got)
+			}
+		})
+	}
+}

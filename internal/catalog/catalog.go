@@ -4,7 +4,10 @@
 // dashboards and alert rules rely on the Prometheus names derived from them.
 package catalog
 
-import "go.opentelemetry.io/otel/attribute"
+import (
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+)
 
 // Instrument names.
 const (
@@ -22,6 +25,10 @@ const (
 	ActivityPairingEvicted    = "aion.activity.pairing.evicted"
 	KeyspaceOperationDuration = "aion.keyspace.operation.duration"
 	KeyspaceAppendBatchSize   = "aion.keyspace.append.batch_size"
+	// StoreLifecycleUnordered counts committed append batches observed
+	// before an earlier append of the same workflow returned, because too
+	// much was waiting behind it.
+	StoreLifecycleUnordered = "aion.store.lifecycle.unordered"
 )
 
 // Units (UCUM; the annotations in braces are dropped from Prometheus names).
@@ -32,6 +39,7 @@ const (
 	UnitSignal   = "{signal}"
 	UnitSchedule = "{schedule}"
 	UnitEvent    = "{event}"
+	UnitBatch    = "{batch}"
 )
 
 // Attribute keys.
@@ -52,7 +60,13 @@ const (
 	OutboxRowCount  attribute.Key = "aion.store.outbox_row_count"
 	ActivityID      attribute.Key = "aion.activity.id"
 	Attempt         attribute.Key = "aion.activity.attempt"
+	// The exception event of a failed call's span (semantic conventions).
+	ExceptionType    = semconv.ExceptionTypeKey
+	ExceptionMessage = semconv.ExceptionMessageKey
 )
+
+// ExceptionEvent is the name of the span event of a failed call.
+const ExceptionEvent = semconv.ExceptionEventName
 
 // Attribute values with a fixed meaning.
 const (
