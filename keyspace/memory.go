@@ -19,7 +19,7 @@ import (
 // each stream has its own lock. The zero value is an empty store ready to use;
 // [NewMemory] returns one. A Memory must not be copied after first use.
 //
-// Records are held for the life of the value: nothing is ever evicted.
+// Records are held until [Memory.DeleteRun] removes their run.
 type Memory struct {
 	// mu guards streams and runs. It is never acquired while a stream's lock
 	// is held.
