@@ -3,8 +3,10 @@
 // OpenTelemetry Collector, the Collector exposes Prometheus metrics, a
 // Prometheus server scrapes them, and Grafana and the alert rules read them.
 //
-// It is a nested module (github.com/aionotel/aionotel/examples/pipeline) so
-// that the Collector's large dependency graph never reaches the root module.
+// It is a module of its own (github.com/aionotel/aionotel/examples/pipeline)
+// so that the Collector's large dependency graph reaches neither the library
+// nor the examples module; it is not in the repository's go.work, and has a
+// go.work of its own so that the go command works from this directory.
 // The package has no API: its code serves its tests.
 //
 // # What is tested
@@ -21,9 +23,9 @@
 //     rate window is $__rate_interval.
 //   - examples/prometheus/alerts.yml with promtool (check rules, test rules),
 //     plus mutations of each alert that alerts_test.yml must catch.
-//   - End to end (TestEndToEnd): the demo (examples/demo) sends metrics and
-//     spans over OTLP/gRPC to the Collector, which a Debian-packaged Prometheus
-//     scrapes every second. The test waits, with deadlines, until every
+//   - End to end (TestEndToEnd): the demo (examples/demo, built in the
+//     examples module) sends metrics and spans over OTLP/gRPC to the
+//     Collector, which a Debian-packaged Prometheus scrapes every second. The test waits, with deadlines, until every
 //     catalog series is stored; checks their labels and that job is the
 //     sender's service.name; runs every dashboard query with its variables
 //     substituted (the namespace from the variable's own label_values query)

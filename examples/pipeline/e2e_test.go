@@ -71,7 +71,7 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "examples", "demo", "main.go")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, "examples", "demo")); err != nil {
 		t.Fatalf("the end-to-end test runs the demo: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -121,15 +121,17 @@ func splitAddr(addr string) (host, port string) {
 	return addr[:i], addr[i+1:]
 }
 
-// build compiles the Collector (in this module) and the demo (in the root
-// module) into the test's temporary directory, concurrently.
+// build compiles the Collector (in this module) and the demo (in the
+// examples module, whose replace directives reach the library and the
+// backends of this checkout) into the test's temporary directory,
+// concurrently.
 func (r *e2e) build(ctx context.Context) {
 	r.t.Helper()
 	r.collectorBin = filepath.Join(r.tmp, "otelcol-aionotel")
 	r.demoBin = filepath.Join(r.tmp, "demo")
 	jobs := []struct{ dir, out, pkg string }{
 		{".", r.collectorBin, "./cmd/otelcol-aionotel"},
-		{r.root, r.demoBin, "./examples/demo"},
+		{filepath.Join(r.root, "examples"), r.demoBin, "./demo"},
 	}
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
@@ -288,6 +290,9 @@ func (r *e2e) startDemos() {
 	common := []string{"-duration", "10m", "-rate", "40", "-workers", "4", "-max-inflight", "24"}
 	r.start("demo-otlp", []string{
 		"OTEL_SERVICE_NAME=" + serviceName,
+		// autoexport's default protocol is http/protobuf; the Collector's
+		// gRPC receiver is the path this test checks.
+		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
 		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + r.otlpGRPC,
 		"OTEL_EXPORTER_OTLP_INSECURE=true",
 		"OTEL_METRIC_EXPORT_INTERVAL=1000",
