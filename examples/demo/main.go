@@ -74,8 +74,11 @@ import (
 	"os/signal"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"go.opentelemetry.io/otel"
 
 	"github.com/aionotel/aionotel/keyspace"
 	"github.com/aionotel/aionotel/keyspace/boltstore"
@@ -99,6 +102,17 @@ func main() {
 		<-sigs
 		os.Exit(130)
 	}()
+	// Export errors during the run: the first few distinct ones, on stderr.
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[err.Error()] && len(seen) < 20 {
+			seen[err.Error()] = true
+			fmt.Fprintln(os.Stderr, "telemetry:", err)
+		}
+	}))
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -125,7 +125,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.nodes = [2]*keyspace.Sequencer{keyspace.NewSequencer(keys), keyspace.NewSequencer(keys)}
+	cache := keyspace.WithMaxCachedStreams(256) // a transcript is written within one activity
+	s.nodes = [2]*keyspace.Sequencer{keyspace.NewSequencer(keys, cache), keyspace.NewSequencer(keys, cache)}
 	return s, nil
 }
 
