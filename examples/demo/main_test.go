@@ -138,3 +138,22 @@ func TestKeyspaceBolt(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptDrains stops the demo as the first signal does: it drains,
+// prints the summary and exits 0 within the drain and flush bounds.
+func TestInterruptDrains(t *testing.T) {
+	isolateEnv(t)
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"-exporter", "none", "-drain", "300ms"}, &stdout, &stderr) }()
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 || !strings.Contains(stdout.String(), "summary after ") {
+			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
+		}
+	case <-time.After(300*time.Millisecond + flushTimeout + 2*time.Second):
+		t.Fatalf("still running after the interrupt\nstdout:\n%s", &stdout)
+	}
+}

@@ -213,7 +213,7 @@ func (f *flow) startRun(ctx context.Context, previous []eventstore.RunID) error 
 		seq++ // the timer follows WorkflowContinuedAsNew and WorkflowStarted
 	}
 	f.s.count("workflows.started", 1)
-	f.run, f.runs, f.next = run, append(f.runs, run), 0
+	f.run, f.runs, f.next = run, append(f.runs, run), 0 // even if arming the timeout fails: this run is open
 	f.deadline = eventstore.TimerEntry{WorkflowID: f.id, TimerID: timer, FireAt: fireAt, ArmedSeq: seq + 1}
 	return f.s.store.ScheduleTimer(ctx, f.id, timer, fireAt, seq+1)
 }

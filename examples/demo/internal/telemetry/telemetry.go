@@ -30,8 +30,9 @@ var Exporters = map[string][2]string{
 
 // Telemetry is the demo's meter and tracer providers.
 type Telemetry struct {
-	Meter  *sdkmetric.MeterProvider
-	Tracer *sdktrace.TracerProvider
+	Resource *resource.Resource
+	Meter    *sdkmetric.MeterProvider
+	Tracer   *sdktrace.TracerProvider
 }
 
 // Start builds the resource and the providers from the environment (see
@@ -60,7 +61,8 @@ func Start(ctx context.Context, serviceName string) (*Telemetry, error) {
 		return nil, errors.Join(fmt.Errorf("traces exporter %q: %w", os.Getenv("OTEL_TRACES_EXPORTER"), err), reader.Shutdown(ctx))
 	}
 	t := &Telemetry{
-		Meter: sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(reader)),
+		Resource: res,
+		Meter:    sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(reader)),
 	}
 	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	if !autoexport.IsNoneSpanExporter(spans) {
