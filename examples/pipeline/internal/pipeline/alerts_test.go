@@ -11,8 +11,8 @@ import (
 
 // The alert rules and their promtool tests, relative to this directory.
 var (
-	alertsPath     = filepath.Join("..", "prometheus", "alerts.yml")
-	alertsTestPath = filepath.Join("..", "prometheus", "alerts_test.yml")
+	alertsPath     = filepath.Join("..", "..", "..", "prometheus", "alerts.yml")
+	alertsTestPath = filepath.Join("..", "..", "..", "prometheus", "alerts_test.yml")
 )
 
 // promtool runs promtool with args and returns its combined output.

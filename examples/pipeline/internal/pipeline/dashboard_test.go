@@ -15,7 +15,7 @@ import (
 )
 
 // dashboardPath is the dashboard users import, relative to this directory.
-var dashboardPath = filepath.Join("..", "grafana", "aionotel-overview.json")
+var dashboardPath = filepath.Join("..", "..", "..", "grafana", "aionotel-overview.json")
 
 func readDashboard(t testing.TB) []byte {
 	t.Helper()

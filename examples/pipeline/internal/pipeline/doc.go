@@ -3,16 +3,17 @@
 // OpenTelemetry Collector, the Collector exposes Prometheus metrics, a
 // Prometheus server scrapes them, and Grafana and the alert rules read them.
 //
-// It is a module of its own (github.com/aionotel/aionotel/examples/pipeline)
+// It lives in a module of its own (github.com/aionotel/aionotel/examples/pipeline)
 // so that the Collector's large dependency graph reaches neither the library
-// nor the examples module; it is not in the repository's go.work, and has a
-// go.work of its own so that the go command works from this directory.
-// The package has no API: its code serves its tests.
+// nor the examples module; that module is not in the repository's go.work,
+// and has a go.work of its own so that the go command works in its
+// directory. The package is internal and has no API: its code serves its
+// tests.
 //
 // # What is tested
 //
 //   - The repository's collector-config.yaml, loaded by otelcol-aionotel
-//     (package [github.com/aionotel/aionotel/examples/pipeline/collector] and
+//     (package [github.com/aionotel/aionotel/examples/pipeline/internal/collector] and
 //     command cmd/otelcol-aionotel), a Collector built from the official
 //     modules: its `validate` subcommand, its defaults and every documented
 //     environment override.
@@ -38,11 +39,11 @@
 //
 // # Running
 //
-// From this directory:
+// From examples/pipeline:
 //
 //	go test ./...                  # everything; the e2e test builds the Collector (slow the first time)
 //	go test -short ./...           # everything but the e2e test
-//	go test -run TestEndToEnd -args -update -e2e.hold=90s   # redraw testdata/e2e-run.png
+//	go test -run TestEndToEnd ./internal/pipeline -args -update -e2e.hold=90s   # redraw testdata/e2e-run.png
 //
 // Prometheus and promtool come from the Debian package:
 // apt-get install -y --no-install-recommends prometheus. Without them the

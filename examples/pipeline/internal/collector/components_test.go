@@ -15,12 +15,12 @@ import (
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 
-	"github.com/aionotel/aionotel/examples/pipeline/collector"
+	"github.com/aionotel/aionotel/examples/pipeline/internal/collector"
 )
 
 // configPath is the repository's collector-config.yaml, two levels up from
-// this package's directory (examples/pipeline/collector).
-var configPath = filepath.Join("..", "..", "..", "collector-config.yaml")
+// this package's directory (examples/pipeline/internal/collector).
+var configPath = filepath.Join("..", "..", "..", "..", "collector-config.yaml")
 
 func TestComponents(t *testing.T) {
 	f, err := collector.Components()

@@ -67,7 +67,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Skip("end-to-end: builds a Collector and the demo and runs them with Prometheus")
 	}
 	promBin := requireTool(t, "prometheus")
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func splitAddr(addr string) (host, port string) {
 	return addr[:i], addr[i+1:]
 }
 
-// build compiles the Collector (in this module) and the demo (in the
+// build compiles the Collector (in this module, two levels up) and the demo (in the
 // examples module, whose replace directives reach the library and the
 // backends of this checkout) into the test's temporary directory,
 // concurrently.
@@ -130,7 +130,7 @@ func (r *e2e) build(ctx context.Context) {
 	r.collectorBin = filepath.Join(r.tmp, "otelcol-aionotel")
 	r.demoBin = filepath.Join(r.tmp, "demo")
 	jobs := []struct{ dir, out, pkg string }{
-		{".", r.collectorBin, "./cmd/otelcol-aionotel"},
+		{filepath.Join("..", ".."), r.collectorBin, "./cmd/otelcol-aionotel"},
 		{filepath.Join(r.root, "examples"), r.demoBin, "./demo"},
 	}
 	errs := make([]error, len(jobs))
