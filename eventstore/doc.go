@@ -140,7 +140,7 @@
 // rows: a zero WorkflowID is filled in with the append's, a row of another
 // workflow or with a zero RunID is refused, an empty DispatchKey is filled in
 // with [DispatchKey], and a dispatch key repeated in the batch or already
-// staged (in any state, ever) is refused. Only then are the rows staged
+// staged (in any state, until pruned) is refused. Only then are the rows staged
 // (pending, CreatedAt from the clock when zero) and the events committed,
 // together; a conflict or a bad row stages nothing and writes no event. Rows
 // with no events are staged too, fenced by expectedSeq like an append; no
@@ -203,8 +203,16 @@
 // at a time. The zero value is not ready for use: create a Memory with
 // [NewMemory]; the methods of a zero (or nil) Memory return an error
 // wrapping [ErrInvalidArgument] instead of panicking. A Memory must not be
-// copied after first use. It keeps everything it is given (histories,
-// settled outbox rows) for its whole life.
+// copied after first use.
+//
+// # Retention
+//
+// A Memory keeps everything it is given (histories, timers, settled outbox
+// rows) until [Memory.PruneClosed] removes the workflows whose current run
+// closed (completed, failed, cancelled or timed out; not continued as new)
+// before a given time, with everything kept for them. A pruned workflow ID
+// is as if never written, its dispatch keys included. A long-running
+// process calls PruneClosed periodically so that its memory levels off.
 //
 // # Other stores
 //

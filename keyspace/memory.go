@@ -31,8 +31,8 @@ import (
 //     to insert there). Records are held in fixed-size chunks, so an append
 //     never copies the records already stored: the time it holds its
 //     stream's lock does not grow with the stream.
-//   - Lifetime: records are held for the life of the value, nothing is
-//     evicted, and nothing survives the process.
+//   - Lifetime: records are held until [Memory.DeleteRun] removes their
+//     run, or for the life of the value; nothing survives the process.
 type Memory struct {
 	// mu guards streams and runs. It is never acquired while a stream's lock
 	// is held.

@@ -1,28 +1,315 @@
-// Command demo runs a simulated workflow server instrumented by aionotel and
-// exports its telemetry: a Prometheus endpoint at 127.0.0.1:9464/metrics by
-// default, OTLP/gRPC to a Collector, or JSON on stdout.
+// Command demo runs a simulated workflow server instrumented by aionotel, so
+// that every instrument of the telemetry catalog moves: workflows started and
+// closed by every status, reopened, signals, schedules, activities by every
+// outcome, retries, the in-flight gauge, pairing evictions, store and
+// keyspace call durations, including real sequence conflicts between racing
+// writers of one workflow, the outbox wake and agent transcripts.
 //
-//	go run ./examples/demo                      # until Ctrl-C
-//	go run ./examples/demo -duration 30s -rate 50
-//	go run ./examples/demo -exporter otlp       # to the Collector of collector-config.yaml
+//	go run ./examples/demo                           # Prometheus at 127.0.0.1:9464/metrics, until Ctrl-C
+//	go run ./examples/demo -exporter otlp            # OTLP to a Collector (collector-config.yaml)
+//	go run ./examples/demo -keyspace bolt:k.db -duration 10s
 //
-// Agent transcripts go to an in-memory keyspace (-keyspace memory, the
-// default). The durable backends live in modules of their own, so that this
-// build links no database driver; each has the same command with its
-// backend added:
+// # Flags
 //
-//	cd keyspace/boltstore && go run ./cmd/demo -keyspace bolt:/tmp/demo.db
-//	cd keyspace/pgstore && go run ./cmd/demo -keyspace postgres:postgres://USER:PASSWORD@localhost:5432/DB
+//	-exporter prometheus|otlp|stdout|none  where telemetry goes (default prometheus; see Environment)
+//	-listen HOST:PORT       the Prometheus endpoint's address (default 127.0.0.1:9464)
+//	-keyspace memory|bolt:PATH|postgres:DSN  where agent transcripts go (default memory)
+//	-duration D             stop after D (default 0: run until interrupted)
+//	-rate N                 workflows started per second (default 20)
+//	-workers N              activity workers (default 4)
+//	-max-inflight N         bound of the activity pairing tracker; past it the oldest
+//	                        in-flight activity is evicted (default 0: the tracker's default);
+//	                        -max-inflight 24 shows evictions
+//	-seed N                 seeds the random draws (default 1); IDs are random UUIDs
+//	-drain D                once stopped, how long started workflows may finish before the
+//	                        rest are cancelled (default 2s)
+//	-retention D            how long closed workflows stay in the in-memory stores (default 10s)
 //
-// Here -keyspace bolt:... or postgres:... is a usage error that says so.
+// # Environment
 //
-// The flags, the simulation, the signal handling (the first Ctrl-C or
-// SIGTERM drains, a second one ends the process at once) and the exit status
-// live in package server (server.Exec, server.Command). Exit status: 0
-// after a clean run, 1 when the run fails (an address already in use, a
-// keyspace that cannot be opened), 2 for bad flags.
+// Exporters are built by go.opentelemetry.io/contrib/exporters/autoexport, so
+// the standard variables apply: OTEL_METRICS_EXPORTER, OTEL_TRACES_EXPORTER,
+// OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf by default, or grpc),
+// OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_EXPORTER_OTLP_* variables,
+// OTEL_METRIC_EXPORT_INTERVAL (the demo's default is 5000 ms, not the SDK's
+// 60 s). -exporter, when given, sets OTEL_METRICS_EXPORTER and
+// OTEL_TRACES_EXPORTER (prometheus: metrics only; stdout: console). Without
+// -exporter the variables decide, metrics defaulting to prometheus and spans
+// to none. -listen sets OTEL_EXPORTER_PROMETHEUS_HOST and _PORT, unless they
+// are set and -listen is not given. The resource has service.name
+// (OTEL_SERVICE_NAME, default aionotel-demo), service.version,
+// service.instance.id (a fresh UUID unless OTEL_RESOURCE_ATTRIBUTES gives one)
+// and what the SDK's standard detectors find.
+//
+// # Running and stopping
+//
+// A progress line shows the counts every second (a plain line every 10 s when
+// stdout is not a terminal); a summary is printed at the end. -duration, or
+// the first SIGINT/SIGTERM, stops starting workflows and drains; a second
+// signal exits at once. The whole shutdown is bounded: the drain, then at most
+// 3 s for the exporters' final flush. What could not be flushed is printed
+// ("telemetry: metrics not flushed: <reason>") and does not fail the run.
+//
+// The in-memory stores prune closed workflows (and their transcripts) after
+// the retention, so the demo's memory levels off; a durable keyspace keeps
+// its transcripts.
+//
+// # Exit status
+//
+// 0 after a clean run, even when the final telemetry flush failed (a warning
+// says what was lost); 1 when the run could not start or end cleanly (the
+// listen address in use, an exporter or keyspace that cannot be set up or
+// closed); 2 for bad flags; 130 when a second signal ended the process.
 package main
 
-import "github.com/aionotel/aionotel/examples/demo/server"
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
 
-func main() { server.Exec() }
+	"go.opentelemetry.io/otel"
+
+	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/keyspace/boltstore"
+	"github.com/aionotel/aionotel/keyspace/pgstore"
+
+	"github.com/aionotel/aionotel/examples/demo/internal/sim"
+	"github.com/aionotel/aionotel/examples/demo/internal/telemetry"
+)
+
+// flushTimeout bounds the exporters' final flush.
+const flushTimeout = 3 * time.Second
+
+func main() {
+	ctx, stop := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		fmt.Fprintln(os.Stderr, "\ndemo: stopping (a second signal exits at once)")
+		stop()
+		<-sigs
+		os.Exit(130)
+	}()
+	// Export errors during the run: the first few distinct ones, on stderr.
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[err.Error()] && len(seen) < 20 {
+			seen[err.Error()] = true
+			fmt.Fprintln(os.Stderr, "telemetry:", err)
+		}
+	}))
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type options struct {
+	exporter, listen, keyspace string
+	duration, drain, retention time.Duration
+	rate                       float64
+	workers, maxInFlight       int
+	seed                       uint64
+}
+
+func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
+	var o options
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.exporter, "exporter", "prometheus", "where telemetry goes: prometheus, otlp, stdout or none")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:9464", "address of the Prometheus endpoint")
+	fs.StringVar(&o.keyspace, "keyspace", "memory", "transcript keyspace: memory, bolt:PATH or postgres:DSN")
+	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until interrupted)")
+	fs.Float64Var(&o.rate, "rate", 20, "workflows started per second")
+	fs.IntVar(&o.workers, "workers", 4, "activity workers")
+	fs.IntVar(&o.maxInFlight, "max-inflight", 0, "bound of the activity pairing tracker (0: its default)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random draws")
+	fs.DurationVar(&o.drain, "drain", 2*time.Second, "how long started workflows may finish once stopped")
+	fs.DurationVar(&o.retention, "retention", 10*time.Second, "how long closed workflows stay in memory")
+	if err := fs.Parse(args); err != nil {
+		return o, nil, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if _, ok := telemetry.Exporters[o.exporter]; !ok {
+		errs = append(errs, fmt.Errorf("-exporter %q: want prometheus, otlp, stdout or none", o.exporter))
+	}
+	if _, _, err := net.SplitHostPort(o.listen); err != nil {
+		errs = append(errs, fmt.Errorf("-listen %q: %v", o.listen, err))
+	}
+	if scheme, arg, _ := strings.Cut(o.keyspace, ":"); o.keyspace != "memory" && (scheme != "bolt" && scheme != "postgres" || arg == "") {
+		errs = append(errs, errors.New("-keyspace: want memory, bolt:PATH or postgres:DSN"))
+	}
+	if !(o.rate > 0 && o.rate <= 10000) || math.IsNaN(o.rate) {
+		errs = append(errs, fmt.Errorf("-rate %v: want a number in (0, 10000]", o.rate))
+	}
+	if o.workers < 1 || o.workers > 1024 {
+		errs = append(errs, fmt.Errorf("-workers %d: want 1 to 1024", o.workers))
+	}
+	if o.maxInFlight < 0 {
+		errs = append(errs, fmt.Errorf("-max-inflight %d: want 0 or more", o.maxInFlight))
+	}
+	if o.duration < 0 || o.drain < 0 || o.retention <= 0 {
+		errs = append(errs, errors.New("-duration and -drain must not be negative, -retention must be positive"))
+	}
+	return o, set, errors.Join(errs...)
+}
+
+// run is the whole program but for the signals: ctx ending is the first
+// signal. It returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, set, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "demo:", err)
+		return 2
+	}
+	configureEnv(o, set)
+
+	keys, closeKeys, err := openKeyspace(ctx, o.keyspace)
+	if err != nil {
+		fmt.Fprintln(stderr, "demo:", err)
+		return 1
+	}
+	status := 0
+	defer func() {
+		if err := closeKeys(); err != nil {
+			fmt.Fprintln(stderr, "demo: closing the keyspace:", err)
+			status = 1
+		}
+	}()
+	tel, err := telemetry.Start(ctx, serviceName())
+	if err != nil {
+		fmt.Fprintln(stderr, "demo:", err)
+		return 1
+	}
+	srv, err := sim.New(sim.Config{MeterProvider: tel.Meter, TracerProvider: tel.Tracer, Keyspace: keys,
+		Rate: o.rate, Workers: o.workers, MaxInFlight: o.maxInFlight, Seed: o.seed, Drain: o.drain, Retention: o.retention})
+	if err != nil {
+		fmt.Fprintln(stderr, "demo:", err)
+		tel.Shutdown(ctx)
+		return 1
+	}
+
+	where := "exporting through " + os.Getenv("OTEL_METRICS_EXPORTER")
+	if os.Getenv("OTEL_METRICS_EXPORTER") == "prometheus" {
+		where = "metrics at http://" + o.listen + "/metrics"
+	}
+	fmt.Fprintf(stdout, "aionotel demo: %g workflows/s, keyspace %s, %s\n", o.rate, strings.SplitN(o.keyspace, ":", 2)[0], where)
+	runCtx, cancel := context.WithCancel(ctx)
+	if o.duration > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, o.duration)
+	}
+	defer cancel()
+	start := time.Now()
+	progressDone := make(chan struct{})
+	go func() { defer close(progressDone); progress(runCtx, stdout, srv, start) }()
+	srv.Run(runCtx)
+	cancel()
+	<-progressDone
+
+	fmt.Fprintf(stdout, "summary after %s:\n", time.Since(start).Round(time.Millisecond))
+	stats := srv.Stats()
+	for _, name := range sim.StatNames(stats) {
+		fmt.Fprintf(stdout, "  %-32s %d\n", name, stats[name])
+	}
+	flushCtx, stopFlush := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer stopFlush()
+	for _, warning := range tel.Shutdown(flushCtx) {
+		fmt.Fprintln(stderr, "telemetry:", warning)
+	}
+	return status
+}
+
+// configureEnv maps -exporter and -listen onto autoexport's variables.
+func configureEnv(o options, set map[string]bool) {
+	names := telemetry.Exporters[o.exporter]
+	setenv := func(key, value string, force bool) {
+		if force || os.Getenv(key) == "" {
+			os.Setenv(key, value)
+		}
+	}
+	setenv("OTEL_METRICS_EXPORTER", names[0], set["exporter"])
+	setenv("OTEL_TRACES_EXPORTER", names[1], set["exporter"])
+	setenv("OTEL_METRIC_EXPORT_INTERVAL", "5000", false)
+	host, port, _ := net.SplitHostPort(o.listen)
+	force := set["listen"] || os.Getenv("OTEL_EXPORTER_PROMETHEUS_HOST") == "" && os.Getenv("OTEL_EXPORTER_PROMETHEUS_PORT") == ""
+	setenv("OTEL_EXPORTER_PROMETHEUS_HOST", host, force)
+	setenv("OTEL_EXPORTER_PROMETHEUS_PORT", port, force)
+}
+
+func serviceName() string {
+	if name := os.Getenv("OTEL_SERVICE_NAME"); name != "" {
+		return name
+	}
+	return "aionotel-demo"
+}
+
+// openKeyspace opens the -keyspace backend: nil for memory (the server makes
+// its own). Errors never quote the DSN, which may hold a password.
+func openKeyspace(ctx context.Context, spec string) (keyspace.Store, func() error, error) {
+	scheme, arg, _ := strings.Cut(spec, ":")
+	switch scheme {
+	case "bolt":
+		s, err := boltstore.Open(arg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-keyspace bolt: %w", err)
+		}
+		return s, s.Close, nil
+	case "postgres":
+		s, err := pgstore.Open(ctx, arg)
+		if err != nil {
+			return nil, nil, errors.New("-keyspace postgres: cannot connect (check the DSN and that the server is up)")
+		}
+		return s, s.Close, nil
+	}
+	return nil, func() error { return nil }, nil
+}
+
+// progress prints the counts every second on a terminal (rewriting one
+// line), every 10 s as plain lines otherwise, until ctx ends.
+func progress(ctx context.Context, w io.Writer, srv *sim.Server, start time.Time) {
+	f, ok := w.(*os.File)
+	st, err := os.Stdout.Stat()
+	tty := ok && f == os.Stdout && err == nil && st.Mode()&os.ModeCharDevice != 0
+	every, prefix, suffix := 10*time.Second, "", "\n"
+	if tty {
+		every, prefix, suffix = time.Second, "\r\033[K", ""
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if tty {
+				fmt.Fprintln(w)
+			}
+			return
+		case <-tick.C:
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		s := srv.Stats()
+		fmt.Fprintf(w, "%s%6s  workflows %d started, %d completed  activities %d running, %d retried  conflicts %d  pruned %d  heap %.1f MiB%s",
+			prefix, time.Since(start).Round(time.Second), s["workflows.started"], s["workflows.completed"], s["activities.running"],
+			s["activities.retried"], s["store.conflicts"], s["workflows.pruned"], float64(ms.HeapInuse)/(1<<20), suffix)
+	}
+}

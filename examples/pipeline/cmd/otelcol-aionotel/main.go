@@ -1,7 +1,7 @@
 // Command otelcol-aionotel is an OpenTelemetry Collector built from the
 // official modules with exactly the components the repository's
 // collector-config.yaml uses (see package
-// github.com/aionotel/aionotel/examples/pipeline/collector).
+// github.com/aionotel/aionotel/examples/pipeline/internal/collector).
 //
 // Usage, from examples/pipeline:
 //
@@ -17,7 +17,7 @@ import (
 
 	"go.opentelemetry.io/collector/otelcol"
 
-	"github.com/aionotel/aionotel/examples/pipeline/collector"
+	"github.com/aionotel/aionotel/examples/pipeline/internal/collector"
 )
 
 func main() {

@@ -1,0 +1,186 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/keyspace"
+)
+
+// agentTypes are the activities run by an agent, which write a transcript.
+var agentTypes = map[string]bool{"welcome_tour": true, "summarise": true}
+
+// dispatch claims outbox rows when otelstore's outbox wake says rows were
+// staged (and every 100 ms, since a wake is advisory) and hands them to the
+// activity workers.
+func (s *Server) dispatch(ctx context.Context) {
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+			s.count("outbox.wakes", 1)
+		case <-poll.C:
+		}
+		for {
+			rows, err := s.outbox.ClaimOutboxRows(ctx, 64)
+			if err != nil || len(rows) == 0 {
+				break
+			}
+			for _, row := range rows {
+				select {
+				case s.work <- row:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}
+}
+
+// activityWorker starts the activities it is handed: it writes an agent's
+// transcript, then leaves the wait for the result to a goroutine of its own,
+// as a worker awaiting a remote call would, and takes the next row.
+func (s *Server) activityWorker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case row := <-s.work:
+			s.running.Add(1)
+			if agentTypes[row.ActivityType] {
+				s.transcript(ctx, row)
+			}
+			s.pending.Go(func() {
+				defer s.running.Add(-1)
+				s.perform(ctx, row)
+			})
+		}
+	}
+}
+
+// perform plays an activity's attempts: most succeed, some fail retryably
+// once first, a few fail terminally, are cancelled downstream or time out.
+func (s *Server) perform(ctx context.Context, row eventstore.OutboxRow) {
+	env := eventstore.Envelope{RunID: row.RunID}
+	attempt := uint32(1)
+	outcome := []string{"succeeded", "retried", "failed", "cancelled", "timed_out"}[s.weighted(82, 8, 4, 3, 3)]
+	if outcome == "retried" {
+		if s.pause(ctx, 20*time.Millisecond, 200*time.Millisecond) != nil {
+			return
+		}
+		ev := eventstore.ActivityFailed{Envelope: env, ActivityID: row.Ordinal, Attempt: attempt,
+			Error: eventstore.ActivityError{Kind: eventstore.Retryable, Message: "connection reset"}}
+		if seq, err := s.report(ctx, row, ev); seq == 0 || err != nil {
+			return
+		}
+		s.count("activities.retried", 1)
+		attempt, outcome = 2, "succeeded"
+	}
+	if s.pause(ctx, 20*time.Millisecond, 800*time.Millisecond) != nil {
+		return
+	}
+	var ev eventstore.Event
+	switch outcome {
+	case "succeeded":
+		ev = eventstore.ActivityCompleted{Envelope: env, ActivityID: row.Ordinal, Attempt: attempt}
+	case "failed":
+		ev = eventstore.ActivityFailed{Envelope: env, ActivityID: row.Ordinal, Attempt: attempt,
+			Error: eventstore.ActivityError{Kind: eventstore.Terminal, Message: "card declined"}}
+	case "cancelled":
+		ev = eventstore.ActivityCancelled{Envelope: env, ActivityID: row.Ordinal, Attempt: attempt}
+	default:
+		ev = eventstore.ActivityTimedOut{Envelope: env, ActivityID: row.Ordinal, Attempt: attempt}
+	}
+	if seq, err := s.report(ctx, row, ev); seq > 0 && err == nil {
+		s.count("activities."+outcome, 1)
+		s.notify(ctx, row.WorkflowID, note{act: row.Ordinal, outcome: outcome})
+	}
+}
+
+// report appends an activity's result, unless its run closed meanwhile
+// (then the decorator has settled it as abandoned) or it already ended.
+func (s *Server) report(ctx context.Context, row eventstore.OutboxRow, ev eventstore.Event) (uint64, error) {
+	return s.commit(ctx, row.WorkflowID, nil, func(h history) *decision {
+		if !h.running(row.RunID) || !h.open[row.Ordinal] {
+			return nil
+		}
+		return &decision{events: []eventstore.Event{ev}}
+	})
+}
+
+// transcript writes an agent's three turns through the Sequencers of two
+// nodes. The second turn goes through the other node, which re-sends the
+// first turn as a worker does after reconnecting elsewhere: the re-sent
+// events are dropped as duplicates. The first node's cached head is then
+// stale, so its third turn meets a sequence conflict and retries.
+func (s *Server) transcript(ctx context.Context, row eventstore.OutboxRow) {
+	agent := "agent-" + row.ActivityType
+	turn := func(n uint64) []keyspace.ActivityEvent {
+		contents := []keyspace.Content{
+			keyspace.Message{Role: "user", Text: fmt.Sprintf("step %d, please", n+1)},
+			keyspace.Status{State: "thinking"},
+			keyspace.ToolCall{CallID: fmt.Sprint(n), Name: "lookup", Arguments: `{"q":"account"}`},
+			keyspace.ToolResult{CallID: fmt.Sprint(n), Output: "found"},
+			keyspace.Message{Role: "assistant", Text: "done"},
+			keyspace.Usage{InputTokens: 120 + n, OutputTokens: 40},
+		}
+		events := make([]keyspace.ActivityEvent, len(contents))
+		for i, c := range contents {
+			_, ephemeral := c.(keyspace.Status)
+			events[i] = keyspace.ActivityEvent{WorkflowID: row.WorkflowID, RunID: row.RunID, ActivityID: row.Ordinal, Attempt: 1,
+				AgentID: agent, AgentRole: "assistant", EmittedAt: time.Now(), WorkerSeq: n*uint64(len(contents)) + uint64(i),
+				Ephemeral: ephemeral, Content: c}
+		}
+		return events
+	}
+	for i, batch := range [][]keyspace.ActivityEvent{turn(0), append(turn(0), turn(1)...), turn(2)} {
+		res, err := s.nodes[i%2].Append(ctx, batch)
+		if err != nil {
+			s.count("transcript.errors", 1)
+			return
+		}
+		for _, st := range res.Streams {
+			s.count("transcript.events", int64(st.Written))
+			s.count("transcript.redelivered", int64(st.Duplicates))
+		}
+	}
+}
+
+// pollTimers fires the expired timers every 20 ms: TimerFired in the
+// history, then RetireTimer, then a note to the workflow.
+func (s *Server) pollTimers(ctx context.Context) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		timers, err := s.store.ExpiredTimers(ctx, time.Now())
+		if err != nil {
+			continue
+		}
+		for _, t := range timers {
+			seq, err := s.commit(ctx, t.WorkflowID, nil, func(h history) *decision {
+				if !h.started || h.closed {
+					return nil
+				}
+				return &decision{events: []eventstore.Event{eventstore.TimerFired{Envelope: eventstore.Envelope{RunID: h.run}, TimerID: t.TimerID}}}
+			})
+			if err != nil {
+				continue
+			}
+			_, _ = s.store.RetireTimer(ctx, t.WorkflowID, t.TimerID, t.FireAt, t.ArmedSeq)
+			if seq > 0 {
+				s.count("timers.fired", 1)
+				s.notify(ctx, t.WorkflowID, note{timer: t.TimerID})
+			}
+		}
+	}
+}

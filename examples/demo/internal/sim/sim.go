@@ -1,0 +1,384 @@
+// Package sim is the demo's simulated workflow server: just enough of a
+// durable workflow engine, on the in-memory event store wrapped by otelstore,
+// to move every instrument of the aionotel telemetry catalog.
+//
+// Each workflow runs in its own goroutine and writes its history through
+// [Server.commit], the optimistic read-decide-append loop every writer uses:
+// activity workers, the timer poller, signalling clients and the scheduler
+// all append to the same histories, so writers race and the store refuses
+// the loser with a sequence conflict, which the loser resolves by reading
+// again and deciding again. Activities are dispatched through the store's
+// outbox: the decision that schedules them stages one row each in the same
+// commit, and otelstore.WithOutboxWake wakes the dispatcher. Agent
+// activities write their transcripts through two keyspace.Sequencers (two
+// simulated nodes) into a keyspace wrapped by otelstore.NewKeyspace.
+//
+// Closed workflows are removed after the retention (Config.Retention) with
+// eventstore.Memory.PruneClosed, and their transcripts, when the keyspace is
+// the in-memory one, with keyspace.Memory.DeleteRun: the memory levels off.
+//
+// A Server runs once; Stats may be called at any time from any goroutine.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/otelstore"
+	"github.com/aionotel/aionotel/pairing"
+)
+
+// Config is what a Server runs with. The zero values of the numbers take
+// the defaults named on each field.
+type Config struct {
+	MeterProvider  metric.MeterProvider // required
+	TracerProvider trace.TracerProvider // required
+	// Keyspace receives the transcripts. Nil: a keyspace.Memory owned by the
+	// server, whose closed runs are pruned like the histories. A given
+	// keyspace keeps its transcripts; the caller closes it after Run.
+	Keyspace    keyspace.Store
+	Rate        float64       // workflows started per second; 0: 20
+	Workers     int           // activity workers; 0: 4
+	MaxInFlight int           // pairing.WithMaxInFlight; 0: the tracker's default
+	Seed        uint64        // seeds every random draw
+	Drain       time.Duration // how long started workflows may finish after Run's context ends
+	Retention   time.Duration // how long a closed workflow is kept; 0: 10s
+}
+
+// Server is one simulated workflow server. It must not be copied.
+type Server struct {
+	cfg      Config
+	mem      *eventstore.Memory
+	store    eventstore.Store  // mem, decorated
+	outbox   eventstore.Outbox // store's Outbox capability
+	keysMem  *keyspace.Memory  // nil for a keyspace given in Config
+	nodes    [2]*keyspace.Sequencer
+	wake     chan struct{}
+	work     chan eventstore.OutboxRow
+	inboxes  sync.Map // eventstore.WorkflowID -> chan note
+	running  atomic.Int64
+	pending  sync.WaitGroup // activities awaiting their results
+	rngMu    sync.Mutex
+	rng      *rand.Rand
+	statsMu  sync.Mutex
+	stats    map[string]int64
+	closedMu sync.Mutex
+	closed   []closedRuns // oldest first
+}
+
+// closedRuns is a finished workflow whose transcripts await pruning.
+type closedRuns struct {
+	at   time.Time
+	wf   eventstore.WorkflowID
+	runs []eventstore.RunID
+}
+
+// New builds a server: the stores, their decorators, one pairing tracker.
+func New(cfg Config) (*Server, error) {
+	if cfg.MeterProvider == nil || cfg.TracerProvider == nil {
+		return nil, errors.New("sim: meter and tracer providers are required")
+	}
+	if cfg.Rate <= 0 {
+		cfg.Rate = 20
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = 10 * time.Second
+	}
+	s := &Server{
+		cfg:   cfg,
+		mem:   eventstore.NewMemory(),
+		wake:  make(chan struct{}, 1),
+		work:  make(chan eventstore.OutboxRow),
+		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		stats: map[string]int64{},
+	}
+	tracker, err := pairing.New(pairing.WithMeterProvider(cfg.MeterProvider), pairing.WithMaxInFlight(cfg.MaxInFlight))
+	if err != nil {
+		return nil, err
+	}
+	mp, tp := otelstore.WithMeterProvider(cfg.MeterProvider), otelstore.WithTracerProvider(cfg.TracerProvider)
+	s.store, err = otelstore.New(s.mem, mp, tp, otelstore.WithPairing(tracker), otelstore.WithOutboxWake(s.wake))
+	if err != nil {
+		return nil, err
+	}
+	s.outbox = s.store.(eventstore.Outbox) // otelstore keeps Memory's Outbox
+	inner := cfg.Keyspace
+	if inner == nil {
+		s.keysMem = keyspace.NewMemory()
+		inner = s.keysMem
+	}
+	keys, err := otelstore.NewKeyspace(inner, mp, tp)
+	if err != nil {
+		return nil, err
+	}
+	cache := keyspace.WithMaxCachedStreams(256) // a transcript is written within one activity
+	s.nodes = [2]*keyspace.Sequencer{keyspace.NewSequencer(keys, cache), keyspace.NewSequencer(keys, cache)}
+	return s, nil
+}
+
+// Run starts workflows at the configured rate until ctx ends, lets the
+// started ones finish for the drain time, then cancels those still open and
+// returns once every goroutine has stopped. Every activity is then settled:
+// no aion.inflight_activities slot stays taken.
+func (s *Server) Run(ctx context.Context) {
+	hard, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	var loops, flows sync.WaitGroup
+	loops.Go(func() { s.dispatch(hard) })
+	loops.Go(func() { s.pollTimers(hard) })
+	loops.Go(func() { s.prune(hard) })
+	for range s.cfg.Workers {
+		loops.Go(func() { s.activityWorker(hard) })
+	}
+
+	tick := time.NewTicker(time.Duration(float64(time.Second) / s.cfg.Rate))
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+			kind := workflowKinds[s.weighted(5, 3, 2)]
+			flows.Go(func() { s.runWorkflow(hard, kind) })
+		}
+	}
+	tick.Stop()
+
+	done := make(chan struct{})
+	go func() { flows.Wait(); close(done) }()
+	drain := time.NewTimer(s.cfg.Drain)
+	select {
+	case <-done:
+	case <-drain.C:
+	}
+	drain.Stop()
+	stop() // open workflows cancel themselves
+	<-done
+	loops.Wait()
+	s.pending.Wait()
+}
+
+// Stats returns a copy of the server's counts, by name.
+func (s *Server) Stats() map[string]int64 {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	out := make(map[string]int64, len(s.stats)+1)
+	for k, v := range s.stats {
+		out[k] = v
+	}
+	out["activities.running"] = s.running.Load()
+	return out
+}
+
+// StatNames returns the names of stats in order.
+func StatNames(stats map[string]int64) []string {
+	names := make([]string, 0, len(stats))
+	for k := range stats {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (s *Server) count(name string, n int64) {
+	s.statsMu.Lock()
+	s.stats[name] += n
+	s.statsMu.Unlock()
+}
+
+// weighted draws an index with the given weights.
+func (s *Server) weighted(weights ...int) int {
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	s.rngMu.Lock()
+	n := s.rng.IntN(total)
+	s.rngMu.Unlock()
+	for i, w := range weights {
+		if n < w {
+			return i
+		}
+		n -= w
+	}
+	return len(weights) - 1
+}
+
+func (s *Server) chance(percent int) bool { return s.weighted(percent, 100-percent) == 0 }
+
+// pause waits between lo and hi (simulated work or think time), or until
+// ctx ends.
+func (s *Server) pause(ctx context.Context, lo, hi time.Duration) error {
+	s.rngMu.Lock()
+	d := lo + time.Duration(s.rng.Int64N(int64(hi-lo)+1))
+	s.rngMu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// history is what writers need to know of a workflow's history to decide.
+type history struct {
+	head    uint64
+	run     eventstore.RunID
+	started bool
+	closed  bool
+	open    map[eventstore.ActivityID]bool // scheduled, not ended
+	seen    map[string]bool                // signal request IDs
+}
+
+func fold(events []eventstore.Event) history {
+	h := history{head: uint64(len(events)), open: map[eventstore.ActivityID]bool{}, seen: map[string]bool{}}
+	for _, ev := range events {
+		switch e := ev.(type) {
+		case eventstore.WorkflowStarted:
+			h.run, h.started, h.closed = e.RunID, true, false
+			clear(h.open)
+		case eventstore.WorkflowReopened:
+			h.closed = false
+		case eventstore.WorkflowCompleted, eventstore.WorkflowFailed, eventstore.WorkflowCancelled,
+			eventstore.WorkflowTimedOut, eventstore.WorkflowContinuedAsNew:
+			h.closed = true
+		case eventstore.ActivityScheduled:
+			h.open[e.ActivityID] = true
+		case eventstore.ActivityCompleted:
+			delete(h.open, e.ActivityID)
+		case eventstore.ActivityFailed:
+			if e.Error.Kind == eventstore.Terminal {
+				delete(h.open, e.ActivityID)
+			}
+		case eventstore.ActivityCancelled:
+			delete(h.open, e.ActivityID)
+		case eventstore.ActivityTimedOut:
+			delete(h.open, e.ActivityID)
+		case eventstore.SignalReceived:
+			h.seen[string(e.Input.Data)] = true
+		}
+	}
+	return h
+}
+
+// running reports whether the history's current run is run and open.
+func (h history) running(run eventstore.RunID) bool { return h.started && !h.closed && h.run == run }
+
+// decision is what a writer appends: events, and outbox rows staged with
+// them.
+type decision struct {
+	events []eventstore.Event
+	rows   []eventstore.OutboxRow
+}
+
+// commit is the optimistic write loop: read the history, decide, append at
+// the head read; on a sequence conflict read again and decide again. A nil
+// decision (the run closed meanwhile, the signal is a duplicate) writes
+// nothing and returns head 0. afterRead, if not nil, runs once after the
+// first read: racing writers use it to read the same head. It returns the
+// Seq of the first appended event.
+func (s *Server) commit(ctx context.Context, wf eventstore.WorkflowID, afterRead func(), decide func(history) *decision) (uint64, error) {
+	for attempt := 0; ; attempt++ {
+		events, err := s.store.ReadHistory(ctx, wf)
+		if err != nil {
+			return 0, err
+		}
+		h := fold(events)
+		if afterRead != nil && attempt == 0 {
+			afterRead()
+		}
+		d := decide(h)
+		if d == nil {
+			return 0, nil
+		}
+		now := time.Now()
+		for i, ev := range d.events {
+			env := ev.EventEnvelope()
+			env.RecordedAt = now
+			d.events[i] = eventstore.WithEnvelope(ev, env)
+		}
+		for i := range d.rows {
+			d.rows[i].CreatedAt = now
+		}
+		err = s.outbox.AppendWithOutbox(ctx, eventstore.RecorderToken(), wf, d.events, h.head, d.rows)
+		if err == nil {
+			return h.head + 1, nil
+		}
+		if !errors.Is(err, eventstore.ErrSequenceConflict) || attempt == 20 {
+			return 0, fmt.Errorf("append to %s: %w", wf, err)
+		}
+		s.count("store.conflicts", 1)
+	}
+}
+
+// barrier lets n goroutines continue only once all have arrived, or their
+// context ended.
+type barrier struct {
+	n  atomic.Int32
+	ch chan struct{}
+}
+
+func newBarrier(n int32) *barrier {
+	b := &barrier{ch: make(chan struct{})}
+	b.n.Store(n)
+	return b
+}
+
+func (b *barrier) wait(ctx context.Context) {
+	if b.n.Add(-1) == 0 {
+		close(b.ch)
+	}
+	select {
+	case <-b.ch:
+	case <-ctx.Done():
+	}
+}
+
+// prune removes closed workflows older than the retention, and their
+// transcripts from the server's own keyspace.
+func (s *Server) prune(ctx context.Context) {
+	tick := time.NewTicker(s.cfg.Retention / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		cutoff := time.Now().Add(-s.cfg.Retention)
+		s.count("workflows.pruned", int64(s.mem.PruneClosed(cutoff)))
+		s.closedMu.Lock()
+		i := 0
+		for ; i < len(s.closed) && s.closed[i].at.Before(cutoff); i++ {
+			for _, run := range s.closed[i].runs {
+				s.keysMem.DeleteRun(s.closed[i].wf, run)
+			}
+		}
+		s.closed = append(s.closed[:0], s.closed[i:]...)
+		s.closedMu.Unlock()
+	}
+}
+
+// forget records a finished workflow for the transcript retention.
+func (s *Server) forget(wf eventstore.WorkflowID, runs []eventstore.RunID) {
+	if s.keysMem == nil {
+		return
+	}
+	s.closedMu.Lock()
+	s.closed = append(s.closed, closedRuns{at: time.Now(), wf: wf, runs: runs})
+	s.closedMu.Unlock()
+}

@@ -1,0 +1,100 @@
+// Package telemetry sets up the demo's OpenTelemetry SDK the standard way:
+// contrib autoexport picks the metric reader and the span exporter from
+// OTEL_METRICS_EXPORTER and OTEL_TRACES_EXPORTER, on a resource built by the
+// SDK's standard detectors.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+
+	"github.com/google/uuid"
+	"go.opentelemetry.io/contrib/exporters/autoexport"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+)
+
+// Exporters maps the demo's -exporter values onto autoexport's names for
+// the metric and the span exporter.
+var Exporters = map[string][2]string{
+	"prometheus": {"prometheus", "none"},
+	"otlp":       {"otlp", "otlp"},
+	"stdout":     {"console", "console"},
+	"none":       {"none", "none"},
+}
+
+// Telemetry is the demo's meter and tracer providers.
+type Telemetry struct {
+	Resource *resource.Resource
+	Meter    *sdkmetric.MeterProvider
+	Tracer   *sdktrace.TracerProvider
+}
+
+// Start builds the resource and the providers from the environment (see
+// autoexport for the variables).
+func Start(ctx context.Context, serviceName string) (*Telemetry, error) {
+	version := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		version = bi.Main.Version
+	}
+	res, err := resource.New(ctx,
+		// Defaults first: OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
+		// (WithFromEnv) override them.
+		resource.WithAttributes(semconv.ServiceName(serviceName), semconv.ServiceVersion(version),
+			semconv.ServiceInstanceID(uuid.NewString())),
+		resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithHost(),
+		resource.WithOS(), resource.WithProcessRuntimeName(), resource.WithProcessRuntimeVersion(), resource.WithProcessPID())
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) && !errors.Is(err, resource.ErrSchemaURLConflict) {
+		return nil, fmt.Errorf("telemetry resource: %w", err)
+	}
+	reader, err := autoexport.NewMetricReader(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("metrics exporter %q: %w", os.Getenv("OTEL_METRICS_EXPORTER"), err)
+	}
+	spans, err := autoexport.NewSpanExporter(ctx)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("traces exporter %q: %w", os.Getenv("OTEL_TRACES_EXPORTER"), err), reader.Shutdown(ctx))
+	}
+	t := &Telemetry{
+		Resource: res,
+		Meter:    sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(reader)),
+	}
+	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	if !autoexport.IsNoneSpanExporter(spans) {
+		tpOpts = append(tpOpts, sdktrace.WithBatcher(spans))
+	}
+	t.Tracer = sdktrace.NewTracerProvider(tpOpts...)
+	return t, nil
+}
+
+// Shutdown flushes and stops both providers, at the same time, within
+// ctx. It returns one line per signal that could not be flushed.
+func (t *Telemetry) Shutdown(ctx context.Context) []string {
+	errs := make(chan string, 2)
+	go func() {
+		if err := t.Meter.Shutdown(ctx); err != nil {
+			errs <- "metrics not flushed: " + err.Error()
+			return
+		}
+		errs <- ""
+	}()
+	go func() {
+		if err := t.Tracer.Shutdown(ctx); err != nil {
+			errs <- "spans not flushed: " + err.Error()
+			return
+		}
+		errs <- ""
+	}()
+	var out []string
+	for range 2 {
+		if e := <-errs; e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}

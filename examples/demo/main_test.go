@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// isolateEnv makes run's changes to the exporter variables undone after the
+// test, and starts from a known environment.
+func isolateEnv(t *testing.T, kv ...string) {
+	t.Helper()
+	for _, k := range []string{"OTEL_METRICS_EXPORTER", "OTEL_TRACES_EXPORTER", "OTEL_METRIC_EXPORT_INTERVAL",
+		"OTEL_EXPORTER_PROMETHEUS_HOST", "OTEL_EXPORTER_PROMETHEUS_PORT", "OTEL_EXPORTER_OTLP_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
+		t.Setenv(k, "")
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		t.Setenv(kv[i], kv[i+1])
+	}
+}
+
+// runBounded runs the demo, failing the test if it has not returned within
+// bound.
+func runBounded(t *testing.T, bound time.Duration, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { done <- run(ctx, args, &stdout, &stderr) }()
+	select {
+	case code := <-done:
+		return code, stdout.String(), stderr.String()
+	case <-time.After(bound):
+		cancel()
+		<-done
+		t.Fatalf("demo %q still running after %s\nstdout:\n%s\nstderr:\n%s", args, bound, &stdout, &stderr)
+		return 0, "", ""
+	}
+}
+
+// TestBadFlagsExit2 checks that every bad flag is a usage error that names
+// it, before anything starts.
+func TestBadFlagsExit2(t *testing.T) {
+	testCases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"-nope"}, "nope"},
+		{"exporter", []string{"-exporter", "jaeger"}, "-exporter"},
+		{"keyspace scheme", []string{"-keyspace", "redis:x"}, "-keyspace"},
+		{"keyspace without path", []string{"-keyspace", "bolt:"}, "-keyspace"},
+		{"rate zero", []string{"-rate", "0"}, "-rate"},
+		{"rate NaN", []string{"-rate", "NaN"}, "-rate"},
+		{"workers", []string{"-workers", "0"}, "-workers"},
+		{"max-inflight", []string{"-max-inflight", "-1"}, "-max-inflight"},
+		{"negative duration", []string{"-duration", "-1s"}, "-duration"},
+		{"listen", []string{"-listen", "nocolon"}, "-listen"},
+		{"argument", []string{"extra"}, "unexpected"},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			isolateEnv(t)
+			code, _, stderr := runBounded(t, 10*time.Second, tc.args...)
+			if code != 2 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, tc.want)
+			}
+		})
+	}
+}
+
+// TestListenInUseExits1 checks that an address already in use ends the
+// demo with status 1 and says so.
+func TestListenInUseExits1(t *testing.T) {
+	isolateEnv(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, _, stderr := runBounded(t, 10*time.Second, "-listen", ln.Addr().String(), "-duration", "1s")
+	if code != 1 || !strings.Contains(stderr, "address already in use") || !strings.Contains(stderr, ln.Addr().String()) {
+		t.Errorf("exit %d, stderr %q; want 1 naming the address in use", code, stderr)
+	}
+}
+
+// TestShutdownBoundedWithUnreachableOTLP is issue 12 item 7: with the OTLP
+// endpoint unreachable (a loopback port reserved and closed), the demo
+// still ends within the drain plus the flush bound, exits 0 and says what
+// it could not flush.
+func TestShutdownBoundedWithUnreachableOTLP(t *testing.T) {
+	for _, protocol := range []string{"grpc", "http/protobuf"} {
+		t.Run(protocol, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			isolateEnv(t, "OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr, "OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+			const duration, drain = time.Second, 200 * time.Millisecond
+			code, stdout, stderr := runBounded(t, duration+drain+flushTimeout+2*time.Second,
+				"-exporter", "otlp", "-duration", duration.String(), "-drain", drain.String())
+			if code != 0 {
+				t.Errorf("exit %d, want 0", code)
+			}
+			if !strings.Contains(stderr, "telemetry: metrics not flushed: ") {
+				t.Errorf("stderr %q does not say what was not flushed", stderr)
+			}
+			if !strings.Contains(stdout, "summary after ") {
+				t.Errorf("no summary in %q", stdout)
+			}
+		})
+	}
+}
+
+// TestKeyspaceBolt runs the demo with -keyspace bolt: on a temporary file.
+func TestKeyspaceBolt(t *testing.T) {
+	isolateEnv(t)
+	path := filepath.Join(t.TempDir(), "k.db")
+	code, stdout, stderr := runBounded(t, 20*time.Second, "-exporter", "none", "-keyspace", "bolt:"+path, "-duration", "1s", "-drain", "100ms")
+	if code != 0 || !strings.Contains(stdout, "keyspace bolt") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Fatalf("bolt file: %v", err)
+	}
+	for _, line := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "transcript.events" && f[1] == "0" {
+			t.Errorf("no transcript event written: %s", stdout)
+		}
+	}
+}
+
+// TestInterruptDrains stops the demo as the first signal does: it drains,
+// prints the summary and exits 0 within the drain and flush bounds.
+func TestInterruptDrains(t *testing.T) {
+	isolateEnv(t)
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"-exporter", "none", "-drain", "300ms"}, &stdout, &stderr) }()
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 || !strings.Contains(stdout.String(), "summary after ") {
+			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
+		}
+	case <-time.After(300*time.Millisecond + flushTimeout + 2*time.Second):
+		t.Fatalf("still running after the interrupt\nstdout:\n%s", &stdout)
+	}
+}

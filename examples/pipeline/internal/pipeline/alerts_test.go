@@ -1,0 +1,125 @@
+package pipeline
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The alert rules and their promtool tests, relative to this directory.
+var (
+	alertsPath     = filepath.Join("..", "..", "..", "prometheus", "alerts.yml")
+	alertsTestPath = filepath.Join("..", "..", "..", "prometheus", "alerts_test.yml")
+)
+
+// promtool runs promtool with args and returns its combined output.
+func promtool(t *testing.T, bin string, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	return string(out), err
+}
+
+// TestAlertRules runs the checks a user would: promtool check rules on
+// alerts.yml and promtool test rules on alerts_test.yml, whose cases show
+// every alert firing and staying quiet.
+func TestAlertRules(t *testing.T) {
+	bin := requireTool(t, "promtool")
+	if out, err := promtool(t, bin, "check", "rules", alertsPath); err != nil {
+		t.Errorf("promtool check rules: %v\n%s", err, out)
+	}
+	if out, err := promtool(t, bin, "test", "rules", alertsTestPath); err != nil {
+		t.Errorf("promtool test rules: %v\n%s", err, out)
+	}
+}
+
+// TestAlertRulesTestsBite breaks one alert at a time in a copy of alerts.yml
+// and expects alerts_test.yml to catch it: the tests pin the thresholds, the
+// "for" durations, the labels, and the cases that must stay quiet.
+func TestAlertRulesTestsBite(t *testing.T) {
+	bin := requireTool(t, "promtool")
+	rules, err := os.ReadFile(alertsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests, err := os.ReadFile(alertsTestPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testCases := []struct {
+		name, old, new string
+		alert          string // the alert whose test must fail
+	}{
+		{"error ratio threshold", ") > 0.05", ") > 0.10", "AionStoreErrorRatioHigh"},
+		{"sequence conflicts counted", `, error_type!="sequence_conflict"`, "", "AionStoreErrorRatioHigh"},
+		{"stuck without the completion check", "> 0\n          )\n          unless", "> 0\n          )\n          and", "AionActivitiesStuck"},
+		{"stuck severity", "severity: critical", "severity: warning", "AionActivitiesStuck"},
+		{"latency threshold", "  ) > 5\n", "  ) > 10\n", "AionActivityLatencyHigh"},
+		{"latency for", "        for: 10m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"p99", "        for: 1m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"p99", "AionActivityLatencyHigh"},
+		{"evictions window", "increase(aion_activity_pairing_evicted_total[10m])", "increase(aion_activity_pairing_evicted_total[30m])", "AionPairingEvictions"},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			if strings.Count(string(rules), tc.old) != 1 {
+				t.Fatalf("alerts.yml must contain %q exactly once", tc.old)
+			}
+			dir := t.TempDir()
+			broken := strings.Replace(string(rules), tc.old, tc.new, 1)
+			if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), []byte(broken), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "alerts_test.yml"), tests, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := promtool(t, bin, "check", "rules", filepath.Join(dir, "alerts.yml")); err != nil {
+				t.Fatalf("the mutation must keep the rules valid: %v\n%s", err, out)
+			}
+			out, err := promtool(t, bin, "test", "rules", filepath.Join(dir, "alerts_test.yml"))
+			if err == nil {
+				t.Fatalf("promtool test rules passed with the %s mutation", tc.name)
+			}
+			if !strings.Contains(out, "alertname: "+tc.alert) {
+				t.Errorf("failure does not name %s:\n%s", tc.alert, out)
+			}
+		})
+	}
+}
+
+// TestAlertsContract checks alerts.yml against the catalog without promtool:
+// only catalog series and labels, and the four documented alerts, each with a
+// for duration, a severity and both annotations.
+func TestAlertsContract(t *testing.T) {
+	raw, err := os.ReadFile(alertsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Comments may name a histogram by its family name; only rules count.
+	rules := regexp.MustCompile(`(?m)^\s*#.*$`).ReplaceAllString(string(raw), "")
+	_, problems := checkAgainstCatalog(rules)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	alertRe := regexp.MustCompile(`(?m)^      - alert: (\w+)$`)
+	blocks := alertRe.FindAllStringSubmatchIndex(string(raw), -1)
+	var names []string
+	for i, b := range blocks {
+		name := string(raw[b[2]:b[3]])
+		names = append(names, name)
+		end := len(raw)
+		if i+1 < len(blocks) {
+			end = blocks[i+1][0]
+		}
+		body := string(raw[b[1]:end])
+		for _, want := range []string{"\n        for: ", "\n          severity: ", "\n          summary: ", "\n          description: "} {
+			if !strings.Contains(body, want) {
+				t.Errorf("alert %s lacks %q", name, strings.TrimSpace(want))
+			}
+		}
+	}
+	want := []string{"AionStoreErrorRatioHigh", "AionActivitiesStuck", "AionActivityLatencyHigh", "AionPairingEvictions"}
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Errorf("alerts = %v, want %v", names, want)
+	}
+}

@@ -1,0 +1,342 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+)
+
+// dashboardPath is the dashboard users import, relative to this directory.
+var dashboardPath = filepath.Join("..", "..", "..", "grafana", "aionotel-overview.json")
+
+func readDashboard(t testing.TB) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(dashboardPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// validateDashboard checks raw against the Grafana dashboard schema of the
+// foundation SDK: a strict unmarshal (unknown fields, wrong types and missing
+// required fields are errors; panel options and Prometheus targets are
+// checked by their plugin schemas), then Validate. Both report success as an
+// empty cog.BuildErrors, which is a non-nil error value, so success is "no
+// build error", not "err == nil".
+func validateDashboard(raw []byte) []string {
+	plugins.RegisterDefaultPlugins()
+	var problems []string
+	collect := func(stage string, err error) {
+		if err == nil {
+			return
+		}
+		if be, ok := err.(cog.BuildErrors); ok {
+			for _, e := range be {
+				problems = append(problems, stage+": "+e.Error())
+			}
+			return
+		}
+		problems = append(problems, stage+": "+err.Error())
+	}
+	// The JSON model Grafana 11 and 12 import is the classic one; the v2
+	// schema the SDK now prefers is another format.
+	//lint:ignore SA1019 examples/grafana is a classic dashboard, checked as one
+	var d dashboard.Dashboard
+	collect("strict unmarshal", d.UnmarshalJSONStrict(raw))
+	collect("validate", d.Validate())
+	return problems
+}
+
+func TestDashboardSchema(t *testing.T) {
+	if problems := validateDashboard(readDashboard(t)); len(problems) > 0 {
+		t.Fatalf("dashboard does not match the Grafana schema:\n%s", strings.Join(problems, "\n"))
+	}
+}
+
+// TestDashboardSchemaRejects shows the schema check is strict: each mutation
+// of the real dashboard must be reported.
+func TestDashboardSchemaRejects(t *testing.T) {
+	testCases := []struct {
+		name   string
+		mutate func(d map[string]any)
+	}{
+		{"unknown top-level field", func(d map[string]any) { d["panelz"] = []any{} }},
+		{"schemaVersion missing", func(d map[string]any) { delete(d, "schemaVersion") }},
+		{"fiscal year month out of range", func(d map[string]any) { d["fiscalYearStartMonth"] = 12 }},
+		{"panel with a misspelled field", func(d map[string]any) {
+			d["panels"].([]any)[1].(map[string]any)["titel"] = "x"
+		}},
+		{"prometheus target with an unknown field", func(d map[string]any) {
+			p := d["panels"].([]any)[1].(map[string]any)
+			p["targets"].([]any)[0].(map[string]any)["expression"] = "up"
+		}},
+		{"timeseries option of the wrong type", func(d map[string]any) {
+			for _, p := range d["panels"].([]any) {
+				if pm := p.(map[string]any); pm["type"] == "timeseries" {
+					pm["options"].(map[string]any)["legend"] = "bottom"
+					return
+				}
+			}
+		}},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			var d map[string]any
+			if err := json.Unmarshal(readDashboard(t), &d); err != nil {
+				t.Fatal(err)
+			}
+			tc.mutate(d)
+			raw, err := json.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if problems := validateDashboard(raw); len(problems) == 0 {
+				t.Error("mutated dashboard accepted")
+			}
+		})
+	}
+}
+
+func TestDashboardQueries(t *testing.T) {
+	const ds = `{"type":"prometheus","uid":"${datasource}"}`
+	testCases := []struct {
+		name     string
+		json     string
+		want     []dashboardQuery
+		wantErrs []string // substrings of the error
+	}{
+		{
+			name: "panels and collapsed rows",
+			json: `{"panels":[
+				{"type":"timeseries","title":"a","datasource":` + ds + `,"targets":[{"refId":"A","expr":"x"},{"refId":"B","expr":"y","hide":true}]},
+				{"type":"row","title":"r","panels":[
+					{"type":"stat","title":"b","datasource":` + ds + `,"targets":[{"refId":"A","expr":"z","datasource":` + ds + `}]}]}]}`,
+			want: []dashboardQuery{{Panel: "a", RefID: "A", Expr: "x"}, {Panel: "b", RefID: "A", Expr: "z"}},
+		},
+		{
+			name:     "empty expression",
+			json:     `{"panels":[{"type":"stat","title":"b","datasource":` + ds + `,"targets":[{"refId":"A","expr":" "}]}]}`,
+			wantErrs: []string{`panel "b" target "A": empty expr`},
+		},
+		{
+			name:     "panel without queries",
+			json:     `{"panels":[{"type":"stat","title":"b","datasource":` + ds + `}]}`,
+			wantErrs: []string{`panel "b" has no query`},
+		},
+		{
+			name: "hard-coded datasource",
+			json: `{"panels":[
+				{"type":"stat","title":"b","datasource":{"type":"prometheus","uid":"P1"},"targets":[{"refId":"A","expr":"x"}]},
+				{"type":"stat","title":"c","datasource":` + ds + `,"targets":[{"refId":"A","expr":"x","datasource":{"type":"loki","uid":"${datasource}"}}]}]}`,
+			wantErrs: []string{`panel "b": datasource`, `panel "c" target "A": datasource`},
+		},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := dashboardQueries([]byte(tc.json), "${datasource}")
+			if len(tc.wantErrs) > 0 {
+				if err == nil {
+					t.Fatalf("no error, want %q", tc.wantErrs)
+				}
+				for _, w := range tc.wantErrs {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q lacks %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSubstitute(t *testing.T) {
+	vars := map[string]string{"namespace": "default|other", "__rate_interval": "15s", "job": "demo"}
+	testCases := []struct {
+		name    string
+		in      string
+		want    string
+		wantErr string
+	}{
+		{name: "dollar", in: `rate(x{ns=~"$namespace"}[$__rate_interval])`, want: `rate(x{ns=~"default|other"}[15s])`},
+		{name: "braces and format", in: `x{ns=~"${namespace:regex}", j="${job}"}`, want: `x{ns=~"default|other", j="demo"}`},
+		{name: "double brackets", in: `x{j="[[job]]"}`, want: `x{j="demo"}`},
+		{name: "no variables", in: `sum(up)`, want: `sum(up)`},
+		{name: "longest name wins", in: `[$__rate_interval]`, want: `[15s]`},
+		{name: "undefined", in: `x[$__interval] + y{a="$tenant"}`, wantErr: "__interval, tenant"},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := substitute(tc.in, vars)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("substitute(%q) error = %v, want one naming %q", tc.in, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("substitute(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLabelValuesQuery(t *testing.T) {
+	sel, label, err := labelValuesQuery(" label_values(aion_x_count{a=\"b\"} , aion_namespace) ")
+	if err != nil || sel != `aion_x_count{a="b"}` || label != "aion_namespace" {
+		t.Errorf("got %q, %q, %v", sel, label, err)
+	}
+	if _, _, err := labelValuesQuery("query_result(up)"); err == nil {
+		t.Error("query_result accepted as label_values")
+	}
+}
+
+func TestDashboardVariables(t *testing.T) {
+	vars, err := dashboardVariables([]byte(`{"templating":{"list":[
+		{"name":"a","type":"query","query":"label_values(up, job)","datasource":{"type":"prometheus","uid":"${datasource}"}},
+		{"name":"b","type":"query","query":{"query":"label_values(up, instance)","refId":"X"}}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []dashboardVariable{
+		{Name: "a", Type: "query", Query: "label_values(up, job)", Datasource: "${datasource}"},
+		{Name: "b", Type: "query", Query: "label_values(up, instance)"},
+	}
+	if !slices.Equal(vars, want) {
+		t.Errorf("got %+v, want %+v", vars, want)
+	}
+	if _, err := dashboardVariables([]byte(`{"templating":{"list":[{"name":"c","query":3}]}}`)); err == nil {
+		t.Error("numeric query accepted")
+	}
+}
+
+// e2eVariables are the values the end-to-end test gives the dashboard's
+// built-in variables; the namespace comes from the variable's own query.
+func e2eVariables(namespace string) map[string]string {
+	return map[string]string{
+		"namespace": namespace,
+		// What Grafana computes for a 1s scrape interval and a short range:
+		// at least four scrapes per window.
+		"__rate_interval": "15s",
+		"__interval":      "5s",
+		"__range":         "5m",
+	}
+}
+
+var (
+	metricToken = regexp.MustCompile(`\baion_\w+`)
+	// Label names in by/without clauses and in matchers.
+	groupingClause = regexp.MustCompile(`\b(?:by|without)\s*\(([^)]*)\)`)
+	matcherLabel   = regexp.MustCompile(`(\w+)\s*(?:=~|!~|!=|=)\s*"`)
+	rangeSelector  = regexp.MustCompile(`\[([^\]]*)\]`)
+)
+
+// checkAgainstCatalog reports the names in expr that are not in the catalog:
+// metric series, and label names in matchers and groupings (each must be le,
+// job, instance, or a label of a metric the expression uses).
+func checkAgainstCatalog(expr string) (used []catalogMetric, problems []string) {
+	series := catalogSeries()
+	allLabels := map[string]bool{}
+	for _, m := range catalogMetrics {
+		for _, l := range append(append([]string{}, m.Labels...), m.Optional...) {
+			allLabels[l] = true
+		}
+	}
+	labels := map[string]bool{"le": true, "job": true, "instance": true}
+	for _, tok := range metricToken.FindAllString(expr, -1) {
+		if allLabels[tok] {
+			continue // a label name such as aion_namespace
+		}
+		m, ok := series[tok]
+		if !ok {
+			problems = append(problems, "unknown series "+tok)
+			continue
+		}
+		used = append(used, m)
+		for _, l := range append(append([]string{}, m.Labels...), m.Optional...) {
+			labels[l] = true
+		}
+	}
+	var names []string
+	for _, g := range groupingClause.FindAllStringSubmatch(expr, -1) {
+		for _, l := range strings.Split(g[1], ",") {
+			if l = strings.TrimSpace(l); l != "" {
+				names = append(names, l)
+			}
+		}
+	}
+	for _, m := range matcherLabel.FindAllStringSubmatch(expr, -1) {
+		names = append(names, m[1])
+	}
+	for _, l := range names {
+		if !labels[l] {
+			problems = append(problems, "label "+l+" is not a label of the metrics used")
+		}
+	}
+	return used, problems
+}
+
+// TestDashboardContract checks the dashboard against the catalog and its own
+// rules without any server: every query uses catalog names only, every
+// catalog metric has a panel, the variables are the documented ones, and
+// every query's variables can be substituted.
+func TestDashboardContract(t *testing.T) {
+	raw := readDashboard(t)
+	queries, err := dashboardQueries(raw, "${datasource}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars, err := dashboardVariables(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []dashboardVariable{
+		{Name: "datasource", Type: "datasource", Query: "prometheus"},
+		{Name: "namespace", Type: "query", Datasource: "${datasource}",
+			Query: "label_values(aion_store_operation_duration_seconds_count, aion_namespace)"},
+	}
+	if !slices.Equal(vars, want) {
+		t.Errorf("variables = %+v, want %+v", vars, want)
+	}
+
+	covered := map[string]bool{}
+	for _, q := range queries {
+		used, problems := checkAgainstCatalog(q.Expr)
+		for _, p := range problems {
+			t.Errorf("panel %q query %s: %s", q.Panel, q.RefID, p)
+		}
+		for _, m := range used {
+			covered[m.Name] = true
+		}
+		if len(used) == 0 {
+			t.Errorf("panel %q query %s reads no catalog metric", q.Panel, q.RefID)
+		}
+		for _, r := range rangeSelector.FindAllStringSubmatch(q.Expr, -1) {
+			if r[1] != "$__rate_interval" {
+				t.Errorf("panel %q query %s: range [%s], want [$__rate_interval]", q.Panel, q.RefID, r[1])
+			}
+		}
+		if _, err := substitute(q.Expr, e2eVariables("default")); err != nil {
+			t.Errorf("panel %q query %s: %v", q.Panel, q.RefID, err)
+		}
+	}
+	for _, m := range catalogMetrics {
+		if !covered[m.Name] {
+			t.Errorf("no panel shows %s", m.Name)
+		}
+	}
+}

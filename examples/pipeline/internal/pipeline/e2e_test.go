@@ -1,0 +1,593 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	update = flag.Bool("update", false, "write the chart of the end-to-end run to "+chartPath)
+	hold   = flag.Duration("e2e.hold", 0, "keep the end-to-end pipeline running at least this long before drawing the chart (for a longer picture with -update)")
+)
+
+// chartPath is where -update writes the chart the README shows.
+var chartPath = filepath.Join("testdata", "e2e-run.png")
+
+const (
+	// serviceName is the demo's service.name, which the Collector's
+	// prometheus exporter turns into the job label.
+	serviceName = "aionotel-e2e"
+	// scrapeJob is the Prometheus job scraping the Collector; with
+	// honor_labels it must never appear on the demo's series.
+	scrapeJob = "otel-collector"
+	// stopGrace is how long a process may take to stop on SIGINT before it
+	// is killed.
+	stopGrace = 10 * time.Second
+)
+
+// e2e is one run of the pipeline: the programs it started and where they
+// listen.
+type e2e struct {
+	t    *testing.T
+	root string // repository root
+	tmp  string
+
+	collectorBin, demoBin string
+
+	otlpGRPC, otlpHTTP, exporter, collectorMetrics, promWeb, direct string
+
+	mu    sync.Mutex
+	procs []*process
+
+	prom promClient
+}
+
+// TestEndToEnd runs the demo's OTLP telemetry through a Collector built from
+// the official modules (collector-config.yaml) into a real Prometheus, and
+// checks what a user of the dashboard and the alerts depends on: every
+// catalog series arrives with its labels and the sender's job; every
+// dashboard query returns data; the names equal those of the demo's own
+// Prometheus endpoint; spans reach the Collector; Prometheus evaluates the
+// alert rules without error.
+func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds a Collector and the demo and runs them with Prometheus")
+	}
+	promBin := requireTool(t, "prometheus")
+	root, err := filepath.Abs(filepath.Join("..", "..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "examples", "demo")); err != nil {
+		t.Fatalf("the end-to-end test runs the demo: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+
+	r := &e2e{t: t, root: root, tmp: t.TempDir()}
+	t.Cleanup(r.stopAll)
+	addrs, err := freeAddrs(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.otlpGRPC, r.otlpHTTP, r.exporter, r.collectorMetrics, r.promWeb, r.direct =
+		addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5]
+	r.prom = promClient{base: "http://" + r.promWeb, hc: &http.Client{Timeout: 10 * time.Second}}
+
+	r.build(ctx)
+	r.validateConfig(ctx)
+	r.startCollector(ctx)
+	r.startPrometheus(ctx, promBin)
+	started := time.Now()
+	r.startDemos()
+
+	r.waitForCatalog(ctx)
+	r.checkLabels(ctx)
+	r.checkDashboardQueries(ctx)
+	r.checkSameNamesAsDirect(ctx)
+	r.checkSpans(ctx)
+	r.checkRules(ctx)
+	r.drawChart(ctx, started)
+}
+
+// collectorEnv points every endpoint of collector-config.yaml at this run's
+// ports, through the variables the file documents.
+func (r *e2e) collectorEnv() []string {
+	host, port := splitAddr(r.collectorMetrics)
+	return []string{
+		"AIONOTEL_OTLP_GRPC_ENDPOINT=" + r.otlpGRPC,
+		"AIONOTEL_OTLP_HTTP_ENDPOINT=" + r.otlpHTTP,
+		"AIONOTEL_PROMETHEUS_ENDPOINT=" + r.exporter,
+		"AIONOTEL_COLLECTOR_METRICS_HOST=" + host,
+		"AIONOTEL_COLLECTOR_METRICS_PORT=" + port,
+	}
+}
+
+func splitAddr(addr string) (host, port string) {
+	i := strings.LastIndexByte(addr, ':')
+	return addr[:i], addr[i+1:]
+}
+
+// build compiles the Collector (in this module, two levels up) and the demo (in the
+// examples module, whose replace directives reach the library and the
+// backends of this checkout) into the test's temporary directory,
+// concurrently.
+func (r *e2e) build(ctx context.Context) {
+	r.t.Helper()
+	r.collectorBin = filepath.Join(r.tmp, "otelcol-aionotel")
+	r.demoBin = filepath.Join(r.tmp, "demo")
+	jobs := []struct{ dir, out, pkg string }{
+		{filepath.Join("..", ".."), r.collectorBin, "./cmd/otelcol-aionotel"},
+		{filepath.Join(r.root, "examples"), r.demoBin, "./demo"},
+	}
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() {
+			cmd := exec.CommandContext(ctx, "go", "build", "-o", j.out, j.pkg)
+			cmd.Dir = j.dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				errs[i] = fmt.Errorf("go build %s: %v\n%s", j.pkg, err, out)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// validateConfig runs `otelcol-aionotel validate` on the repository's
+// collector-config.yaml, as a user would before deploying it.
+func (r *e2e) validateConfig(ctx context.Context) {
+	r.t.Helper()
+	cmd := exec.CommandContext(ctx, r.collectorBin, "validate", "--config", r.configPath())
+	cmd.Env = append(os.Environ(), r.collectorEnv()...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		r.t.Fatalf("otelcol-aionotel validate: %v\n%s", err, out)
+	}
+}
+
+func (r *e2e) configPath() string { return filepath.Join(r.root, "collector-config.yaml") }
+
+// start starts a program and registers it to be stopped; its log is printed
+// if the test fails.
+func (r *e2e) start(name string, env []string, argv ...string) *process {
+	r.t.Helper()
+	p, err := startProcess(name, r.tmp, filepath.Join(r.tmp, name+".log"), env, argv...)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.procs = append(r.procs, p)
+	r.mu.Unlock()
+	r.t.Logf("started %s (pid %d)", name, p.pid())
+	return p
+}
+
+// stopAll stops every program, the last started first (the demos before the
+// Collector they send to), and on failure prints the end of each log.
+func (r *e2e) stopAll() {
+	r.mu.Lock()
+	procs := r.procs
+	r.procs = nil
+	r.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		procs[i].stop(stopGrace)
+	}
+	if r.t.Failed() {
+		for _, p := range procs {
+			r.t.Logf("---- %s (pid %d) log tail ----\n%s", p.name, p.pid(), p.logTail(4<<10))
+		}
+	}
+}
+
+// alive returns an error naming the first started program that has exited:
+// none of them is meant to stop during the test.
+func (r *e2e) alive() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.procs {
+		select {
+		case <-p.exited():
+			return permanent(fmt.Errorf("%s exited early: %v", p.name, p.exitErr()))
+		default:
+		}
+	}
+	return nil
+}
+
+// waitFor polls check, within d, failing the test with the last reason if
+// it never succeeds. It gives up at once if a program dies.
+func (r *e2e) waitFor(ctx context.Context, what string, d time.Duration, check func(context.Context) error) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	err := poll(ctx, 500*time.Millisecond, func(ctx context.Context) error {
+		if err := r.alive(); err != nil {
+			return err
+		}
+		return check(ctx)
+	})
+	if err != nil {
+		r.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func httpOK(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return permanent(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+func (r *e2e) startCollector(ctx context.Context) {
+	r.t.Helper()
+	r.start("collector", r.collectorEnv(), r.collectorBin, "--config", r.configPath())
+	r.waitFor(ctx, "Collector's prometheus exporter", time.Minute, func(ctx context.Context) error {
+		return httpOK(ctx, "http://"+r.exporter+"/metrics")
+	})
+}
+
+// startPrometheus writes a configuration that scrapes the Collector every
+// second, keeping the job and instance labels the exporter derives from the
+// sender's resource (honor_labels), and loads the alert rules.
+func (r *e2e) startPrometheus(ctx context.Context, bin string) {
+	r.t.Helper()
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+  - %q
+scrape_configs:
+  - job_name: %s
+    honor_labels: true
+    static_configs:
+      - targets: [%q]
+`, filepath.Join(r.root, "examples", "prometheus", "alerts.yml"), scrapeJob, r.exporter)
+	path := filepath.Join(r.tmp, "prometheus.yml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	r.start("prometheus", nil, bin,
+		"--config.file="+path,
+		"--storage.tsdb.path="+filepath.Join(r.tmp, "tsdb"),
+		"--web.listen-address="+r.promWeb,
+	)
+	r.waitFor(ctx, "Prometheus ready", time.Minute, func(ctx context.Context) error {
+		return httpOK(ctx, "http://"+r.promWeb+"/-/ready")
+	})
+}
+
+// startDemos runs the demo twice: over OTLP into the Collector (what the
+// dashboard is checked on), and with its own Prometheus endpoint (whose names
+// must be the same). Both run longer than the test needs; the test stops them.
+func (r *e2e) startDemos() {
+	r.t.Helper()
+	common := []string{"-duration", "10m", "-rate", "40", "-workers", "4", "-max-inflight", "24"}
+	r.start("demo-otlp", []string{
+		"OTEL_SERVICE_NAME=" + serviceName,
+		// autoexport's default protocol is http/protobuf; the Collector's
+		// gRPC receiver is the path this test checks.
+		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + r.otlpGRPC,
+		"OTEL_EXPORTER_OTLP_INSECURE=true",
+		"OTEL_METRIC_EXPORT_INTERVAL=1000",
+		"OTEL_BSP_SCHEDULE_DELAY=500",
+	}, append([]string{r.demoBin, "-exporter", "otlp"}, common...)...)
+	r.start("demo-prometheus", []string{"OTEL_SERVICE_NAME=" + serviceName + "-direct"},
+		append([]string{r.demoBin, "-exporter", "prometheus", "-listen", r.direct}, common...)...)
+}
+
+// waitForCatalog waits until Prometheus holds every series of the catalog.
+func (r *e2e) waitForCatalog(ctx context.Context) {
+	r.t.Helper()
+	want := catalogSeries()
+	r.waitFor(ctx, "every catalog series in Prometheus", 2*time.Minute, func(ctx context.Context) error {
+		got, err := r.prom.query(ctx, `count by (__name__) ({__name__=~"aion_.+"})`)
+		if err != nil {
+			return err
+		}
+		have := map[string]bool{}
+		for _, s := range got {
+			have[s.Labels["__name__"]] = true
+		}
+		var missing []string
+		for name := range want {
+			if !have[name] {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			sort.Strings(missing)
+			return fmt.Errorf("missing %s", strings.Join(missing, ", "))
+		}
+		return nil
+	})
+}
+
+// checkLabels checks every catalog series in Prometheus: the catalog's labels
+// (attribute names translated: aion.namespace -> aion_namespace), and the
+// sender's service.name as job.
+func (r *e2e) checkLabels(ctx context.Context) {
+	r.t.Helper()
+	for _, m := range catalogMetrics {
+		name := m.seriesNames()[0]
+		got, err := r.prom.query(ctx, name)
+		if err != nil {
+			r.t.Fatalf("%s: %v", name, err)
+		}
+		allowed := map[string]bool{"__name__": true, "job": true, "instance": true, "le": true}
+		for _, l := range append(append([]string{}, m.Labels...), m.Optional...) {
+			allowed[l] = true
+		}
+		// One report per kind of problem, with an example series, not one per
+		// series.
+		problems := map[string]map[string]string{}
+		report := func(problem string, labels map[string]string) {
+			if problems[problem] == nil {
+				problems[problem] = labels
+			}
+		}
+		for _, s := range got {
+			for _, l := range m.Labels {
+				if _, ok := s.Labels[l]; !ok {
+					report("lacks label "+l, s.Labels)
+				}
+			}
+			for l := range s.Labels {
+				if !allowed[l] && !targetLabel(l) {
+					report("has label "+l+", not in the catalog", s.Labels)
+				}
+			}
+			if s.Labels["job"] != serviceName {
+				report(fmt.Sprintf("job = %q, want the sender's service.name %q (and never the scrape job %q)",
+					s.Labels["job"], serviceName, scrapeJob), s.Labels)
+			}
+		}
+		for problem, example := range problems {
+			r.t.Errorf("%s: %s (e.g. %v)", name, problem, example)
+		}
+	}
+}
+
+// checkDashboardQueries runs every query of the dashboard, its variables
+// substituted as Grafana would, until each returns at least one finite
+// value. The namespace variable is resolved by its own query.
+func (r *e2e) checkDashboardQueries(ctx context.Context) {
+	r.t.Helper()
+	raw, err := os.ReadFile(dashboardPath)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	queries, err := dashboardQueries(raw, "${datasource}")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	vars, err := dashboardVariables(raw)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var namespaces []string
+	for _, v := range vars {
+		if v.Name != "namespace" {
+			continue
+		}
+		sel, label, err := labelValuesQuery(v.Query)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		r.waitFor(ctx, "namespace variable values", time.Minute, func(ctx context.Context) error {
+			namespaces, err = r.prom.labelValues(ctx, label, sel)
+			if err == nil && len(namespaces) == 0 {
+				err = fmt.Errorf("label_values(%s, %s) is empty", sel, label)
+			}
+			return err
+		})
+	}
+	if len(namespaces) == 0 {
+		r.t.Fatal("the dashboard has no namespace variable")
+	}
+	quoted := make([]string, len(namespaces))
+	for i, ns := range namespaces {
+		quoted[i] = regexp.QuoteMeta(ns)
+	}
+	values := e2eVariables(strings.Join(quoted, "|"))
+
+	exprs := make([]string, len(queries))
+	for i, q := range queries {
+		if exprs[i], err = substitute(q.Expr, values); err != nil {
+			r.t.Fatalf("panel %q: %v", q.Panel, err)
+		}
+	}
+	pending := map[int]string{}
+	for i := range queries {
+		pending[i] = "not run"
+	}
+	r.waitFor(ctx, "every dashboard query returning data", 2*time.Minute, func(ctx context.Context) error {
+		for i := range pending {
+			got, err := r.prom.query(ctx, exprs[i])
+			if err != nil {
+				var apiErr *promAPIError
+				if errors.As(err, &apiErr) {
+					return permanent(fmt.Errorf("panel %q query %s %q: %w", queries[i].Panel, queries[i].RefID, exprs[i], err))
+				}
+				pending[i] = err.Error()
+				continue
+			}
+			if hasFinite(got) {
+				delete(pending, i)
+			} else {
+				pending[i] = fmt.Sprintf("%d series, none finite", len(got))
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		var lines []string
+		for i, why := range pending {
+			lines = append(lines, fmt.Sprintf("panel %q query %s (%s): %s", queries[i].Panel, queries[i].RefID, exprs[i], why))
+		}
+		sort.Strings(lines)
+		return fmt.Errorf("%d of %d queries without data:\n\t%s", len(pending), len(queries), strings.Join(lines, "\n\t"))
+	})
+	r.t.Logf("all %d dashboard queries returned data (namespaces %v)", len(queries), namespaces)
+}
+
+func hasFinite(samples []sample) bool {
+	for _, s := range samples {
+		if !math.IsNaN(s.Value) && !math.IsInf(s.Value, 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSameNamesAsDirect compares the aion_ families the Collector exposes
+// with those the demo's own Prometheus endpoint serves: same names, types and
+// label names, so the dashboard and the alerts work on either path.
+func (r *e2e) checkSameNamesAsDirect(ctx context.Context) {
+	r.t.Helper()
+	r.waitFor(ctx, "same families through the Collector as from the demo's endpoint", time.Minute, func(ctx context.Context) error {
+		viaCollector, err := scrape(ctx, "http://"+r.exporter+"/metrics")
+		if err != nil {
+			return err
+		}
+		direct, err := scrape(ctx, "http://"+r.direct+"/metrics")
+		if err != nil {
+			return err
+		}
+		a, b := shapes(direct, "aion_"), shapes(viaCollector, "aion_")
+		if len(a) != len(catalogMetrics) {
+			return fmt.Errorf("the demo's endpoint has %d aion_ families, want %d: %v", len(a), len(catalogMetrics), a)
+		}
+		if diffs := diffShapes("demo endpoint", a, "Collector", b); len(diffs) > 0 {
+			return fmt.Errorf("the two paths differ:\n\t%s", strings.Join(diffs, "\n\t"))
+		}
+		return nil
+	})
+}
+
+// checkSpans reads the Collector's own metrics: the OTLP receiver accepted
+// spans and the traces pipeline exported them.
+func (r *e2e) checkSpans(ctx context.Context) {
+	r.t.Helper()
+	r.waitFor(ctx, "spans through the Collector's traces pipeline", time.Minute, func(ctx context.Context) error {
+		fams, err := scrape(ctx, "http://"+r.collectorMetrics+"/metrics")
+		if err != nil {
+			return err
+		}
+		for _, prefix := range []string{"otelcol_receiver_accepted_spans", "otelcol_exporter_sent_spans"} {
+			if total, _ := sumFamilies(fams, prefix); total <= 0 {
+				return fmt.Errorf("%s is %v", prefix, total)
+			}
+		}
+		return nil
+	})
+}
+
+// checkRules waits until Prometheus has evaluated every alert rule of
+// alerts.yml on the real data, and checks none failed to evaluate.
+func (r *e2e) checkRules(ctx context.Context) {
+	r.t.Helper()
+	r.waitFor(ctx, "alert rules evaluated", time.Minute, func(ctx context.Context) error {
+		groups, err := r.prom.ruleGroups(ctx)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, g := range groups {
+			for _, rule := range g.Rules {
+				if rule.Type != "alerting" {
+					continue
+				}
+				n++
+				switch rule.Health {
+				case "ok":
+				case "err":
+					return permanent(fmt.Errorf("rule %s: %s", rule.Name, rule.LastError))
+				default:
+					return fmt.Errorf("rule %s not evaluated yet (%s)", rule.Name, rule.Health)
+				}
+			}
+		}
+		if n != 4 {
+			return permanent(fmt.Errorf("Prometheus loaded %d alerting rules, alerts.yml has 4", n))
+		}
+		return nil
+	})
+}
+
+// drawChart renders in-flight activities and activity p99 over the run, from
+// Prometheus, into the temporary directory (and into testdata with -update).
+func (r *e2e) drawChart(ctx context.Context, started time.Time) {
+	r.t.Helper()
+	if *hold > 0 {
+		if wait := time.Until(started.Add(*hold)); wait > 0 {
+			r.t.Logf("holding the pipeline for %v more (-e2e.hold)", wait.Round(time.Second))
+			timer := time.NewTimer(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				timer.Stop()
+			}
+			if err := r.alive(); err != nil {
+				r.t.Fatal(err)
+			}
+		}
+	}
+	end := time.Now()
+	queries := []struct {
+		title, unit, expr string
+	}{
+		{"Activities in flight by type", "", `sum by (aion_activity_type) (aion_inflight_activities)`},
+		{"Activity duration p99 by type", "s", `histogram_quantile(0.99, sum by (aion_activity_type, le) (rate(aion_activity_duration_seconds_bucket[5s])))`},
+	}
+	var panels []chartPanel
+	for _, q := range queries {
+		s, err := r.prom.queryRange(ctx, q.expr, started, end, time.Second)
+		if err != nil {
+			r.t.Fatalf("%s: %v", q.title, err)
+		}
+		panels = append(panels, chartPanel{Title: q.title, Unit: q.unit, Label: "aion_activity_type", Series: s})
+	}
+	out := filepath.Join(r.tmp, "e2e-run.png")
+	if *update {
+		out = chartPath
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer f.Close()
+	if err := renderChart(f, "aionotel demo -> Collector -> Prometheus", panels); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Logf("chart of the run: %s", out)
+}
