@@ -30,7 +30,10 @@
 // Exporters are built by go.opentelemetry.io/contrib/exporters/autoexport, so
 // the standard variables apply: OTEL_METRICS_EXPORTER, OTEL_TRACES_EXPORTER,
 // OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf by default, or grpc),
-// OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_EXPORTER_OTLP_* variables,
+// OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_EXPORTER_OTLP_* variables
+// (when none of the endpoint or insecure ones is set, OTLP goes without TLS
+// to the Collector of collector-config.yaml on 127.0.0.1: port 4318 for
+// http/protobuf, 4317 for grpc),
 // OTEL_METRIC_EXPORT_INTERVAL (the demo's default is 5000 ms, not the SDK's
 // 60 s). -exporter, when given, sets OTEL_METRICS_EXPORTER and
 // OTEL_TRACES_EXPORTER (prometheus: metrics only; stdout: console). Without
@@ -254,6 +257,21 @@ func configureEnv(o options, set map[string]bool) {
 	force := set["listen"] || os.Getenv("OTEL_EXPORTER_PROMETHEUS_HOST") == "" && os.Getenv("OTEL_EXPORTER_PROMETHEUS_PORT") == ""
 	setenv("OTEL_EXPORTER_PROMETHEUS_HOST", host, force)
 	setenv("OTEL_EXPORTER_PROMETHEUS_PORT", port, force)
+	// OTLP defaults to the Collector of collector-config.yaml on loopback,
+	// without TLS, unless an endpoint or TLS setting says otherwise.
+	if names[0] == "otlp" || names[1] == "otlp" || os.Getenv("OTEL_METRICS_EXPORTER") == "otlp" || os.Getenv("OTEL_TRACES_EXPORTER") == "otlp" {
+		for _, key := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_INSECURE"} {
+			if os.Getenv(key) != "" {
+				return
+			}
+		}
+		endpoint := "http://127.0.0.1:4318"
+		if os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL") == "grpc" {
+			endpoint = "http://127.0.0.1:4317"
+		}
+		os.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+	}
 }
 
 func serviceName() string {

@@ -17,7 +17,8 @@ func isolateEnv(t *testing.T, kv ...string) {
 	t.Helper()
 	for _, k := range []string{"OTEL_METRICS_EXPORTER", "OTEL_TRACES_EXPORTER", "OTEL_METRIC_EXPORT_INTERVAL",
 		"OTEL_EXPORTER_PROMETHEUS_HOST", "OTEL_EXPORTER_PROMETHEUS_PORT", "OTEL_EXPORTER_OTLP_ENDPOINT",
-		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
+		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES",
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_INSECURE"} {
 		t.Setenv(k, "")
 	}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -155,5 +156,32 @@ func TestInterruptDrains(t *testing.T) {
 		}
 	case <-time.After(300*time.Millisecond + flushTimeout + 2*time.Second):
 		t.Fatalf("still running after the interrupt\nstdout:\n%s", &stdout)
+	}
+}
+
+// TestOTLPDefaultsToLoopbackCollector checks that -exporter otlp with no
+// endpoint reaches the Collector of collector-config.yaml without TLS, and
+// that an endpoint or TLS setting of the user's is left alone.
+func TestOTLPDefaultsToLoopbackCollector(t *testing.T) {
+	testCases := []struct {
+		name     string
+		exporter string
+		env      []string
+		want     string
+	}{
+		{"http/protobuf by default", "otlp", nil, "http://127.0.0.1:4318"},
+		{"grpc", "otlp", []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"}, "http://127.0.0.1:4317"},
+		{"endpoint given", "otlp", []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4318"}, "https://collector:4318"},
+		{"insecure given", "otlp", []string{"OTEL_EXPORTER_OTLP_INSECURE", "false"}, ""},
+		{"prometheus", "prometheus", nil, ""},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			isolateEnv(t, tc.env...)
+			configureEnv(options{exporter: tc.exporter, listen: "127.0.0.1:9464"}, map[string]bool{"exporter": true})
+			if got := os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); got != tc.want {
+				t.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
