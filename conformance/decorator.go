@@ -61,11 +61,11 @@ func TestDecorator(t *testing.T, wrap func(inner eventstore.Store) eventstore.St
 // every decorator rule and returns nil when all hold, or the errors.Join of
 // one *[RuleError] per broken rule. It never stops at the first failure.
 func CheckDecorator(ctx context.Context, wrap func(inner eventstore.Store) eventstore.Store, opts ...Option) error {
-	return decoratorSuite.check(ctx, newConfig(opts), func() (wrapFunc, error) {
+	return decoratorSuite.check(ctx, newConfig(opts), func() (wrapFunc, func(), error) {
 		if wrap == nil {
-			return nil, errors.New("nil wrap function")
+			return nil, nil, errors.New("nil wrap function")
 		}
-		return wrap, nil
+		return wrap, nil, nil
 	})
 }
 
@@ -78,10 +78,10 @@ func newDecoratorSuite() suite[wrapFunc] {
 	s := suite[wrapFunc]{name: SuiteDecorator}
 	for _, caps := range capCombinations {
 		s.rules = append(s.rules,
-			rule[wrapFunc]{caps.String() + "/capabilities", func(ctx context.Context, wrap wrapFunc) error {
+			rule[wrapFunc]{name: caps.String() + "/capabilities", check: func(ctx context.Context, wrap wrapFunc) error {
 				return decCapabilities(wrap, caps)
 			}},
-			rule[wrapFunc]{caps.String() + "/unwrap", func(ctx context.Context, wrap wrapFunc) error {
+			rule[wrapFunc]{name: caps.String() + "/unwrap", check: func(ctx context.Context, wrap wrapFunc) error {
 				return decUnwrap(wrap, caps)
 			}},
 		)
@@ -92,15 +92,15 @@ func newDecoratorSuite() suite[wrapFunc] {
 			}
 			for m := range iface.typ.Methods() {
 				s.rules = append(s.rules, rule[wrapFunc]{
-					fmt.Sprintf("%s/forward/%s", caps, m.Name),
-					func(ctx context.Context, wrap wrapFunc) error {
+					name: fmt.Sprintf("%s/forward/%s", caps, m.Name),
+					check: func(ctx context.Context, wrap wrapFunc) error {
 						return decForward(ctx, wrap, caps, iface, m, nil)
 					},
 				})
 				if returnsError(m.Type) {
 					errorRules = append(errorRules, rule[wrapFunc]{
-						fmt.Sprintf("%s/error/%s", caps, m.Name),
-						func(ctx context.Context, wrap wrapFunc) error {
+						name: fmt.Sprintf("%s/error/%s", caps, m.Name),
+						check: func(ctx context.Context, wrap wrapFunc) error {
 							return decForward(ctx, wrap, caps, iface, m, &sentinelError{method: m.Name})
 						},
 					})

@@ -40,11 +40,14 @@ func TestEventStore(t *testing.T, newStore func(t *testing.T) eventstore.Store, 
 
 // CheckEventStore is the error-returning core of [TestEventStore]: it runs
 // every event store rule on a fresh store from newStore and returns nil when
-// all hold, or the errors.Join of one *[RuleError] per broken rule. A
-// capability rule whose capability the store lacks counts as passed here
-// (only TestEventStore reports skips). It never stops at the first failure;
-// it stops early only when ctx is done.
-func CheckEventStore(ctx context.Context, newStore func() (eventstore.Store, error), opts ...Option) error {
+// all hold, or the errors.Join of one *[RuleError] per broken rule. newStore
+// returns the store and a cleanup (nil for none) that closes it; the cleanup
+// runs when the rule is over, also when it timed out. A capability rule whose
+// capability the store lacks is not reported here (only TestEventStore
+// reports skips) unless [WithRequiredCapabilities] requires the capability,
+// which makes it a failure matching [ErrCapabilityMissing]. It never stops
+// at the first failure; it stops early only when ctx is done.
+func CheckEventStore(ctx context.Context, newStore func() (eventstore.Store, func(), error), opts ...Option) error {
 	return eventStoreSuite.check(ctx, newConfig(opts), newStore)
 }
 
@@ -80,31 +83,31 @@ const (
 var eventStoreSuite = suite[eventstore.Store]{
 	name: SuiteEventStore,
 	rules: []rule[eventstore.Store]{
-		{ruleESConflictFound, esConflictFound},
-		{ruleESConflictWritesNone, esConflictWritesNothing},
-		{ruleESSeqStamping, esSeqStamping},
-		{ruleESZeroToken, esZeroToken},
-		{ruleESBadInput, esBadInput},
-		{ruleESEmptyAppend, esEmptyAppend},
-		{ruleESReadHistory, esReadHistory},
-		{ruleESReadHistoryFrom, esReadHistoryFrom},
-		{ruleESRunChain, esRunChain},
-		{ruleESListings, esListings},
-		{ruleESStreamHeads, esStreamHeads},
-		{ruleESQuery, esQuery},
-		{ruleESTimers, esTimers},
-		{ruleESPackages, esPackages},
-		{ruleESContextCancelled, esContextCancelled},
-		{ruleOutboxAtomic, withOutbox(outboxAtomic)},
-		{ruleOutboxClaim, withOutbox(outboxClaim)},
-		{ruleOutboxRearm, withOutbox(outboxRearm)},
-		{ruleOutboxSettle, withOutbox(outboxSettle)},
-		{ruleOutboxSettleWorkflow, withOutbox(outboxSettleWorkflow)},
-		{ruleShardAcquireOne, withShardOwner(shardAcquireOne)},
-		{ruleShardAcquireMany, withShardOwner(shardAcquireMany)},
-		{ruleShardPublishNotOwner, withShardOwner(shardPublishRequiresAcquire)},
-		{ruleShardNegative, withShardOwner(shardNegativeRefused)},
-		{ruleShardScopeEveryShard, withShardOwner(shardNilScope)},
+		{name: ruleESConflictFound, check: esConflictFound},
+		{name: ruleESConflictWritesNone, check: esConflictWritesNothing},
+		{name: ruleESSeqStamping, check: esSeqStamping},
+		{name: ruleESZeroToken, check: esZeroToken},
+		{name: ruleESBadInput, check: esBadInput},
+		{name: ruleESEmptyAppend, check: esEmptyAppend},
+		{name: ruleESReadHistory, check: esReadHistory},
+		{name: ruleESReadHistoryFrom, check: esReadHistoryFrom},
+		{name: ruleESRunChain, check: esRunChain},
+		{name: ruleESListings, check: esListings},
+		{name: ruleESStreamHeads, check: esStreamHeads},
+		{name: ruleESQuery, check: esQuery},
+		{name: ruleESTimers, check: esTimers},
+		{name: ruleESPackages, check: esPackages},
+		{name: ruleESContextCancelled, check: esContextCancelled},
+		{name: ruleOutboxAtomic, check: withOutbox(outboxAtomic)},
+		{name: ruleOutboxClaim, check: withOutbox(outboxClaim)},
+		{name: ruleOutboxRearm, check: withOutbox(outboxRearm)},
+		{name: ruleOutboxSettle, check: withOutbox(outboxSettle)},
+		{name: ruleOutboxSettleWorkflow, check: withOutbox(outboxSettleWorkflow)},
+		{name: ruleShardAcquireOne, check: withShardOwner(shardAcquireOne)},
+		{name: ruleShardAcquireMany, check: withShardOwner(shardAcquireMany)},
+		{name: ruleShardPublishNotOwner, check: withShardOwner(shardPublishRequiresAcquire)},
+		{name: ruleShardNegative, check: withShardOwner(shardNegativeRefused)},
+		{name: ruleShardScopeEveryShard, check: withShardOwner(shardNilScope)},
 	},
 }
 
@@ -114,7 +117,7 @@ func withOutbox(check func(ctx context.Context, s eventstore.Store, o eventstore
 	return func(ctx context.Context, s eventstore.Store) error {
 		o, ok := s.(eventstore.Outbox)
 		if !ok {
-			return skip(fmt.Sprintf("%T does not implement eventstore.Outbox", s))
+			return skipCap(CapOutbox, fmt.Sprintf("%T does not implement eventstore.Outbox", s))
 		}
 		return check(ctx, s, o)
 	}
@@ -126,7 +129,7 @@ func withShardOwner(check func(ctx context.Context, s eventstore.Store, so event
 	return func(ctx context.Context, s eventstore.Store) error {
 		so, ok := s.(eventstore.ShardOwner)
 		if !ok {
-			return skip(fmt.Sprintf("%T does not implement eventstore.ShardOwner", s))
+			return skipCap(CapShardOwner, fmt.Sprintf("%T does not implement eventstore.ShardOwner", s))
 		}
 		return check(ctx, s, so)
 	}

@@ -309,9 +309,9 @@ func (s nilScopeNoneES) SetOwnedShards(ctx context.Context, shards []int) {
 
 func TestCheckEventStoreMemoryPasses(t *testing.T) {
 	calls := 0
-	err := CheckEventStore(t.Context(), func() (eventstore.Store, error) {
+	err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) {
 		calls++
-		return eventstore.NewMemory(), nil
+		return eventstore.NewMemory(), nil, nil
 	})
 	if err != nil {
 		t.Fatalf("CheckEventStore(eventstore.Memory) = %v, want nil", err)
@@ -324,14 +324,14 @@ func TestCheckEventStoreMemoryPasses(t *testing.T) {
 // A store without the optional capabilities passes: their rules are
 // skipped, not failed, and every other rule still runs.
 func TestCheckEventStoreWithoutCapabilities(t *testing.T) {
-	if err := CheckEventStore(t.Context(), func() (eventstore.Store, error) {
-		return storeOnly{eventstore.NewMemory()}, nil
+	if err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) {
+		return storeOnly{eventstore.NewMemory()}, nil, nil
 	}); err != nil {
 		t.Fatalf("CheckEventStore(Store only) = %v, want nil", err)
 	}
 	// ... and a broken plain store still fails, so the rules did run.
-	err := CheckEventStore(t.Context(), func() (eventstore.Store, error) {
-		return storeOnly{wrongFoundES{eventstore.NewMemory()}}, nil
+	err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) {
+		return storeOnly{wrongFoundES{eventstore.NewMemory()}}, nil, nil
 	})
 	if failedRules(t, err, SuiteEventStore)[ruleESConflictFound] == nil {
 		t.Errorf("rule %q did not fail for a broken plain store: %v", ruleESConflictFound, err)
@@ -374,7 +374,7 @@ func TestCheckEventStoreCatchesBrokenStores(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckEventStore(t.Context(), func() (eventstore.Store, error) { return tc.store(eventstore.NewMemory()), nil })
+			err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) { return tc.store(eventstore.NewMemory()), nil, nil })
 			if err == nil {
 				t.Fatal("CheckEventStore passed a broken store")
 			}

@@ -45,10 +45,12 @@ func TestKeyspace(t *testing.T, newStore func(t *testing.T) keyspace.Store, opts
 // CheckKeyspace is the error-returning core of [TestKeyspace]: it runs every
 // keyspace rule on a fresh store from newStore and returns nil when all hold,
 // or the errors.Join of one *[RuleError] per broken rule (see [RuleErrors]).
-// It never stops at the first failure; it stops early only when ctx is done.
-// A rule that hangs past its timeout fails with [ErrRuleTimedOut]; one that
-// panics fails with [ErrRulePanicked].
-func CheckKeyspace(ctx context.Context, newStore func() (keyspace.Store, error), opts ...Option) error {
+// newStore returns the store and a cleanup (nil for none) that closes it;
+// the cleanup runs when the rule is over, also when it timed out. It never
+// stops at the first failure; it stops early only when ctx is done. A rule
+// that hangs past its timeout fails with [ErrRuleTimedOut]; one that panics
+// fails with [ErrRulePanicked].
+func CheckKeyspace(ctx context.Context, newStore func() (keyspace.Store, func(), error), opts ...Option) error {
 	return keyspaceSuite.check(ctx, newConfig(opts), newStore)
 }
 
@@ -74,30 +76,36 @@ const (
 	ruleKSContextCancelled   = "context-cancelled"
 	ruleKSZeroIDs            = "zero-ids-refused"
 	ruleKSAppendEvent        = "append-event"
+	ruleKSValidation         = "validation"
+	ruleKSModel              = "model"
+	ruleKSConcurrentBatches  = "concurrent-batches"
 )
 
 var keyspaceSuite = suite[keyspace.Store]{
 	name: SuiteKeyspace,
 	rules: []rule[keyspace.Store]{
-		{ruleKSContiguousSeqs, ksContiguousSeqs},
-		{ruleKSHead, ksHead},
-		{ruleKSBatch, ksBatchContract},
-		{ruleKSConflictFound, ksConflictFound},
-		{ruleKSConflictWritesNone, ksConflictWritesNothing},
-		{ruleKSMixedStreams, ksMixedStreams},
-		{ruleKSEphemeral, ksEphemeral},
-		{ruleKSEmptyBatch, ksEmptyBatch},
-		{ruleKSAttemptsDisjoint, ksAttemptsDisjoint},
-		{ruleKSRunAxis, ksRunAxis},
-		{ruleKSListOrder, ksListOrder},
-		{ruleKSListRunScoping, ksListRunScoping},
-		{ruleKSEmptyListings, ksEmptyListings},
-		{ruleKSReadFromResume, ksReadFromResume},
-		{ruleKSRecordsAreCopies, ksRecordsAreCopies},
-		{ruleKSConcurrentAppends, ksConcurrentAppends},
-		{ruleKSContextCancelled, ksContextCancelled},
-		{ruleKSZeroIDs, ksZeroIDs},
-		{ruleKSAppendEvent, ksAppendEvent},
+		{name: ruleKSContiguousSeqs, check: ksContiguousSeqs},
+		{name: ruleKSHead, check: ksHead},
+		{name: ruleKSBatch, check: ksBatchContract},
+		{name: ruleKSConflictFound, check: ksConflictFound},
+		{name: ruleKSConflictWritesNone, check: ksConflictWritesNothing},
+		{name: ruleKSMixedStreams, check: ksMixedStreams},
+		{name: ruleKSEphemeral, check: ksEphemeral},
+		{name: ruleKSEmptyBatch, check: ksEmptyBatch},
+		{name: ruleKSAttemptsDisjoint, check: ksAttemptsDisjoint},
+		{name: ruleKSRunAxis, check: ksRunAxis},
+		{name: ruleKSListOrder, check: ksListOrder},
+		{name: ruleKSListRunScoping, check: ksListRunScoping},
+		{name: ruleKSEmptyListings, check: ksEmptyListings},
+		{name: ruleKSReadFromResume, check: ksReadFromResume},
+		{name: ruleKSRecordsAreCopies, check: ksRecordsAreCopies},
+		{name: ruleKSConcurrentAppends, check: ksConcurrentAppends},
+		{name: ruleKSContextCancelled, check: ksContextCancelled},
+		{name: ruleKSZeroIDs, check: ksZeroIDs},
+		{name: ruleKSAppendEvent, check: ksAppendEvent},
+		{name: ruleKSValidation, check: ksValidation},
+		{name: ruleKSModel, run: ksModelRule},
+		{name: ruleKSConcurrentBatches, run: ksConcurrentBatches},
 	},
 }
 
@@ -177,9 +185,9 @@ func sameActivityEvent(got, want keyspace.ActivityEvent) error {
 	case got.WorkerSeq != want.WorkerSeq:
 		return fmt.Errorf("WorkerSeq %d, want %d", got.WorkerSeq, want.WorkerSeq)
 	case got.Ephemeral != want.Ephemeral:
-		return fmt.Errorf("Ephemeral %v, want %v", got.Ephemeral, want.Ephemeral)
+		return fmt.Errorf("field Ephemeral %v, want %v", got.Ephemeral, want.Ephemeral)
 	case !reflect.DeepEqual(got.Content, want.Content):
-		return fmt.Errorf("Content %#v, want %#v", got.Content, want.Content)
+		return fmt.Errorf("field Content %#v, want %#v", got.Content, want.Content)
 	}
 	return nil
 }
@@ -790,7 +798,7 @@ func ksConcurrentAppends(ctx context.Context, s keyspace.Store) error {
 				}
 				head, err := s.Head(ctx, key2)
 				if err != nil {
-					return fmt.Errorf("Head: %w", err)
+					return fmt.Errorf("reading the head: %w", err)
 				}
 				ev := ksEvent(key2, uint64(i), fmt.Sprintf("writer %d event %d", g, i))
 				ev.AgentID = fmt.Sprintf("writer-%d", g)
@@ -872,7 +880,7 @@ func ksContextCancelled(ctx context.Context, s keyspace.Store) error {
 		return err
 	}
 	if _, err := s.Head(cancelled, key); !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("Head with a cancelled context returned %v, want an error matching context.Canceled", err)
+		return fmt.Errorf("Head(key) with a cancelled context returned %v, want an error matching context.Canceled", err)
 	}
 	if _, err := s.ReadFrom(cancelled, key, 0, 0); !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("ReadFrom with a cancelled context returned %v, want an error matching context.Canceled", err)

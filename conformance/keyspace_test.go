@@ -246,9 +246,9 @@ func failedRules(t *testing.T, err error, suite string) map[string]*RuleError {
 
 func TestCheckKeyspaceMemoryPasses(t *testing.T) {
 	calls := 0
-	err := CheckKeyspace(t.Context(), func() (keyspace.Store, error) {
+	err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) {
 		calls++
-		return keyspace.NewMemory(), nil
+		return keyspace.NewMemory(), nil, nil
 	})
 	if err != nil {
 		t.Fatalf("CheckKeyspace(keyspace.Memory) = %v, want nil", err)
@@ -302,7 +302,7 @@ func TestCheckKeyspaceCatchesBrokenStores(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckKeyspace(t.Context(), func() (keyspace.Store, error) { return tc.store(), nil })
+			err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return tc.store(), nil, nil })
 			if err == nil {
 				t.Fatal("CheckKeyspace passed a broken keyspace")
 			}
@@ -322,7 +322,7 @@ func TestCheckKeyspaceCatchesBrokenStores(t *testing.T) {
 
 // A single failure keeps the implementation's own error reachable.
 func TestCheckKeyspaceFailureWrapsStoreError(t *testing.T) {
-	err := CheckKeyspace(t.Context(), func() (keyspace.Store, error) { return expectedHeadKS{keyspace.NewMemory()}, nil })
+	err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return expectedHeadKS{keyspace.NewMemory()}, nil, nil })
 	re := failedRules(t, err, SuiteKeyspace)[ruleKSConflictFound]
 	if re == nil {
 		t.Fatalf("rule %q did not fail: %v", ruleKSConflictFound, err)
