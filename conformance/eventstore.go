@@ -78,6 +78,9 @@ const (
 	ruleShardPublishNotOwner = "shardowner/publish-requires-acquire"
 	ruleShardNegative        = "shardowner/negative-shard-refused"
 	ruleShardScopeEveryShard = "shardowner/nil-scope-lists-every-shard"
+	ruleESModel              = "model"
+	ruleESConcurrentAppends  = "concurrent-appends"
+	ruleESAliasing           = "aliasing"
 )
 
 var eventStoreSuite = suite[eventstore.Store]{
@@ -98,6 +101,9 @@ var eventStoreSuite = suite[eventstore.Store]{
 		{name: ruleESTimers, check: esTimers},
 		{name: ruleESPackages, check: esPackages},
 		{name: ruleESContextCancelled, check: esContextCancelled},
+		{name: ruleESModel, run: esModelRule},
+		{name: ruleESConcurrentAppends, run: esConcurrentAppends},
+		{name: ruleESAliasing, check: esAliasing},
 		{name: ruleOutboxAtomic, check: withOutbox(outboxAtomic)},
 		{name: ruleOutboxClaim, check: withOutbox(outboxClaim)},
 		{name: ruleOutboxRearm, check: withOutbox(outboxRearm)},

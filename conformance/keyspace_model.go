@@ -19,7 +19,7 @@ import (
 // records, listings capped at 100 or 256 streams, a text of 1 MiB.
 const (
 	ksModelLongStream = 3000 // records in the long stream
-	ksModelStreams    = 300  // streams in one run
+	ksModelStreams    = 400  // streams, most of them in one run
 	ksModelRandomOps  = 400  // random operations after the bulk load
 	ksModelBigText    = 1 << 20
 )

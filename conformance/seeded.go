@@ -79,7 +79,7 @@ func hostile(rng *rand.Rand) string { return hostileStrings[rng.IntN(len(hostile
 
 // shrinkBudget bounds the replays of the minimiser: each replay runs on a
 // fresh store, which for a durable backend can be slow.
-const shrinkBudget = 48
+const shrinkBudget = 32
 
 // shrink minimises a failing operation sequence: it removes chunks (halves,
 // quarters, ... single operations) as long as the remainder still fails on a
