@@ -24,25 +24,25 @@ const (
 type esOpKind uint8
 
 const (
-	esOpAppend       esOpKind = iota // a lifecycle-driven batch at the head (with outbox rows when possible)
-	esOpStale                        // a batch at head+delta
-	esOpBad                          // a refused batch (variant)
-	esOpEmpty                        // an empty batch anywhere
-	esOpRead                         // ReadHistoryFrom(from)
-	esOpReadAll                      // ReadHistory
-	esOpReadMany                     // ReadHistoryFrom at the boundary offsets
-	esOpChain                        // ReadRunChain
-	esOpListings                     // ListWorkflowIDs, ListActive, ListPaused, StreamHeads
-	esOpQuery                        // Query (variant)
-	esOpClaim                        // ClaimOutboxRows(limit)
-	esOpRearm                        // RearmOutboxPending of some rows
-	esOpCancelRow                    // SettleOutboxRowCancelled
-	esOpCancelWf                     // SettleWorkflowOutboxRowsCancelled
-	esOpTimer                        // ScheduleTimer
-	esOpRetire                       // RetireTimer (variant)
-	esOpExpired                      // ExpiredTimers
-	esOpPackage                      // PutPackage / PutPackageWithRoutes / PutPackageRoute / DeletePackage / lists (variant)
-	esOpShard                        // AcquireOwnedShards / PublishShardOwner / IsCurrentOwner (variant)
+	esOpAppend    esOpKind = iota // a lifecycle-driven batch at the head (with outbox rows when possible)
+	esOpStale                     // a batch at head+delta
+	esOpBad                       // a refused batch (variant)
+	esOpEmpty                     // an empty batch anywhere
+	esOpRead                      // ReadHistoryFrom(from)
+	esOpReadAll                   // ReadHistory
+	esOpReadMany                  // ReadHistoryFrom at the boundary offsets
+	esOpChain                     // ReadRunChain
+	esOpListings                  // ListWorkflowIDs, ListActive, ListPaused, StreamHeads
+	esOpQuery                     // Query (variant)
+	esOpClaim                     // ClaimOutboxRows(limit)
+	esOpRearm                     // RearmOutboxPending of some rows
+	esOpCancelRow                 // SettleOutboxRowCancelled
+	esOpCancelWf                  // SettleWorkflowOutboxRowsCancelled
+	esOpTimer                     // ScheduleTimer
+	esOpRetire                    // RetireTimer (variant)
+	esOpExpired                   // ExpiredTimers
+	esOpPackage                   // PutPackage / PutPackageWithRoutes / PutPackageRoute / DeletePackage / lists (variant)
+	esOpShard                     // AcquireOwnedShards / PublishShardOwner / IsCurrentOwner (variant)
 )
 
 var esOpNames = map[esOpKind]string{
@@ -104,16 +104,16 @@ type timerModelKey struct {
 }
 
 type esWf struct {
-	id       eventstore.WorkflowID
-	long     bool
-	events   []eventstore.Event // as stored: envelope stamped
-	runs     []*eventstore.RunSummary
-	ids      *idGen
-	nextAct  eventstore.ActivityID
-	open     []eventstore.ActivityID // scheduled, not ended, in the current run
-	now      time.Time
-	wfType   string
-	knownAt  []bool // whether events[i].RecordedAt is known to the model
+	id      eventstore.WorkflowID
+	long    bool
+	events  []eventstore.Event // as stored: envelope stamped
+	runs    []*eventstore.RunSummary
+	ids     *idGen
+	nextAct eventstore.ActivityID
+	open    []eventstore.ActivityID // scheduled, not ended, in the current run
+	now     time.Time
+	wfType  string
+	knownAt []bool // whether events[i].RecordedAt is known to the model
 }
 
 func (w *esWf) head() uint64 { return uint64(len(w.events)) }
@@ -128,15 +128,15 @@ func (w *esWf) current() *eventstore.RunSummary {
 func newESModel(ids *idGen, rng *rand.Rand, n int, s eventstore.Store) *esModel {
 	salt := fmt.Sprintf("%x", ids.next())[:12]
 	m := &esModel{
-		salt:     salt,
-		owned:    map[eventstore.WorkflowID]*esWf{},
-		rowByKey: map[string]*eventstore.OutboxRow{},
-		clock:    time.Unix(1_650_000_000, 0).UTC(),
-		timers:   map[timerModelKey]eventstore.TimerEntry{},
-		packages: map[[2]string]eventstore.PackageRecord{},
-		routes:   map[string]string{},
-		wfTypes:  []string{"order-" + salt, "refund-" + salt, "ünï\x00\xff-" + salt},
-		pkgTypes: []string{"pkg-a-" + salt, "pkg-b-" + salt, "pkg-\x00ü\xfe-" + salt},
+		salt:      salt,
+		owned:     map[eventstore.WorkflowID]*esWf{},
+		rowByKey:  map[string]*eventstore.OutboxRow{},
+		clock:     time.Unix(1_650_000_000, 0).UTC(),
+		timers:    map[timerModelKey]eventstore.TimerEntry{},
+		packages:  map[[2]string]eventstore.PackageRecord{},
+		routes:    map[string]string{},
+		wfTypes:   []string{"order-" + salt, "refund-" + salt, "ünï\x00\xff-" + salt},
+		pkgTypes:  []string{"pkg-a-" + salt, "pkg-b-" + salt, "pkg-\x00ü\xfe-" + salt},
 		routeTyps: []string{"route-a-" + salt, "route-b-" + salt, "route-c-" + salt},
 	}
 	m.outbox, _ = s.(eventstore.Outbox)

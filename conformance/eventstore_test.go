@@ -374,7 +374,7 @@ func TestCheckEventStoreCatchesBrokenStores(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) { return tc.store(eventstore.NewMemory()), nil, nil })
+			err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) { return tc.store(eventstore.NewMemory()), nil, nil }, withoutShrinking())
 			if err == nil {
 				t.Fatal("CheckEventStore passed a broken store")
 			}

@@ -302,7 +302,7 @@ func TestCheckKeyspaceCatchesBrokenStores(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return tc.store(), nil, nil })
+			err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return tc.store(), nil, nil }, withoutShrinking())
 			if err == nil {
 				t.Fatal("CheckKeyspace passed a broken keyspace")
 			}

@@ -176,7 +176,9 @@ func withoutShrinking() Option { return optionFunc(func(c *config) { c.noShrink 
 // and the same seed replays the same failure.
 func TestModelFailureShrinksAndReplays(t *testing.T) {
 	run := func() *opError {
-		err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return chunkEndKS{validatingKS{keyspace.NewMemory()}}, nil, nil }, WithSeed(7))
+		err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) {
+			return chunkEndKS{validatingKS{keyspace.NewMemory()}}, nil, nil
+		}, WithSeed(7))
 		re := failedRules(t, err, SuiteKeyspace)[ruleKSModel]
 		if re == nil {
 			t.Fatalf("rule %q did not fail: %v", ruleKSModel, err)
