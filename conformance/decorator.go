@@ -85,6 +85,9 @@ func newDecoratorSuite() suite[wrapFunc] {
 				return decUnwrap(wrap, caps)
 			}},
 		)
+		s.rules = append(s.rules, rule[wrapFunc]{name: caps.String() + "/differential", run: func(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc) error {
+			return decDifferential(ctx, env, wrap, caps)
+		}})
 		var errorRules []rule[wrapFunc]
 		for _, iface := range storeInterfaces {
 			if iface.caps != 0 && caps&iface.caps == 0 {

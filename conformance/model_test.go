@@ -142,8 +142,8 @@ func TestKeyspaceNewRulesCatchBrokenStores(t *testing.T) {
 				if re == nil {
 					t.Fatalf("seed %d: rule %q did not fail; failures: %v", seed, tc.rule, err)
 				}
-				if tc.rule != ruleKSValidation && re.Seed != seed {
-					t.Errorf("the RuleError names seed %d, want %d", re.Seed, seed)
+				if want := newConfig([]Option{WithSeed(seed)}).seed; tc.rule != ruleKSValidation && re.Seed != want {
+					t.Errorf("the RuleError names seed %d, want %d", re.Seed, want)
 				}
 				t.Logf("seed %d: %v", seed, firstLines(re.Error(), 6))
 			}
@@ -387,5 +387,37 @@ func TestEventStoreNewRulesCatchBrokenStores(t *testing.T) {
 				t.Logf("seed %d: %v", seed, firstLines(re.Error(), 6))
 			}
 		})
+	}
+}
+
+// A store without a capability the caller requires fails that
+// capability's rules instead of skipping them.
+func TestRequiredCapabilityMissingFails(t *testing.T) {
+	newStore := func() (eventstore.Store, func(), error) { return storeOnly{eventstore.NewMemory()}, nil, nil }
+	if err := CheckEventStore(t.Context(), newStore, withoutShrinking()); err != nil {
+		t.Fatalf("without the requirement: %v, want nil (skipped)", err)
+	}
+	err := CheckEventStore(t.Context(), newStore, WithRequiredCapabilities(CapOutbox), withoutShrinking())
+	failed := failedRules(t, err, SuiteEventStore)
+	if re := failed[ruleOutboxClaim]; re == nil || !errors.Is(re, ErrCapabilityMissing) {
+		t.Errorf("rule %q = %v, want a failure matching ErrCapabilityMissing", ruleOutboxClaim, re)
+	}
+	if re := failed[ruleShardAcquireOne]; re != nil {
+		t.Errorf("rule %q failed (%v), but ShardOwner was not required", ruleShardAcquireOne, re)
+	}
+}
+
+// Every cleanup a factory returns runs, once per fresh store.
+func TestCheckRunsCleanups(t *testing.T) {
+	made, closed := 0, 0
+	err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) {
+		made++
+		return validatingKS{keyspace.NewMemory()}, func() { closed++ }, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if made != len(keyspaceSuite.rules) || closed != made {
+		t.Errorf("%d stores made, %d closed, want %d each", made, closed, len(keyspaceSuite.rules))
 	}
 }
