@@ -31,8 +31,9 @@ import (
 //		})
 //	}
 //
-// The rules and what they do not check are listed in the package
-// documentation.
+// The rules are the RuleES*, RuleOutbox* and RuleShard* constants; what they
+// do not check is in the package documentation. A failure of a seeded rule
+// names the seed that replays it (-conformance.seed).
 func TestEventStore(t *testing.T, newStore func(t *testing.T) eventstore.Store, opts ...Option) {
 	t.Helper()
 	eventStoreSuite.test(t, newConfig(opts), newStore)
@@ -51,69 +52,38 @@ func CheckEventStore(ctx context.Context, newStore func() (eventstore.Store, fun
 	return eventStoreSuite.check(ctx, newConfig(opts), newStore)
 }
 
-// The event store rule names.
-const (
-	ruleESConflictFound      = "append-conflict-found-is-actual-head"
-	ruleESConflictWritesNone = "append-conflict-writes-nothing"
-	ruleESSeqStamping        = "seq-stamping"
-	ruleESZeroToken          = "zero-token-refused"
-	ruleESBadInput           = "bad-input-refused"
-	ruleESEmptyAppend        = "empty-append-noop"
-	ruleESReadHistory        = "read-history"
-	ruleESReadHistoryFrom    = "read-history-from"
-	ruleESRunChain           = "run-chain"
-	ruleESListings           = "listings-follow-lifecycle"
-	ruleESStreamHeads        = "stream-heads"
-	ruleESQuery              = "query"
-	ruleESTimers             = "timers-fencing"
-	ruleESPackages           = "packages-and-routes"
-	ruleESContextCancelled   = "context-cancelled"
-	ruleOutboxAtomic         = "outbox/append-atomic"
-	ruleOutboxClaim          = "outbox/claim"
-	ruleOutboxRearm          = "outbox/rearm"
-	ruleOutboxSettle         = "outbox/settle-cancelled"
-	ruleOutboxSettleWorkflow = "outbox/settle-workflow"
-	ruleShardAcquireOne      = "shardowner/acquire-one"
-	ruleShardAcquireMany     = "shardowner/acquire-many"
-	ruleShardPublishNotOwner = "shardowner/publish-requires-acquire"
-	ruleShardNegative        = "shardowner/negative-shard-refused"
-	ruleShardScopeEveryShard = "shardowner/nil-scope-lists-every-shard"
-	ruleESModel              = "model"
-	ruleESConcurrentAppends  = "concurrent-appends"
-	ruleESAliasing           = "aliasing"
-)
 
 var eventStoreSuite = suite[eventstore.Store]{
 	name: SuiteEventStore,
 	rules: []rule[eventstore.Store]{
-		{name: ruleESConflictFound, check: esConflictFound},
-		{name: ruleESConflictWritesNone, check: esConflictWritesNothing},
-		{name: ruleESSeqStamping, check: esSeqStamping},
-		{name: ruleESZeroToken, check: esZeroToken},
-		{name: ruleESBadInput, check: esBadInput},
-		{name: ruleESEmptyAppend, check: esEmptyAppend},
-		{name: ruleESReadHistory, check: esReadHistory},
-		{name: ruleESReadHistoryFrom, check: esReadHistoryFrom},
-		{name: ruleESRunChain, check: esRunChain},
-		{name: ruleESListings, check: esListings},
-		{name: ruleESStreamHeads, check: esStreamHeads},
-		{name: ruleESQuery, check: esQuery},
-		{name: ruleESTimers, check: esTimers},
-		{name: ruleESPackages, check: esPackages},
-		{name: ruleESContextCancelled, check: esContextCancelled},
-		{name: ruleESModel, run: esModelRule},
-		{name: ruleESConcurrentAppends, run: esConcurrentAppends},
-		{name: ruleESAliasing, check: esAliasing},
-		{name: ruleOutboxAtomic, check: withOutbox(outboxAtomic)},
-		{name: ruleOutboxClaim, check: withOutbox(outboxClaim)},
-		{name: ruleOutboxRearm, check: withOutbox(outboxRearm)},
-		{name: ruleOutboxSettle, check: withOutbox(outboxSettle)},
-		{name: ruleOutboxSettleWorkflow, check: withOutbox(outboxSettleWorkflow)},
-		{name: ruleShardAcquireOne, check: withShardOwner(shardAcquireOne)},
-		{name: ruleShardAcquireMany, check: withShardOwner(shardAcquireMany)},
-		{name: ruleShardPublishNotOwner, check: withShardOwner(shardPublishRequiresAcquire)},
-		{name: ruleShardNegative, check: withShardOwner(shardNegativeRefused)},
-		{name: ruleShardScopeEveryShard, check: withShardOwner(shardNilScope)},
+		{name: RuleESConflictFound, check: esConflictFound},
+		{name: RuleESConflictWritesNone, check: esConflictWritesNothing},
+		{name: RuleESSeqStamping, check: esSeqStamping},
+		{name: RuleESZeroToken, check: esZeroToken},
+		{name: RuleESBadInput, check: esBadInput},
+		{name: RuleESEmptyAppend, check: esEmptyAppend},
+		{name: RuleESReadHistory, check: esReadHistory},
+		{name: RuleESReadHistoryFrom, check: esReadHistoryFrom},
+		{name: RuleESRunChain, check: esRunChain},
+		{name: RuleESListings, check: esListings},
+		{name: RuleESStreamHeads, check: esStreamHeads},
+		{name: RuleESQuery, check: esQuery},
+		{name: RuleESTimers, check: esTimers},
+		{name: RuleESPackages, check: esPackages},
+		{name: RuleESContextCancelled, check: esContextCancelled},
+		{name: RuleESModel, run: esModelRule},
+		{name: RuleESConcurrentAppends, run: esConcurrentAppends},
+		{name: RuleESAliasing, check: esAliasing},
+		{name: RuleOutboxAtomic, check: withOutbox(outboxAtomic)},
+		{name: RuleOutboxClaim, check: withOutbox(outboxClaim)},
+		{name: RuleOutboxRearm, check: withOutbox(outboxRearm)},
+		{name: RuleOutboxSettle, check: withOutbox(outboxSettle)},
+		{name: RuleOutboxSettleWorkflow, check: withOutbox(outboxSettleWorkflow)},
+		{name: RuleShardAcquireOne, check: withShardOwner(shardAcquireOne)},
+		{name: RuleShardAcquireMany, check: withShardOwner(shardAcquireMany)},
+		{name: RuleShardPublishNotOwner, check: withShardOwner(shardPublishRequiresAcquire)},
+		{name: RuleShardNegative, check: withShardOwner(shardNegativeRefused)},
+		{name: RuleShardScopeEveryShard, check: withShardOwner(shardNilScope)},
 	},
 }
 

@@ -410,7 +410,7 @@ func (m *esModel) shardOp(ctx context.Context, o esOp) error {
 
 // esModelRule is the event store model rule.
 func esModelRule(ctx context.Context, env *ruleEnv[eventstore.Store], s eventstore.Store) error {
-	rng := newRand(env.cfg.seed, ruleESModel)
+	rng := newRand(env.cfg.seed, RuleESModel)
 	n := esModelWorkflows * env.cfg.scale
 	ops := genESOps(rng, env.cfg.scale, n)
 	idSeed, modelSeed := rng.Uint64(), rng.Uint64()

@@ -15,7 +15,7 @@ import (
 // conflict naming the winner's head; the history is the winners' batches in
 // round order, whole; only the winners' rows were staged.
 func esConcurrentAppends(ctx context.Context, env *ruleEnv[eventstore.Store], s eventstore.Store) error {
-	rng := newRand(env.cfg.seed, ruleESConcurrentAppends)
+	rng := newRand(env.cfg.seed, RuleESConcurrentAppends)
 	ids := newIDGen(rng)
 	r := esRun{ids.workflow(), ids.run()}
 	ob, _ := s.(eventstore.Outbox)

@@ -34,9 +34,10 @@ import (
 //		})
 //	}
 //
-// The rules and what they do not check are listed in the package
-// documentation. Run it under the race detector: the concurrency rule is
-// much sharper there.
+// The rules are the RuleKS* constants; what they do not check is in the
+// package documentation. A failure of a seeded rule names the seed that
+// replays it (-conformance.seed). Run it under the race detector: the
+// concurrency rules are much sharper there.
 func TestKeyspace(t *testing.T, newStore func(t *testing.T) keyspace.Store, opts ...Option) {
 	t.Helper()
 	keyspaceSuite.test(t, newConfig(opts), newStore)
@@ -54,58 +55,32 @@ func CheckKeyspace(ctx context.Context, newStore func() (keyspace.Store, func(),
 	return keyspaceSuite.check(ctx, newConfig(opts), newStore)
 }
 
-// The keyspace rule names, which are the subtest names of TestKeyspace and
-// the Rule of a *RuleError.
-const (
-	ruleKSContiguousSeqs     = "contiguous-seqs"
-	ruleKSHead               = "head"
-	ruleKSBatch              = "batch"
-	ruleKSConflictFound      = "conflict-found-is-actual-head"
-	ruleKSConflictWritesNone = "conflicted-batch-writes-nothing"
-	ruleKSMixedStreams       = "mixed-streams-refused"
-	ruleKSEphemeral          = "ephemeral-refused"
-	ruleKSEmptyBatch         = "empty-batch-noop"
-	ruleKSAttemptsDisjoint   = "attempts-disjoint"
-	ruleKSRunAxis            = "run-axis"
-	ruleKSListOrder          = "list-order"
-	ruleKSListRunScoping     = "list-run-scoping"
-	ruleKSEmptyListings      = "empty-listings"
-	ruleKSReadFromResume     = "read-from-resume"
-	ruleKSRecordsAreCopies   = "records-are-copies"
-	ruleKSConcurrentAppends  = "concurrent-appends"
-	ruleKSContextCancelled   = "context-cancelled"
-	ruleKSZeroIDs            = "zero-ids-refused"
-	ruleKSAppendEvent        = "append-event"
-	ruleKSValidation         = "validation"
-	ruleKSModel              = "model"
-	ruleKSConcurrentBatches  = "concurrent-batches"
-)
 
 var keyspaceSuite = suite[keyspace.Store]{
 	name: SuiteKeyspace,
 	rules: []rule[keyspace.Store]{
-		{name: ruleKSContiguousSeqs, check: ksContiguousSeqs},
-		{name: ruleKSHead, check: ksHead},
-		{name: ruleKSBatch, check: ksBatchContract},
-		{name: ruleKSConflictFound, check: ksConflictFound},
-		{name: ruleKSConflictWritesNone, check: ksConflictWritesNothing},
-		{name: ruleKSMixedStreams, check: ksMixedStreams},
-		{name: ruleKSEphemeral, check: ksEphemeral},
-		{name: ruleKSEmptyBatch, check: ksEmptyBatch},
-		{name: ruleKSAttemptsDisjoint, check: ksAttemptsDisjoint},
-		{name: ruleKSRunAxis, check: ksRunAxis},
-		{name: ruleKSListOrder, check: ksListOrder},
-		{name: ruleKSListRunScoping, check: ksListRunScoping},
-		{name: ruleKSEmptyListings, check: ksEmptyListings},
-		{name: ruleKSReadFromResume, check: ksReadFromResume},
-		{name: ruleKSRecordsAreCopies, check: ksRecordsAreCopies},
-		{name: ruleKSConcurrentAppends, check: ksConcurrentAppends},
-		{name: ruleKSContextCancelled, check: ksContextCancelled},
-		{name: ruleKSZeroIDs, check: ksZeroIDs},
-		{name: ruleKSAppendEvent, check: ksAppendEvent},
-		{name: ruleKSValidation, check: ksValidation},
-		{name: ruleKSModel, run: ksModelRule},
-		{name: ruleKSConcurrentBatches, run: ksConcurrentBatches},
+		{name: RuleKSContiguousSeqs, check: ksContiguousSeqs},
+		{name: RuleKSHead, check: ksHead},
+		{name: RuleKSBatch, check: ksBatchContract},
+		{name: RuleKSConflictFound, check: ksConflictFound},
+		{name: RuleKSConflictWritesNone, check: ksConflictWritesNothing},
+		{name: RuleKSMixedStreams, check: ksMixedStreams},
+		{name: RuleKSEphemeral, check: ksEphemeral},
+		{name: RuleKSEmptyBatch, check: ksEmptyBatch},
+		{name: RuleKSAttemptsDisjoint, check: ksAttemptsDisjoint},
+		{name: RuleKSRunAxis, check: ksRunAxis},
+		{name: RuleKSListOrder, check: ksListOrder},
+		{name: RuleKSListRunScoping, check: ksListRunScoping},
+		{name: RuleKSEmptyListings, check: ksEmptyListings},
+		{name: RuleKSReadFromResume, check: ksReadFromResume},
+		{name: RuleKSRecordsAreCopies, check: ksRecordsAreCopies},
+		{name: RuleKSConcurrentAppends, check: ksConcurrentAppends},
+		{name: RuleKSContextCancelled, check: ksContextCancelled},
+		{name: RuleKSZeroIDs, check: ksZeroIDs},
+		{name: RuleKSAppendEvent, check: ksAppendEvent},
+		{name: RuleKSValidation, check: ksValidation},
+		{name: RuleKSModel, run: ksModelRule},
+		{name: RuleKSConcurrentBatches, run: ksConcurrentBatches},
 	},
 }
 

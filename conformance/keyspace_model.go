@@ -419,7 +419,7 @@ func (m *ksModel) list(ctx context.Context, s keyspace.Store, wf eventstore.Work
 // and bad, reads at every offset and listings, each result compared with
 // the model.
 func ksModelRule(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Store) error {
-	rng := newRand(env.cfg.seed, ruleKSModel)
+	rng := newRand(env.cfg.seed, RuleKSModel)
 	keys := ksKeys(newIDGen(rng), rng, ksModelStreams*env.cfg.scale)
 	ops := genKSOps(rng, env.cfg.scale, len(keys))
 	return runModel(ctx, env, s, ops, execKS(keys))

@@ -103,7 +103,7 @@ func callAppend(ctx context.Context, s keyspace.Store, expected uint64, batch []
 // round, every loser is told the winner's head, and the stream is exactly
 // the winners' batches in round order: no partial batch, no interleaving.
 func ksConcurrentBatches(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Store) error {
-	rng := newRand(env.cfg.seed, ruleKSConcurrentBatches)
+	rng := newRand(env.cfg.seed, RuleKSConcurrentBatches)
 	ids := newIDGen(rng)
 	key := keyspace.NewStreamKey(ids.workflow(), ids.run(), 1, 1)
 	rounds := 24 * env.cfg.scale

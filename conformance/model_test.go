@@ -124,14 +124,14 @@ func TestKeyspaceNewRulesCatchBrokenStores(t *testing.T) {
 		store func() keyspace.Store
 		rule  string
 	}{
-		{"read stops at a chunk boundary", func() keyspace.Store { return chunkEndKS{memory()} }, ruleKSModel},
-		{"listing capped at 256", func() keyspace.Store { return listCapKS{memory()} }, ruleKSModel},
-		{"silent limit of 1000", func() keyspace.Store { return silentLimitKS{memory()} }, ruleKSModel},
+		{"read stops at a chunk boundary", func() keyspace.Store { return chunkEndKS{memory()} }, RuleKSModel},
+		{"listing capped at 256", func() keyspace.Store { return listCapKS{memory()} }, RuleKSModel},
+		{"silent limit of 1000", func() keyspace.Store { return silentLimitKS{memory()} }, RuleKSModel},
 		{"caller memory kept", func() keyspace.Store {
 			return &callerAliasKS{Store: memory(), kept: map[keyspace.StreamKey][]*keyspace.ActivityEvent{}}
-		}, ruleKSModel},
-		{"batch appended one event at a time", func() keyspace.Store { return oneByOneKS{memory()} }, ruleKSConcurrentBatches},
-		{"nil content stored", func() keyspace.Store { return nilContentKS{memory()} }, ruleKSValidation},
+		}, RuleKSModel},
+		{"batch appended one event at a time", func() keyspace.Store { return oneByOneKS{memory()} }, RuleKSConcurrentBatches},
+		{"nil content stored", func() keyspace.Store { return nilContentKS{memory()} }, RuleKSValidation},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,7 +142,7 @@ func TestKeyspaceNewRulesCatchBrokenStores(t *testing.T) {
 				if re == nil {
 					t.Fatalf("seed %d: rule %q did not fail; failures: %v", seed, tc.rule, err)
 				}
-				if want := newConfig([]Option{WithSeed(seed)}).seed; tc.rule != ruleKSValidation && re.Seed != want {
+				if want := newConfig([]Option{WithSeed(seed)}).seed; tc.rule != RuleKSValidation && re.Seed != want {
 					t.Errorf("the RuleError names seed %d, want %d", re.Seed, want)
 				}
 				t.Logf("seed %d: %v", seed, firstLines(re.Error(), 6))
@@ -179,9 +179,9 @@ func TestModelFailureShrinksAndReplays(t *testing.T) {
 		err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) {
 			return chunkEndKS{validatingKS{keyspace.NewMemory()}}, nil, nil
 		}, WithSeed(7))
-		re := failedRules(t, err, SuiteKeyspace)[ruleKSModel]
+		re := failedRules(t, err, SuiteKeyspace)[RuleKSModel]
 		if re == nil {
-			t.Fatalf("rule %q did not fail: %v", ruleKSModel, err)
+			t.Fatalf("rule %q did not fail: %v", RuleKSModel, err)
 		}
 		var oe *opError
 		if !errors.As(re, &oe) {
@@ -362,17 +362,17 @@ func TestEventStoreNewRulesCatchBrokenStores(t *testing.T) {
 		store func(m *eventstore.Memory) eventstore.Store
 		rule  string
 	}{
-		{"read stops after 2048 events", func(m *eventstore.Memory) eventstore.Store { return readCapES{m} }, ruleESModel},
-		{"listing capped at 128", func(m *eventstore.Memory) eventstore.Store { return listCapES{m} }, ruleESModel},
-		{"outbox rows never settle", func(m *eventstore.Memory) eventstore.Store { return neverSettleES{m} }, ruleESModel},
-		{"claims newest first", func(m *eventstore.Memory) eventstore.Store { return newestFirstClaimES{m} }, ruleESModel},
-		{"timer fence ignores armedSeq", func(m *eventstore.Memory) eventstore.Store { return fireAtOnlyFenceES{m} }, ruleESModel},
-		{"routes stored one by one", func(m *eventstore.Memory) eventstore.Store { return routesOneByOneES{m} }, ruleESModel},
-		{"shards acquired one by one", func(m *eventstore.Memory) eventstore.Store { return shardsOneByOneES{m} }, ruleESModel},
+		{"read stops after 2048 events", func(m *eventstore.Memory) eventstore.Store { return readCapES{m} }, RuleESModel},
+		{"listing capped at 128", func(m *eventstore.Memory) eventstore.Store { return listCapES{m} }, RuleESModel},
+		{"outbox rows never settle", func(m *eventstore.Memory) eventstore.Store { return neverSettleES{m} }, RuleESModel},
+		{"claims newest first", func(m *eventstore.Memory) eventstore.Store { return newestFirstClaimES{m} }, RuleESModel},
+		{"timer fence ignores armedSeq", func(m *eventstore.Memory) eventstore.Store { return fireAtOnlyFenceES{m} }, RuleESModel},
+		{"routes stored one by one", func(m *eventstore.Memory) eventstore.Store { return routesOneByOneES{m} }, RuleESModel},
+		{"shards acquired one by one", func(m *eventstore.Memory) eventstore.Store { return shardsOneByOneES{m} }, RuleESModel},
 		{"package bytes aliased", func(m *eventstore.Memory) eventstore.Store {
 			return &packageAliasES{Memory: m, kept: map[[2]string][]byte{}}
-		}, ruleESAliasing},
-		{"batch appended one event at a time", func(m *eventstore.Memory) eventstore.Store { return oneByOneES{m} }, ruleESConcurrentAppends},
+		}, RuleESAliasing},
+		{"batch appended one event at a time", func(m *eventstore.Memory) eventstore.Store { return oneByOneES{m} }, RuleESConcurrentAppends},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -399,11 +399,11 @@ func TestRequiredCapabilityMissingFails(t *testing.T) {
 	}
 	err := CheckEventStore(t.Context(), newStore, WithRequiredCapabilities(CapOutbox), withoutShrinking())
 	failed := failedRules(t, err, SuiteEventStore)
-	if re := failed[ruleOutboxClaim]; re == nil || !errors.Is(re, ErrCapabilityMissing) {
-		t.Errorf("rule %q = %v, want a failure matching ErrCapabilityMissing", ruleOutboxClaim, re)
+	if re := failed[RuleOutboxClaim]; re == nil || !errors.Is(re, ErrCapabilityMissing) {
+		t.Errorf("rule %q = %v, want a failure matching ErrCapabilityMissing", RuleOutboxClaim, re)
 	}
-	if re := failed[ruleShardAcquireOne]; re != nil {
-		t.Errorf("rule %q failed (%v), but ShardOwner was not required", ruleShardAcquireOne, re)
+	if re := failed[RuleShardAcquireOne]; re != nil {
+		t.Errorf("rule %q failed (%v), but ShardOwner was not required", RuleShardAcquireOne, re)
 	}
 }
 
