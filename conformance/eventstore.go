@@ -52,7 +52,6 @@ func CheckEventStore(ctx context.Context, newStore func() (eventstore.Store, fun
 	return eventStoreSuite.check(ctx, newConfig(opts), newStore)
 }
 
-
 var eventStoreSuite = suite[eventstore.Store]{
 	name: SuiteEventStore,
 	rules: []rule[eventstore.Store]{

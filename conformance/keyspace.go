@@ -55,7 +55,6 @@ func CheckKeyspace(ctx context.Context, newStore func() (keyspace.Store, func(),
 	return keyspaceSuite.check(ctx, newConfig(opts), newStore)
 }
 
-
 var keyspaceSuite = suite[keyspace.Store]{
 	name: SuiteKeyspace,
 	rules: []rule[keyspace.Store]{
