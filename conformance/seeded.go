@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
 )
@@ -96,7 +97,11 @@ func shrink[Op any](ctx context.Context, ops []Op, failure error, replay func([]
 			end := min(i+chunk, len(ops))
 			cand := append(append([]Op(nil), ops[:i]...), ops[end:]...)
 			budget--
-			if err := replay(cand); err != nil && len(cand) > 0 {
+			err := replay(cand)
+			if ctx.Err() != nil {
+				return ops, failure // a replay cut short proves nothing
+			}
+			if err != nil && len(cand) > 0 {
 				ops, failure = cand, err
 				continue
 			}
@@ -119,7 +124,10 @@ type opError struct {
 func (e *opError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "operation %d of %d (%s): %v", e.index+1, e.total, e.op, e.err)
-	if len(e.repro) > 0 {
+	switch {
+	case len(e.repro) > maxReproLines:
+		fmt.Fprintf(&b, "\n(the minimiser got it down to %d operations only; replay the seed to see them)", len(e.repro))
+	case len(e.repro) > 0:
 		fmt.Fprintf(&b, "\nshrunk to %d operations on a fresh store:", len(e.repro))
 		for i, r := range e.repro {
 			fmt.Fprintf(&b, "\n  %d. %s", i+1, r)
@@ -129,6 +137,9 @@ func (e *opError) Error() string {
 }
 
 func (e *opError) Unwrap() error { return e.err }
+
+// maxReproLines bounds the reproduction printed with a failure.
+const maxReproLines = 60
 
 // runModel is the driver shared by the model rules: exec runs ops on a
 // subject against a fresh model and returns the index of the first
@@ -143,13 +154,21 @@ func runModel[S any, Op fmt.Stringer](ctx context.Context, env *ruleEnv[S], subj
 	if env.cfg.noShrink || ctx.Err() != nil {
 		return oe
 	}
+	// Shrink in at most half the time the rule has left, so that the
+	// watchdog reports the failure, not a timeout.
+	sctx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
+		defer cancel()
+	}
 	prefix := ops[:at+1]
-	small, _ := shrink(ctx, prefix, err, func(cand []Op) error {
+	small, _ := shrink(sctx, prefix, err, func(cand []Op) error {
 		s, ferr := env.fresh()
 		if ferr != nil {
 			return nil // cannot replay: keep the longer sequence
 		}
-		_, e := exec(ctx, s, cand)
+		_, e := exec(sctx, s, cand)
 		return e
 	})
 	for _, o := range small {
