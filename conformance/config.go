@@ -36,8 +36,19 @@ type config struct {
 	scale int
 	// require lists capabilities whose absence fails the suite.
 	require Capabilities
-	// noShrink turns the minimiser off (tests of the minimiser itself).
+	// noShrink turns the minimiser off; only and noSeeded select rules.
+	// The package's own tests set them, to keep the self-tests short.
 	noShrink bool
+	only     map[string]bool
+	noSeeded bool
+}
+
+// selected reports whether a rule runs under c.
+func (c config) selected(name string, seeded bool) bool {
+	if c.only != nil {
+		return c.only[name]
+	}
+	return !(c.noSeeded && seeded)
 }
 
 // Option configures a suite run ([CheckKeyspace], [TestKeyspace],

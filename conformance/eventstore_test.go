@@ -332,7 +332,7 @@ func TestCheckEventStoreWithoutCapabilities(t *testing.T) {
 	// ... and a broken plain store still fails, so the rules did run.
 	err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) {
 		return storeOnly{wrongFoundES{eventstore.NewMemory()}}, nil, nil
-	})
+	}, fixedRulesOnly())
 	if failedRules(t, err, SuiteEventStore)[RuleESConflictFound] == nil {
 		t.Errorf("rule %q did not fail for a broken plain store: %v", RuleESConflictFound, err)
 	}
@@ -374,7 +374,7 @@ func TestCheckEventStoreCatchesBrokenStores(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) { return tc.store(eventstore.NewMemory()), nil, nil }, withoutShrinking())
+			err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) { return tc.store(eventstore.NewMemory()), nil, nil }, fixedRulesOnly())
 			if err == nil {
 				t.Fatal("CheckEventStore passed a broken store")
 			}

@@ -302,7 +302,7 @@ func TestCheckKeyspaceCatchesBrokenStores(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return tc.store(), nil, nil }, withoutShrinking())
+			err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return tc.store(), nil, nil }, fixedRulesOnly())
 			if err == nil {
 				t.Fatal("CheckKeyspace passed a broken keyspace")
 			}
@@ -322,7 +322,7 @@ func TestCheckKeyspaceCatchesBrokenStores(t *testing.T) {
 
 // A single failure keeps the implementation's own error reachable.
 func TestCheckKeyspaceFailureWrapsStoreError(t *testing.T) {
-	err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return expectedHeadKS{keyspace.NewMemory()}, nil, nil })
+	err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return expectedHeadKS{keyspace.NewMemory()}, nil, nil }, fixedRulesOnly())
 	re := failedRules(t, err, SuiteKeyspace)[RuleKSConflictFound]
 	if re == nil {
 		t.Fatalf("rule %q did not fail: %v", RuleKSConflictFound, err)

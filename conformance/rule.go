@@ -213,6 +213,9 @@ type suite[S any] struct {
 func (s suite[S]) check(ctx context.Context, cfg config, newSubject func() (S, func(), error)) error {
 	var errs []error
 	for _, r := range s.rules {
+		if !cfg.selected(r.name, r.seeded()) {
+			continue
+		}
 		var mu sync.Mutex
 		var cleanups []func()
 		fresh := func() (S, error) {
