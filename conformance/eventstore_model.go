@@ -24,25 +24,26 @@ const (
 type esOpKind uint8
 
 const (
-	esOpAppend    esOpKind = iota // a lifecycle-driven batch at the head (with outbox rows when possible)
-	esOpStale                     // a batch at head+delta
-	esOpBad                       // a refused batch (variant)
-	esOpEmpty                     // an empty batch anywhere
-	esOpRead                      // ReadHistoryFrom(from)
-	esOpReadAll                   // ReadHistory
-	esOpReadMany                  // ReadHistoryFrom at the boundary offsets
-	esOpChain                     // ReadRunChain
-	esOpListings                  // ListWorkflowIDs, ListActive, ListPaused, StreamHeads
-	esOpQuery                     // Query (variant)
-	esOpClaim                     // ClaimOutboxRows(limit)
-	esOpRearm                     // RearmOutboxPending of some rows
-	esOpCancelRow                 // SettleOutboxRowCancelled
-	esOpCancelWf                  // SettleWorkflowOutboxRowsCancelled
-	esOpTimer                     // ScheduleTimer
-	esOpRetire                    // RetireTimer (variant)
-	esOpExpired                   // ExpiredTimers
-	esOpPackage                   // PutPackage / PutPackageWithRoutes / PutPackageRoute / DeletePackage / lists (variant)
-	esOpShard                     // AcquireOwnedShards / PublishShardOwner / IsCurrentOwner (variant)
+	esOpAppend        esOpKind = iota // a lifecycle-driven batch at the head (with outbox rows when possible)
+	esOpStale                         // a batch at head+delta
+	esOpBad                           // a refused batch (variant)
+	esOpEmpty                         // an empty batch anywhere
+	esOpRead                          // ReadHistoryFrom(from)
+	esOpReadAll                       // ReadHistory
+	esOpReadMany                      // ReadHistoryFrom at the boundary offsets
+	esOpChain                         // ReadRunChain
+	esOpListings                      // ListWorkflowIDs, ListActive, ListPaused, StreamHeads
+	esOpQuery                         // Query (variant)
+	esOpClaim                         // ClaimOutboxRows(limit)
+	esOpRearm                         // RearmOutboxPending of some rows
+	esOpCancelRow                     // SettleOutboxRowCancelled
+	esOpCancelWf                      // SettleWorkflowOutboxRowsCancelled
+	esOpTimer                         // ScheduleTimer
+	esOpRetire                        // RetireTimer (variant)
+	esOpExpired                       // ExpiredTimers
+	esOpPackage                       // PutPackage / PutPackageWithRoutes / PutPackageRoute / DeletePackage / lists (variant)
+	esOpShard                         // AcquireOwnedShards / PublishShardOwner / IsCurrentOwner (variant)
+	esOpChainScenario                 // the fixed continue-as-new outbox scenario, on the reserved workflow
 )
 
 var esOpNames = map[esOpKind]string{
@@ -50,7 +51,7 @@ var esOpNames = map[esOpKind]string{
 	esOpRead: "ReadHistoryFrom", esOpReadAll: "ReadHistory", esOpReadMany: "ReadHistoryFrom at boundaries",
 	esOpChain: "ReadRunChain", esOpListings: "listings", esOpQuery: "Query", esOpClaim: "ClaimOutboxRows",
 	esOpRearm: "RearmOutboxPending", esOpCancelRow: "SettleOutboxRowCancelled", esOpCancelWf: "SettleWorkflowOutboxRowsCancelled",
-	esOpTimer: "ScheduleTimer", esOpRetire: "RetireTimer", esOpExpired: "ExpiredTimers", esOpPackage: "packages", esOpShard: "shards",
+	esOpTimer: "ScheduleTimer", esOpRetire: "RetireTimer", esOpExpired: "ExpiredTimers", esOpPackage: "packages", esOpShard: "shards", esOpChainScenario: "continue-as-new outbox scenario",
 }
 
 // esOp is one generated operation, resolved against the model when it runs
@@ -93,6 +94,7 @@ type esModel struct {
 	outbox    eventstore.Outbox
 	shards    eventstore.ShardOwner
 	bigUsed   bool
+	reserved  *esWf // the workflow of the fixed scenario
 	wfTypes   []string
 	pkgTypes  []string
 	routeTyps []string
@@ -224,12 +226,13 @@ func genESOps(rng *rand.Rand, scale, nWfs int) []esOp {
 		esOp{kind: esOpClaim, limit: 2},
 		esOp{kind: esOpRearm, variant: 1},
 	)
+	ops = append(ops, esOp{kind: esOpChainScenario})
 	// The final sweep.
 	for w := range nWfs {
 		ops = append(ops, esOp{kind: esOpReadAll, wf: w}, esOp{kind: esOpChain, wf: w})
 	}
 	ops = append(ops, esOp{kind: esOpReadMany, wf: 0}, esOp{kind: esOpListings})
-	for v := range 8 {
+	for v := range 9 {
 		ops = append(ops, esOp{kind: esOpQuery, variant: v, seed: uint64(v)})
 	}
 	return append(ops, esOp{kind: esOpClaim, limit: 1 << 20}, esOp{kind: esOpExpired, variant: 1})
@@ -461,7 +464,9 @@ func clonePayload(p eventstore.Payload) eventstore.Payload {
 
 func execES(ids func() *idGen, rngSeed uint64, n int) func(ctx context.Context, s eventstore.Store, ops []esOp) (int, error) {
 	return func(ctx context.Context, s eventstore.Store, ops []esOp) (int, error) {
-		m := newESModel(ids(), rand.New(rand.NewPCG(rngSeed, 1)), n, s)
+		m := newESModel(ids(), rand.New(rand.NewPCG(rngSeed, 1)), n+1, s)
+		m.reserved = m.wfs[n]
+		m.wfs = m.wfs[:n] // random operations never touch the reserved workflow
 		for i, o := range ops {
 			if err := ctx.Err(); err != nil {
 				return i, err
@@ -673,7 +678,45 @@ func (m *esModel) step(ctx context.Context, s eventstore.Store, o esOp) error {
 			return nil
 		}
 		return m.shardOp(ctx, o)
+	case esOpChainScenario:
+		return m.chainScenario(ctx, s)
 	}
+	return nil
+}
+
+// chainScenario: run 1 stages rows for activities 0 and 1 and continues as
+// new with both open; run 2 (ordinals restart at 0) stages rows for 0 and 1,
+// completes its 0 and fails its 1 retryably. Only run 2's row 0 settles:
+// the terminal names its run, and a retryable failure settles nothing. The
+// final claims and the chain and history reads check it.
+func (m *esModel) chainScenario(ctx context.Context, s eventstore.Store) error {
+	w := m.reserved
+	if m.outbox == nil || w.head() > 0 {
+		return nil
+	}
+	run1, run2 := w.ids.run(), w.ids.run()
+	at := func(run eventstore.RunID) eventstore.Envelope {
+		w.now = w.now.Add(time.Second)
+		return eventstore.Envelope{WorkflowID: w.id, RunID: run, RecordedAt: w.now}
+	}
+	sched := func(run eventstore.RunID, id eventstore.ActivityID) eventstore.Event {
+		return eventstore.ActivityScheduled{Envelope: at(run), ActivityID: id, ActivityType: "scenario", Input: eventstore.Payload{ContentType: "t", Data: []byte{byte(id)}}}
+	}
+	batches := [][]eventstore.Event{
+		{eventstore.WorkflowStarted{Envelope: at(run1), WorkflowType: w.wfType}, sched(run1, 0), sched(run1, 1)},
+		{eventstore.WorkflowContinuedAsNew{Envelope: at(run1), NewRunID: run2}, eventstore.WorkflowStarted{Envelope: at(run2), WorkflowType: w.wfType}, sched(run2, 0), sched(run2, 1)},
+		{eventstore.ActivityCompleted{Envelope: at(run2), ActivityID: 0, Attempt: 1},
+			eventstore.ActivityFailed{Envelope: at(run2), ActivityID: 1, Error: eventstore.ActivityError{Kind: eventstore.Retryable, Message: "again"}, Attempt: 1}},
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i, b := range batches {
+		rows := m.rowsFor(w, b, rng)
+		if err := m.outbox.AppendWithOutbox(ctx, token, w.id, copyEvents(b), w.head(), rows); err != nil {
+			return fmt.Errorf("scenario batch %d: %w", i+1, err)
+		}
+		m.apply(w, b, rows)
+	}
+	m.wfs = append(m.wfs, w) // from now on the sweeps read it too
 	return nil
 }
 
@@ -824,7 +867,9 @@ func (m *esModel) query(ctx context.Context, s eventstore.Store, o esOp, rng *ra
 		return nil
 	}
 	pivot := started[rng.IntN(len(started))].current()
-	switch o.variant % 8 {
+	switch o.variant % 9 {
+	case 8:
+		// The zero filter: every workflow, so a silent cap shows.
 	case 0:
 		f.WorkflowType = m.wfTypes[rng.IntN(len(m.wfTypes))]
 	case 1:

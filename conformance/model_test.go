@@ -246,6 +246,48 @@ func (s listCapES) ListWorkflowIDs(ctx context.Context) ([]eventstore.WorkflowID
 	return ids[:min(len(ids), 128)], err
 }
 
+// runBlindSettleES settles rows by workflow and ordinal, forgetting the
+// run: a terminal in a new run of a continue-as-new chain also settles the
+// previous run's row of the same ordinal (here: cancels it).
+type runBlindSettleES struct {
+	*eventstore.Memory
+	mu   sync.Mutex
+	rows map[eventstore.WorkflowID][]eventstore.OutboxRow
+}
+
+func (s *runBlindSettleES) AppendWithOutbox(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, evs []eventstore.Event, seq uint64, rows []eventstore.OutboxRow) error {
+	if err := s.Memory.AppendWithOutbox(ctx, tok, wf, evs, seq, rows); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range rows {
+		if r.DispatchKey == "" {
+			r.DispatchKey = eventstore.DispatchKey(wf, r.RunID, r.Ordinal)
+		}
+		s.rows[wf] = append(s.rows[wf], r)
+	}
+	for _, ev := range evs {
+		if c, ok := ev.(eventstore.ActivityCompleted); ok {
+			for _, r := range s.rows[wf] {
+				if r.Ordinal == c.ActivityID && r.RunID != c.RunID {
+					_ = s.Memory.SettleOutboxRowCancelled(ctx, r.DispatchKey)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// queryCapES answers a query with at most 100 summaries, whatever its
+// Limit.
+type queryCapES struct{ *eventstore.Memory }
+
+func (s queryCapES) Query(ctx context.Context, f eventstore.WorkflowFilter) ([]eventstore.WorkflowSummary, error) {
+	out, err := s.Memory.Query(ctx, f)
+	return out[:min(len(out), 100)], err
+}
+
 // neverSettleES stages rows under a shifted ordinal, so no activity
 // terminal ever settles them; claims shift it back.
 type neverSettleES struct{ *eventstore.Memory }
@@ -377,6 +419,10 @@ func TestEventStoreNewRulesCatchBrokenStores(t *testing.T) {
 	}{
 		{"read stops after 2048 events", func(m *eventstore.Memory) eventstore.Store { return readCapES{m} }, RuleESModel},
 		{"listing capped at 128", func(m *eventstore.Memory) eventstore.Store { return listCapES{m} }, RuleESModel},
+		{"rows settled across runs", func(m *eventstore.Memory) eventstore.Store {
+			return &runBlindSettleES{Memory: m, rows: map[eventstore.WorkflowID][]eventstore.OutboxRow{}}
+		}, RuleESModel},
+		{"query capped at 100", func(m *eventstore.Memory) eventstore.Store { return queryCapES{m} }, RuleESModel},
 		{"outbox rows never settle", func(m *eventstore.Memory) eventstore.Store { return neverSettleES{m} }, RuleESModel},
 		{"claims newest first", func(m *eventstore.Memory) eventstore.Store { return newestFirstClaimES{m} }, RuleESModel},
 		{"timer fence ignores armedSeq", func(m *eventstore.Memory) eventstore.Store { return fireAtOnlyFenceES{m} }, RuleESModel},
