@@ -29,6 +29,12 @@ import (
 //     the caller's context (a decorator may derive a context for its span,
 //     but must not drop the caller's); and every result comes back unchanged
 //     (reflect.DeepEqual with what the spy returned, identity for the error);
+//   - differential: generated calls with nil, empty, zero, negative and
+//     boundary arguments, cancelled, expired and deadline-bound contexts,
+//     repeated calls, answered by the spy with fresh nil, empty or
+//     multi-element results or an error: the inner sees the caller's
+//     arguments, context values, Err() and Deadline(), and the caller gets
+//     exactly the inner's answer (see [RuleDecDifferential]);
 //   - error/<Method>, for every method that returns an error: with a
 //     sentinel error set on the spy, the wrapped store returns that very
 //     value (== and errors.Is), not a wrapped or replaced one, its other
@@ -61,11 +67,11 @@ func TestDecorator(t *testing.T, wrap func(inner eventstore.Store) eventstore.St
 // every decorator rule and returns nil when all hold, or the errors.Join of
 // one *[RuleError] per broken rule. It never stops at the first failure.
 func CheckDecorator(ctx context.Context, wrap func(inner eventstore.Store) eventstore.Store, opts ...Option) error {
-	return decoratorSuite.check(ctx, newConfig(opts), func() (wrapFunc, error) {
+	return decoratorSuite.check(ctx, newConfig(opts), func() (wrapFunc, func(), error) {
 		if wrap == nil {
-			return nil, errors.New("nil wrap function")
+			return nil, nil, errors.New("nil wrap function")
 		}
-		return wrap, nil
+		return wrap, nil, nil
 	})
 }
 
@@ -78,13 +84,16 @@ func newDecoratorSuite() suite[wrapFunc] {
 	s := suite[wrapFunc]{name: SuiteDecorator}
 	for _, caps := range capCombinations {
 		s.rules = append(s.rules,
-			rule[wrapFunc]{caps.String() + "/capabilities", func(ctx context.Context, wrap wrapFunc) error {
+			rule[wrapFunc]{name: caps.String() + "/" + RuleDecCapabilities, check: func(ctx context.Context, wrap wrapFunc) error {
 				return decCapabilities(wrap, caps)
 			}},
-			rule[wrapFunc]{caps.String() + "/unwrap", func(ctx context.Context, wrap wrapFunc) error {
+			rule[wrapFunc]{name: caps.String() + "/" + RuleDecUnwrap, check: func(ctx context.Context, wrap wrapFunc) error {
 				return decUnwrap(wrap, caps)
 			}},
 		)
+		s.rules = append(s.rules, rule[wrapFunc]{name: caps.String() + "/" + RuleDecDifferential, run: func(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc) error {
+			return decDifferential(ctx, env, wrap, caps)
+		}})
 		var errorRules []rule[wrapFunc]
 		for _, iface := range storeInterfaces {
 			if iface.caps != 0 && caps&iface.caps == 0 {
@@ -92,15 +101,15 @@ func newDecoratorSuite() suite[wrapFunc] {
 			}
 			for m := range iface.typ.Methods() {
 				s.rules = append(s.rules, rule[wrapFunc]{
-					fmt.Sprintf("%s/forward/%s", caps, m.Name),
-					func(ctx context.Context, wrap wrapFunc) error {
+					name: fmt.Sprintf("%s/%s%s", caps, RuleDecForward, m.Name),
+					check: func(ctx context.Context, wrap wrapFunc) error {
 						return decForward(ctx, wrap, caps, iface, m, nil)
 					},
 				})
 				if returnsError(m.Type) {
 					errorRules = append(errorRules, rule[wrapFunc]{
-						fmt.Sprintf("%s/error/%s", caps, m.Name),
-						func(ctx context.Context, wrap wrapFunc) error {
+						name: fmt.Sprintf("%s/%s%s", caps, RuleDecError, m.Name),
+						check: func(ctx context.Context, wrap wrapFunc) error {
 							return decForward(ctx, wrap, caps, iface, m, &sentinelError{method: m.Name})
 						},
 					})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,14 @@ type faults struct {
 	badUnwrap   bool   // Unwrap returns nil
 	hideOutbox  bool   // the wrapper never implements Outbox
 	claimShards bool   // the wrapper always implements ShardOwner
+
+	withoutCancel bool // the inner store gets context.WithoutCancel(ctx): values kept, cancellation and deadline lost
+	cacheHistory  bool // ReadHistory answers a repeated call from a cache
+	sortIDs       bool // ListWorkflowIDs sorts what the inner returned, in place
+	truncate      bool // ClaimOutboxRows returns at most 2 rows
+	panicEmpty    bool // ReadHistoryFrom reads the first event for a span attribute, even of an empty result
+	nilAsEmpty    bool // ListActive returns an empty slice for the inner's nil
+	cache         map[eventstore.WorkflowID][]eventstore.Event
 }
 
 // do runs call unless the method is dropped, twice if it is doubled.
@@ -52,6 +61,9 @@ func (d *passBase) c(ctx context.Context) context.Context {
 	if d.f.dropCtx {
 		return context.Background()
 	}
+	if d.f.withoutCancel {
+		return context.WithoutCancel(ctx)
+	}
 	return ctx
 }
 
@@ -71,12 +83,21 @@ func (d *passBase) Append(ctx context.Context, tok eventstore.WriteToken, wf eve
 }
 
 func (d *passBase) ReadHistory(ctx context.Context, wf eventstore.WorkflowID) (out []eventstore.Event, err error) {
+	if cached, ok := d.f.cache[wf]; ok && d.f.cacheHistory {
+		return cached, nil
+	}
 	d.do("ReadHistory", func() { out, err = d.inner.ReadHistory(d.c(ctx), wf) })
+	if d.f.cacheHistory && err == nil {
+		d.f.cache[wf] = out
+	}
 	return out, d.e(err)
 }
 
 func (d *passBase) ReadHistoryFrom(ctx context.Context, wf eventstore.WorkflowID, from uint64) (out []eventstore.Event, err error) {
 	d.do("ReadHistoryFrom", func() { out, err = d.inner.ReadHistoryFrom(d.c(ctx), wf, from) })
+	if d.f.panicEmpty && err == nil {
+		_ = out[0].EventEnvelope().Seq
+	}
 	return out, d.e(err)
 }
 
@@ -87,11 +108,17 @@ func (d *passBase) ReadRunChain(ctx context.Context, wf eventstore.WorkflowID) (
 
 func (d *passBase) ListWorkflowIDs(ctx context.Context) (out []eventstore.WorkflowID, err error) {
 	d.do("ListWorkflowIDs", func() { out, err = d.inner.ListWorkflowIDs(d.c(ctx)) })
+	if d.f.sortIDs {
+		slices.SortFunc(out, func(a, b eventstore.WorkflowID) int { return strings.Compare(a.String(), b.String()) })
+	}
 	return out, d.e(err)
 }
 
 func (d *passBase) ListActive(ctx context.Context) (out []eventstore.WorkflowID, err error) {
 	d.do("ListActive", func() { out, err = d.inner.ListActive(d.c(ctx)) })
+	if d.f.nilAsEmpty && out == nil {
+		out = []eventstore.WorkflowID{}
+	}
 	return out, d.e(err)
 }
 
@@ -172,6 +199,9 @@ func (d passOutbox) RearmOutboxPending(ctx context.Context, rows []eventstore.Ou
 
 func (d passOutbox) ClaimOutboxRows(ctx context.Context, limit int) (out []eventstore.OutboxRow, err error) {
 	d.do("ClaimOutboxRows", func() { out, err = d.o().ClaimOutboxRows(d.c(ctx), limit) })
+	if d.f.truncate && len(out) > 2 {
+		out = out[:2]
+	}
 	return out, d.e(err)
 }
 
@@ -275,6 +305,7 @@ var (
 func passWrap(f faults) func(eventstore.Store) eventstore.Store {
 	return func(inner eventstore.Store) eventstore.Store {
 		b := &passBase{inner: inner, f: f}
+		b.f.cache = map[eventstore.WorkflowID][]eventstore.Event{}
 		_, outbox := inner.(eventstore.Outbox)
 		_, shards := inner.(eventstore.ShardOwner)
 		outbox = outbox && !f.hideOutbox
@@ -334,6 +365,18 @@ func TestCheckDecoratorCatchesBrokenDecorators(t *testing.T) {
 			[]string{"store/capabilities", "outbox/forward/ClaimOutboxRows"}, nil},
 		{"nil wrap function", nil,
 			[]string{"store/capabilities"}, nil},
+		{"context.WithoutCancel for the inner", passWrap(faults{withoutCancel: true}),
+			[]string{"store/differential", "outbox/differential", "shardowner/differential", "outbox+shardowner/differential"}, nil},
+		{"caches ReadHistory", passWrap(faults{cacheHistory: true}),
+			[]string{"store/differential", "outbox+shardowner/differential"}, nil},
+		{"sorts listed IDs in place", passWrap(faults{sortIDs: true}),
+			[]string{"store/differential", "outbox+shardowner/differential"}, nil},
+		{"truncates claims", passWrap(faults{truncate: true}),
+			[]string{"outbox/differential", "outbox+shardowner/differential"}, nil},
+		{"panics on an empty read", passWrap(faults{panicEmpty: true}),
+			[]string{"store/differential", "outbox+shardowner/differential"}, nil},
+		{"nil listing becomes empty", passWrap(faults{nilAsEmpty: true}),
+			[]string{"store/differential", "shardowner/differential"}, nil},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -365,8 +408,8 @@ func TestCheckDecoratorPinsTheMethod(t *testing.T) {
 		got = append(got, re.Rule)
 	}
 	want := []string{
-		"shardowner/forward/PublishShardOwner", "shardowner/error/PublishShardOwner",
-		"outbox+shardowner/forward/PublishShardOwner", "outbox+shardowner/error/PublishShardOwner",
+		"shardowner/differential", "shardowner/forward/PublishShardOwner", "shardowner/error/PublishShardOwner",
+		"outbox+shardowner/differential", "outbox+shardowner/forward/PublishShardOwner", "outbox+shardowner/error/PublishShardOwner",
 	}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("failed rules = %v, want exactly %v", got, want)
@@ -386,8 +429,8 @@ func TestDecoratorRulesCoverEveryMethod(t *testing.T) {
 	}
 	want := 0
 	for _, caps := range capCombinations {
-		want += 2
-		for _, name := range []string{caps.String() + "/capabilities", caps.String() + "/unwrap"} {
+		want += 3
+		for _, name := range []string{caps.String() + "/capabilities", caps.String() + "/unwrap", caps.String() + "/differential"} {
 			if !names[name] {
 				t.Errorf("missing rule %q", name)
 			}

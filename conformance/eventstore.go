@@ -31,8 +31,9 @@ import (
 //		})
 //	}
 //
-// The rules and what they do not check are listed in the package
-// documentation.
+// The rules are the RuleES*, RuleOutbox* and RuleShard* constants; what they
+// do not check is in the package documentation. A failure of a seeded rule
+// names the seed that replays it (-conformance.seed).
 func TestEventStore(t *testing.T, newStore func(t *testing.T) eventstore.Store, opts ...Option) {
 	t.Helper()
 	eventStoreSuite.test(t, newConfig(opts), newStore)
@@ -40,71 +41,48 @@ func TestEventStore(t *testing.T, newStore func(t *testing.T) eventstore.Store, 
 
 // CheckEventStore is the error-returning core of [TestEventStore]: it runs
 // every event store rule on a fresh store from newStore and returns nil when
-// all hold, or the errors.Join of one *[RuleError] per broken rule. A
-// capability rule whose capability the store lacks counts as passed here
-// (only TestEventStore reports skips). It never stops at the first failure;
-// it stops early only when ctx is done.
-func CheckEventStore(ctx context.Context, newStore func() (eventstore.Store, error), opts ...Option) error {
+// all hold, or the errors.Join of one *[RuleError] per broken rule. newStore
+// returns the store and a cleanup (nil for none) that closes it; the cleanup
+// runs when the rule is over, also when it timed out. A capability rule whose
+// capability the store lacks is not reported here (only TestEventStore
+// reports skips) unless [WithRequiredCapabilities] requires the capability,
+// which makes it a failure matching [ErrCapabilityMissing]. It never stops
+// at the first failure; it stops early only when ctx is done.
+func CheckEventStore(ctx context.Context, newStore func() (eventstore.Store, func(), error), opts ...Option) error {
 	return eventStoreSuite.check(ctx, newConfig(opts), newStore)
 }
-
-// The event store rule names.
-const (
-	ruleESConflictFound      = "append-conflict-found-is-actual-head"
-	ruleESConflictWritesNone = "append-conflict-writes-nothing"
-	ruleESSeqStamping        = "seq-stamping"
-	ruleESZeroToken          = "zero-token-refused"
-	ruleESBadInput           = "bad-input-refused"
-	ruleESEmptyAppend        = "empty-append-noop"
-	ruleESReadHistory        = "read-history"
-	ruleESReadHistoryFrom    = "read-history-from"
-	ruleESRunChain           = "run-chain"
-	ruleESListings           = "listings-follow-lifecycle"
-	ruleESStreamHeads        = "stream-heads"
-	ruleESQuery              = "query"
-	ruleESTimers             = "timers-fencing"
-	ruleESPackages           = "packages-and-routes"
-	ruleESContextCancelled   = "context-cancelled"
-	ruleOutboxAtomic         = "outbox/append-atomic"
-	ruleOutboxClaim          = "outbox/claim"
-	ruleOutboxRearm          = "outbox/rearm"
-	ruleOutboxSettle         = "outbox/settle-cancelled"
-	ruleOutboxSettleWorkflow = "outbox/settle-workflow"
-	ruleShardAcquireOne      = "shardowner/acquire-one"
-	ruleShardAcquireMany     = "shardowner/acquire-many"
-	ruleShardPublishNotOwner = "shardowner/publish-requires-acquire"
-	ruleShardNegative        = "shardowner/negative-shard-refused"
-	ruleShardScopeEveryShard = "shardowner/nil-scope-lists-every-shard"
-)
 
 var eventStoreSuite = suite[eventstore.Store]{
 	name: SuiteEventStore,
 	rules: []rule[eventstore.Store]{
-		{ruleESConflictFound, esConflictFound},
-		{ruleESConflictWritesNone, esConflictWritesNothing},
-		{ruleESSeqStamping, esSeqStamping},
-		{ruleESZeroToken, esZeroToken},
-		{ruleESBadInput, esBadInput},
-		{ruleESEmptyAppend, esEmptyAppend},
-		{ruleESReadHistory, esReadHistory},
-		{ruleESReadHistoryFrom, esReadHistoryFrom},
-		{ruleESRunChain, esRunChain},
-		{ruleESListings, esListings},
-		{ruleESStreamHeads, esStreamHeads},
-		{ruleESQuery, esQuery},
-		{ruleESTimers, esTimers},
-		{ruleESPackages, esPackages},
-		{ruleESContextCancelled, esContextCancelled},
-		{ruleOutboxAtomic, withOutbox(outboxAtomic)},
-		{ruleOutboxClaim, withOutbox(outboxClaim)},
-		{ruleOutboxRearm, withOutbox(outboxRearm)},
-		{ruleOutboxSettle, withOutbox(outboxSettle)},
-		{ruleOutboxSettleWorkflow, withOutbox(outboxSettleWorkflow)},
-		{ruleShardAcquireOne, withShardOwner(shardAcquireOne)},
-		{ruleShardAcquireMany, withShardOwner(shardAcquireMany)},
-		{ruleShardPublishNotOwner, withShardOwner(shardPublishRequiresAcquire)},
-		{ruleShardNegative, withShardOwner(shardNegativeRefused)},
-		{ruleShardScopeEveryShard, withShardOwner(shardNilScope)},
+		{name: RuleESConflictFound, check: esConflictFound},
+		{name: RuleESConflictWritesNone, check: esConflictWritesNothing},
+		{name: RuleESSeqStamping, check: esSeqStamping},
+		{name: RuleESZeroToken, check: esZeroToken},
+		{name: RuleESBadInput, check: esBadInput},
+		{name: RuleESEmptyAppend, check: esEmptyAppend},
+		{name: RuleESReadHistory, check: esReadHistory},
+		{name: RuleESReadHistoryFrom, check: esReadHistoryFrom},
+		{name: RuleESRunChain, check: esRunChain},
+		{name: RuleESListings, check: esListings},
+		{name: RuleESStreamHeads, check: esStreamHeads},
+		{name: RuleESQuery, check: esQuery},
+		{name: RuleESTimers, check: esTimers},
+		{name: RuleESPackages, check: esPackages},
+		{name: RuleESContextCancelled, check: esContextCancelled},
+		{name: RuleESModel, run: esModelRule},
+		{name: RuleESConcurrentAppends, run: esConcurrentAppends},
+		{name: RuleESAliasing, check: esAliasing},
+		{name: RuleOutboxAtomic, check: withOutbox(outboxAtomic)},
+		{name: RuleOutboxClaim, check: withOutbox(outboxClaim)},
+		{name: RuleOutboxRearm, check: withOutbox(outboxRearm)},
+		{name: RuleOutboxSettle, check: withOutbox(outboxSettle)},
+		{name: RuleOutboxSettleWorkflow, check: withOutbox(outboxSettleWorkflow)},
+		{name: RuleShardAcquireOne, check: withShardOwner(shardAcquireOne)},
+		{name: RuleShardAcquireMany, check: withShardOwner(shardAcquireMany)},
+		{name: RuleShardPublishNotOwner, check: withShardOwner(shardPublishRequiresAcquire)},
+		{name: RuleShardNegative, check: withShardOwner(shardNegativeRefused)},
+		{name: RuleShardScopeEveryShard, check: withShardOwner(shardNilScope)},
 	},
 }
 
@@ -114,7 +92,7 @@ func withOutbox(check func(ctx context.Context, s eventstore.Store, o eventstore
 	return func(ctx context.Context, s eventstore.Store) error {
 		o, ok := s.(eventstore.Outbox)
 		if !ok {
-			return skip(fmt.Sprintf("%T does not implement eventstore.Outbox", s))
+			return skipCap(CapOutbox, fmt.Sprintf("%T does not implement eventstore.Outbox", s))
 		}
 		return check(ctx, s, o)
 	}
@@ -126,7 +104,7 @@ func withShardOwner(check func(ctx context.Context, s eventstore.Store, so event
 	return func(ctx context.Context, s eventstore.Store) error {
 		so, ok := s.(eventstore.ShardOwner)
 		if !ok {
-			return skip(fmt.Sprintf("%T does not implement eventstore.ShardOwner", s))
+			return skipCap(CapShardOwner, fmt.Sprintf("%T does not implement eventstore.ShardOwner", s))
 		}
 		return check(ctx, s, so)
 	}

@@ -309,9 +309,9 @@ func (s nilScopeNoneES) SetOwnedShards(ctx context.Context, shards []int) {
 
 func TestCheckEventStoreMemoryPasses(t *testing.T) {
 	calls := 0
-	err := CheckEventStore(t.Context(), func() (eventstore.Store, error) {
+	err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) {
 		calls++
-		return eventstore.NewMemory(), nil
+		return eventstore.NewMemory(), nil, nil
 	})
 	if err != nil {
 		t.Fatalf("CheckEventStore(eventstore.Memory) = %v, want nil", err)
@@ -324,17 +324,17 @@ func TestCheckEventStoreMemoryPasses(t *testing.T) {
 // A store without the optional capabilities passes: their rules are
 // skipped, not failed, and every other rule still runs.
 func TestCheckEventStoreWithoutCapabilities(t *testing.T) {
-	if err := CheckEventStore(t.Context(), func() (eventstore.Store, error) {
-		return storeOnly{eventstore.NewMemory()}, nil
+	if err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) {
+		return storeOnly{eventstore.NewMemory()}, nil, nil
 	}); err != nil {
 		t.Fatalf("CheckEventStore(Store only) = %v, want nil", err)
 	}
 	// ... and a broken plain store still fails, so the rules did run.
-	err := CheckEventStore(t.Context(), func() (eventstore.Store, error) {
-		return storeOnly{wrongFoundES{eventstore.NewMemory()}}, nil
-	})
-	if failedRules(t, err, SuiteEventStore)[ruleESConflictFound] == nil {
-		t.Errorf("rule %q did not fail for a broken plain store: %v", ruleESConflictFound, err)
+	err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) {
+		return storeOnly{wrongFoundES{eventstore.NewMemory()}}, nil, nil
+	}, fixedRulesOnly())
+	if failedRules(t, err, SuiteEventStore)[RuleESConflictFound] == nil {
+		t.Errorf("rule %q did not fail for a broken plain store: %v", RuleESConflictFound, err)
 	}
 }
 
@@ -344,37 +344,37 @@ func TestCheckEventStoreCatchesBrokenStores(t *testing.T) {
 		store func(m *eventstore.Memory) eventstore.Store
 		rules []string
 	}{
-		{"partial write on conflict", func(m *eventstore.Memory) eventstore.Store { return partialConflictES{m} }, []string{ruleESConflictWritesNone}},
-		{"seq not stamped from 1", func(m *eventstore.Memory) eventstore.Store { return zeroBasedES{m} }, []string{ruleESSeqStamping}},
-		{"expected reported as found", func(m *eventstore.Memory) eventstore.Store { return wrongFoundES{m} }, []string{ruleESConflictFound}},
-		{"caller slice mutated", func(m *eventstore.Memory) eventstore.Store { return callerMutatingES{m} }, []string{ruleESSeqStamping}},
-		{"caller's RecordedAt replaced", func(m *eventstore.Memory) eventstore.Store { return clockOnlyES{m} }, []string{ruleESSeqStamping}},
-		{"zero token accepted", func(m *eventstore.Memory) eventstore.Store { return tokenBlindES{m} }, []string{ruleESZeroToken}},
-		{"nil event dropped", func(m *eventstore.Memory) eventstore.Store { return nilDroppingES{m} }, []string{ruleESBadInput}},
-		{"empty batch refused", func(m *eventstore.Memory) eventstore.Store { return emptyRefusingES{m} }, []string{ruleESEmptyAppend}},
-		{"unknown history is an error", func(m *eventstore.Memory) eventstore.Store { return unknownNotFoundES{m} }, []string{ruleESReadHistory}},
-		{"ReadHistoryFrom off by one", func(m *eventstore.Memory) eventstore.Store { return fromOffByOneES{m} }, []string{ruleESReadHistoryFrom}},
-		{"run chain newest first", func(m *eventstore.Memory) eventstore.Store { return newestFirstChainES{m} }, []string{ruleESRunChain}},
-		{"paused listed active", func(m *eventstore.Memory) eventstore.Store { return pausedActiveES{m} }, []string{ruleESListings}},
-		{"heads off by one", func(m *eventstore.Memory) eventstore.Store { return headsPlusOneES{m} }, []string{ruleESStreamHeads}},
-		{"query limit ignored", func(m *eventstore.Memory) eventstore.Store { return limitBlindES{m} }, []string{ruleESQuery}},
-		{"timer retirement unfenced", func(m *eventstore.Memory) eventstore.Store { return unfencedTimersES{m} }, []string{ruleESTimers}},
-		{"missing package deleted", func(m *eventstore.Memory) eventstore.Store { return deleteMissingOKES{m} }, []string{ruleESPackages}},
-		{"cancelled context ignored", func(m *eventstore.Memory) eventstore.Store { return ctxIgnoringES{m} }, []string{ruleESContextCancelled}},
-		{"outbox rows staged before a conflict", func(m *eventstore.Memory) eventstore.Store { return rowsFirstES{m} }, []string{ruleOutboxAtomic}},
-		{"claims past the limit", func(m *eventstore.Memory) eventstore.Store { return claimOneMoreES{m} }, []string{ruleOutboxClaim}},
-		{"re-arm does nothing", func(m *eventstore.Memory) eventstore.Store { return rearmNoopES{m} }, []string{ruleOutboxRearm}},
-		{"settle does nothing", func(m *eventstore.Memory) eventstore.Store { return settleNoopES{m} }, []string{ruleOutboxSettle}},
-		{"settled keys lost", func(m *eventstore.Memory) eventstore.Store { return settleKeysLostES{m} }, []string{ruleOutboxSettleWorkflow}},
-		{"never the owner", func(m *eventstore.Memory) eventstore.Store { return neverOwnerES{m} }, []string{ruleShardAcquireOne, ruleShardAcquireMany}},
-		{"publishes without owning", func(m *eventstore.Memory) eventstore.Store { return publishAnywayES{m} }, []string{ruleShardPublishNotOwner}},
-		{"negative shard elected", func(m *eventstore.Memory) eventstore.Store { return negativeShardES{m} }, []string{ruleShardNegative}},
-		{"timer for the zero workflow", func(m *eventstore.Memory) eventstore.Store { return timerZeroWorkflowES{m} }, []string{ruleESTimers}},
-		{"nil scope lists nothing", func(m *eventstore.Memory) eventstore.Store { return nilScopeNoneES{m} }, []string{ruleShardScopeEveryShard}},
+		{"partial write on conflict", func(m *eventstore.Memory) eventstore.Store { return partialConflictES{m} }, []string{RuleESConflictWritesNone}},
+		{"seq not stamped from 1", func(m *eventstore.Memory) eventstore.Store { return zeroBasedES{m} }, []string{RuleESSeqStamping}},
+		{"expected reported as found", func(m *eventstore.Memory) eventstore.Store { return wrongFoundES{m} }, []string{RuleESConflictFound}},
+		{"caller slice mutated", func(m *eventstore.Memory) eventstore.Store { return callerMutatingES{m} }, []string{RuleESSeqStamping}},
+		{"caller's RecordedAt replaced", func(m *eventstore.Memory) eventstore.Store { return clockOnlyES{m} }, []string{RuleESSeqStamping}},
+		{"zero token accepted", func(m *eventstore.Memory) eventstore.Store { return tokenBlindES{m} }, []string{RuleESZeroToken}},
+		{"nil event dropped", func(m *eventstore.Memory) eventstore.Store { return nilDroppingES{m} }, []string{RuleESBadInput}},
+		{"empty batch refused", func(m *eventstore.Memory) eventstore.Store { return emptyRefusingES{m} }, []string{RuleESEmptyAppend}},
+		{"unknown history is an error", func(m *eventstore.Memory) eventstore.Store { return unknownNotFoundES{m} }, []string{RuleESReadHistory}},
+		{"ReadHistoryFrom off by one", func(m *eventstore.Memory) eventstore.Store { return fromOffByOneES{m} }, []string{RuleESReadHistoryFrom}},
+		{"run chain newest first", func(m *eventstore.Memory) eventstore.Store { return newestFirstChainES{m} }, []string{RuleESRunChain}},
+		{"paused listed active", func(m *eventstore.Memory) eventstore.Store { return pausedActiveES{m} }, []string{RuleESListings}},
+		{"heads off by one", func(m *eventstore.Memory) eventstore.Store { return headsPlusOneES{m} }, []string{RuleESStreamHeads}},
+		{"query limit ignored", func(m *eventstore.Memory) eventstore.Store { return limitBlindES{m} }, []string{RuleESQuery}},
+		{"timer retirement unfenced", func(m *eventstore.Memory) eventstore.Store { return unfencedTimersES{m} }, []string{RuleESTimers}},
+		{"missing package deleted", func(m *eventstore.Memory) eventstore.Store { return deleteMissingOKES{m} }, []string{RuleESPackages}},
+		{"cancelled context ignored", func(m *eventstore.Memory) eventstore.Store { return ctxIgnoringES{m} }, []string{RuleESContextCancelled}},
+		{"outbox rows staged before a conflict", func(m *eventstore.Memory) eventstore.Store { return rowsFirstES{m} }, []string{RuleOutboxAtomic}},
+		{"claims past the limit", func(m *eventstore.Memory) eventstore.Store { return claimOneMoreES{m} }, []string{RuleOutboxClaim}},
+		{"re-arm does nothing", func(m *eventstore.Memory) eventstore.Store { return rearmNoopES{m} }, []string{RuleOutboxRearm}},
+		{"settle does nothing", func(m *eventstore.Memory) eventstore.Store { return settleNoopES{m} }, []string{RuleOutboxSettle}},
+		{"settled keys lost", func(m *eventstore.Memory) eventstore.Store { return settleKeysLostES{m} }, []string{RuleOutboxSettleWorkflow}},
+		{"never the owner", func(m *eventstore.Memory) eventstore.Store { return neverOwnerES{m} }, []string{RuleShardAcquireOne, RuleShardAcquireMany}},
+		{"publishes without owning", func(m *eventstore.Memory) eventstore.Store { return publishAnywayES{m} }, []string{RuleShardPublishNotOwner}},
+		{"negative shard elected", func(m *eventstore.Memory) eventstore.Store { return negativeShardES{m} }, []string{RuleShardNegative}},
+		{"timer for the zero workflow", func(m *eventstore.Memory) eventstore.Store { return timerZeroWorkflowES{m} }, []string{RuleESTimers}},
+		{"nil scope lists nothing", func(m *eventstore.Memory) eventstore.Store { return nilScopeNoneES{m} }, []string{RuleShardScopeEveryShard}},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckEventStore(t.Context(), func() (eventstore.Store, error) { return tc.store(eventstore.NewMemory()), nil })
+			err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) { return tc.store(eventstore.NewMemory()), nil, nil }, fixedRulesOnly())
 			if err == nil {
 				t.Fatal("CheckEventStore passed a broken store")
 			}

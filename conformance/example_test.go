@@ -28,9 +28,10 @@ import (
 // Examples cannot take a *testing.T, so this one runs the same rules through
 // the error-returning core, on keyspace.Memory.
 func ExampleTestKeyspace() {
-	err := conformance.CheckKeyspace(context.Background(), func() (keyspace.Store, error) {
-		return keyspace.NewMemory(), nil
-	})
+	err := conformance.CheckKeyspace(context.Background(), func() (keyspace.Store, func(), error) {
+		s := keyspace.NewMemory()
+		return s, func() { /* close s here */ }, nil
+	}, conformance.WithSeed(1))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -34,9 +34,10 @@ import (
 //		})
 //	}
 //
-// The rules and what they do not check are listed in the package
-// documentation. Run it under the race detector: the concurrency rule is
-// much sharper there.
+// The rules are the RuleKS* constants; what they do not check is in the
+// package documentation. A failure of a seeded rule names the seed that
+// replays it (-conformance.seed). Run it under the race detector: the
+// concurrency rules are much sharper there.
 func TestKeyspace(t *testing.T, newStore func(t *testing.T) keyspace.Store, opts ...Option) {
 	t.Helper()
 	keyspaceSuite.test(t, newConfig(opts), newStore)
@@ -45,59 +46,40 @@ func TestKeyspace(t *testing.T, newStore func(t *testing.T) keyspace.Store, opts
 // CheckKeyspace is the error-returning core of [TestKeyspace]: it runs every
 // keyspace rule on a fresh store from newStore and returns nil when all hold,
 // or the errors.Join of one *[RuleError] per broken rule (see [RuleErrors]).
-// It never stops at the first failure; it stops early only when ctx is done.
-// A rule that hangs past its timeout fails with [ErrRuleTimedOut]; one that
-// panics fails with [ErrRulePanicked].
-func CheckKeyspace(ctx context.Context, newStore func() (keyspace.Store, error), opts ...Option) error {
+// newStore returns the store and a cleanup (nil for none) that closes it;
+// the cleanup runs when the rule is over, also when it timed out. It never
+// stops at the first failure; it stops early only when ctx is done. A rule
+// that hangs past its timeout fails with [ErrRuleTimedOut]; one that panics
+// fails with [ErrRulePanicked].
+func CheckKeyspace(ctx context.Context, newStore func() (keyspace.Store, func(), error), opts ...Option) error {
 	return keyspaceSuite.check(ctx, newConfig(opts), newStore)
 }
-
-// The keyspace rule names, which are the subtest names of TestKeyspace and
-// the Rule of a *RuleError.
-const (
-	ruleKSContiguousSeqs     = "contiguous-seqs"
-	ruleKSHead               = "head"
-	ruleKSBatch              = "batch"
-	ruleKSConflictFound      = "conflict-found-is-actual-head"
-	ruleKSConflictWritesNone = "conflicted-batch-writes-nothing"
-	ruleKSMixedStreams       = "mixed-streams-refused"
-	ruleKSEphemeral          = "ephemeral-refused"
-	ruleKSEmptyBatch         = "empty-batch-noop"
-	ruleKSAttemptsDisjoint   = "attempts-disjoint"
-	ruleKSRunAxis            = "run-axis"
-	ruleKSListOrder          = "list-order"
-	ruleKSListRunScoping     = "list-run-scoping"
-	ruleKSEmptyListings      = "empty-listings"
-	ruleKSReadFromResume     = "read-from-resume"
-	ruleKSRecordsAreCopies   = "records-are-copies"
-	ruleKSConcurrentAppends  = "concurrent-appends"
-	ruleKSContextCancelled   = "context-cancelled"
-	ruleKSZeroIDs            = "zero-ids-refused"
-	ruleKSAppendEvent        = "append-event"
-)
 
 var keyspaceSuite = suite[keyspace.Store]{
 	name: SuiteKeyspace,
 	rules: []rule[keyspace.Store]{
-		{ruleKSContiguousSeqs, ksContiguousSeqs},
-		{ruleKSHead, ksHead},
-		{ruleKSBatch, ksBatchContract},
-		{ruleKSConflictFound, ksConflictFound},
-		{ruleKSConflictWritesNone, ksConflictWritesNothing},
-		{ruleKSMixedStreams, ksMixedStreams},
-		{ruleKSEphemeral, ksEphemeral},
-		{ruleKSEmptyBatch, ksEmptyBatch},
-		{ruleKSAttemptsDisjoint, ksAttemptsDisjoint},
-		{ruleKSRunAxis, ksRunAxis},
-		{ruleKSListOrder, ksListOrder},
-		{ruleKSListRunScoping, ksListRunScoping},
-		{ruleKSEmptyListings, ksEmptyListings},
-		{ruleKSReadFromResume, ksReadFromResume},
-		{ruleKSRecordsAreCopies, ksRecordsAreCopies},
-		{ruleKSConcurrentAppends, ksConcurrentAppends},
-		{ruleKSContextCancelled, ksContextCancelled},
-		{ruleKSZeroIDs, ksZeroIDs},
-		{ruleKSAppendEvent, ksAppendEvent},
+		{name: RuleKSContiguousSeqs, check: ksContiguousSeqs},
+		{name: RuleKSHead, check: ksHead},
+		{name: RuleKSBatch, check: ksBatchContract},
+		{name: RuleKSConflictFound, check: ksConflictFound},
+		{name: RuleKSConflictWritesNone, check: ksConflictWritesNothing},
+		{name: RuleKSMixedStreams, check: ksMixedStreams},
+		{name: RuleKSEphemeral, check: ksEphemeral},
+		{name: RuleKSEmptyBatch, check: ksEmptyBatch},
+		{name: RuleKSAttemptsDisjoint, check: ksAttemptsDisjoint},
+		{name: RuleKSRunAxis, check: ksRunAxis},
+		{name: RuleKSListOrder, check: ksListOrder},
+		{name: RuleKSListRunScoping, check: ksListRunScoping},
+		{name: RuleKSEmptyListings, check: ksEmptyListings},
+		{name: RuleKSReadFromResume, check: ksReadFromResume},
+		{name: RuleKSRecordsAreCopies, check: ksRecordsAreCopies},
+		{name: RuleKSConcurrentAppends, check: ksConcurrentAppends},
+		{name: RuleKSContextCancelled, check: ksContextCancelled},
+		{name: RuleKSZeroIDs, check: ksZeroIDs},
+		{name: RuleKSAppendEvent, check: ksAppendEvent},
+		{name: RuleKSValidation, check: ksValidation},
+		{name: RuleKSModel, run: ksModelRule},
+		{name: RuleKSConcurrentBatches, run: ksConcurrentBatches},
 	},
 }
 
@@ -177,9 +159,9 @@ func sameActivityEvent(got, want keyspace.ActivityEvent) error {
 	case got.WorkerSeq != want.WorkerSeq:
 		return fmt.Errorf("WorkerSeq %d, want %d", got.WorkerSeq, want.WorkerSeq)
 	case got.Ephemeral != want.Ephemeral:
-		return fmt.Errorf("Ephemeral %v, want %v", got.Ephemeral, want.Ephemeral)
+		return fmt.Errorf("field Ephemeral %v, want %v", got.Ephemeral, want.Ephemeral)
 	case !reflect.DeepEqual(got.Content, want.Content):
-		return fmt.Errorf("Content %#v, want %#v", got.Content, want.Content)
+		return fmt.Errorf("field Content %#v, want %#v", got.Content, want.Content)
 	}
 	return nil
 }
@@ -790,7 +772,7 @@ func ksConcurrentAppends(ctx context.Context, s keyspace.Store) error {
 				}
 				head, err := s.Head(ctx, key2)
 				if err != nil {
-					return fmt.Errorf("Head: %w", err)
+					return fmt.Errorf("reading the head: %w", err)
 				}
 				ev := ksEvent(key2, uint64(i), fmt.Sprintf("writer %d event %d", g, i))
 				ev.AgentID = fmt.Sprintf("writer-%d", g)
@@ -872,7 +854,7 @@ func ksContextCancelled(ctx context.Context, s keyspace.Store) error {
 		return err
 	}
 	if _, err := s.Head(cancelled, key); !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("Head with a cancelled context returned %v, want an error matching context.Canceled", err)
+		return fmt.Errorf("Head(key) with a cancelled context returned %v, want an error matching context.Canceled", err)
 	}
 	if _, err := s.ReadFrom(cancelled, key, 0, 0); !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("ReadFrom with a cancelled context returned %v, want an error matching context.Canceled", err)

@@ -246,9 +246,9 @@ func failedRules(t *testing.T, err error, suite string) map[string]*RuleError {
 
 func TestCheckKeyspaceMemoryPasses(t *testing.T) {
 	calls := 0
-	err := CheckKeyspace(t.Context(), func() (keyspace.Store, error) {
+	err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) {
 		calls++
-		return keyspace.NewMemory(), nil
+		return keyspace.NewMemory(), nil, nil
 	})
 	if err != nil {
 		t.Fatalf("CheckKeyspace(keyspace.Memory) = %v, want nil", err)
@@ -265,22 +265,22 @@ func TestCheckKeyspaceCatchesBrokenStores(t *testing.T) {
 		store func() keyspace.Store
 		rules []string // each must be among the failures
 	}{
-		{"partial write on conflict", func() keyspace.Store { return partialConflictKS{memory()} }, []string{ruleKSConflictWritesNone}},
-		{"expected head reported as found", func() keyspace.Store { return expectedHeadKS{memory()} }, []string{ruleKSConflictFound}},
-		{"mixed streams accepted", func() keyspace.Store { return mixedAcceptingKS{memory()} }, []string{ruleKSMixedStreams}},
+		{"partial write on conflict", func() keyspace.Store { return partialConflictKS{memory()} }, []string{RuleKSConflictWritesNone}},
+		{"expected head reported as found", func() keyspace.Store { return expectedHeadKS{memory()} }, []string{RuleKSConflictFound}},
+		{"mixed streams accepted", func() keyspace.Store { return mixedAcceptingKS{memory()} }, []string{RuleKSMixedStreams}},
 		{"listing ignores the run", func() keyspace.Store {
 			return &runBlindListingKS{Store: memory(), runs: map[eventstore.WorkflowID][]eventstore.RunID{}}
-		}, []string{ruleKSListRunScoping}},
-		{"ReadFrom off by one", func() keyspace.Store { return offByOneKS{memory()} }, []string{ruleKSReadFromResume}},
-		{"ephemeral stored", func() keyspace.Store { return ephemeralAcceptingKS{memory()} }, []string{ruleKSEphemeral}},
-		{"conflict swallowed", func() keyspace.Store { return conflictSwallowingKS{memory()} }, []string{ruleKSConflictFound, ruleKSConcurrentAppends}},
+		}, []string{RuleKSListRunScoping}},
+		{"ReadFrom off by one", func() keyspace.Store { return offByOneKS{memory()} }, []string{RuleKSReadFromResume}},
+		{"ephemeral stored", func() keyspace.Store { return ephemeralAcceptingKS{memory()} }, []string{RuleKSEphemeral}},
+		{"conflict swallowed", func() keyspace.Store { return conflictSwallowingKS{memory()} }, []string{RuleKSConflictFound, RuleKSConcurrentAppends}},
 		{"records alias a cache", func() keyspace.Store {
 			return &aliasingKS{Store: memory(), cache: map[keyspace.StreamKey][]keyspace.Record{}}
-		}, []string{ruleKSRecordsAreCopies}},
-		{"listing out of order", func() keyspace.Store { return reversedListingKS{memory()} }, []string{ruleKSListOrder}},
+		}, []string{RuleKSRecordsAreCopies}},
+		{"listing out of order", func() keyspace.Store { return reversedListingKS{memory()} }, []string{RuleKSListOrder}},
 		{"attempts share a stream", func() keyspace.Store {
 			return keyMappingKS{memory(), func(k keyspace.StreamKey) keyspace.StreamKey { k.Attempt = 0; return k }}
-		}, []string{ruleKSAttemptsDisjoint}},
+		}, []string{RuleKSAttemptsDisjoint}},
 		{"runs share a stream", func() keyspace.Store {
 			var mu sync.Mutex
 			first := map[eventstore.WorkflowID]eventstore.RunID{}
@@ -294,15 +294,15 @@ func TestCheckKeyspaceCatchesBrokenStores(t *testing.T) {
 				}
 				return k
 			}}
-		}, []string{ruleKSRunAxis}},
-		{"cancelled context ignored", func() keyspace.Store { return ctxIgnoringKS{memory()} }, []string{ruleKSContextCancelled}},
-		{"empty batch answers 0", func() keyspace.Store { return emptyBatchKS{memory()} }, []string{ruleKSEmptyBatch}},
-		{"fields lost", func() keyspace.Store { return lossyKS{memory()} }, []string{ruleKSContiguousSeqs, ruleKSBatch}},
-		{"stale head", func() keyspace.Store { return staleHeadKS{memory()} }, []string{ruleKSHead, ruleKSContiguousSeqs}},
+		}, []string{RuleKSRunAxis}},
+		{"cancelled context ignored", func() keyspace.Store { return ctxIgnoringKS{memory()} }, []string{RuleKSContextCancelled}},
+		{"empty batch answers 0", func() keyspace.Store { return emptyBatchKS{memory()} }, []string{RuleKSEmptyBatch}},
+		{"fields lost", func() keyspace.Store { return lossyKS{memory()} }, []string{RuleKSContiguousSeqs, RuleKSBatch}},
+		{"stale head", func() keyspace.Store { return staleHeadKS{memory()} }, []string{RuleKSHead, RuleKSContiguousSeqs}},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckKeyspace(t.Context(), func() (keyspace.Store, error) { return tc.store(), nil })
+			err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return tc.store(), nil, nil }, fixedRulesOnly())
 			if err == nil {
 				t.Fatal("CheckKeyspace passed a broken keyspace")
 			}
@@ -322,10 +322,10 @@ func TestCheckKeyspaceCatchesBrokenStores(t *testing.T) {
 
 // A single failure keeps the implementation's own error reachable.
 func TestCheckKeyspaceFailureWrapsStoreError(t *testing.T) {
-	err := CheckKeyspace(t.Context(), func() (keyspace.Store, error) { return expectedHeadKS{keyspace.NewMemory()}, nil })
-	re := failedRules(t, err, SuiteKeyspace)[ruleKSConflictFound]
+	err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return expectedHeadKS{keyspace.NewMemory()}, nil, nil }, fixedRulesOnly())
+	re := failedRules(t, err, SuiteKeyspace)[RuleKSConflictFound]
 	if re == nil {
-		t.Fatalf("rule %q did not fail: %v", ruleKSConflictFound, err)
+		t.Fatalf("rule %q did not fail: %v", RuleKSConflictFound, err)
 	}
 	if !errors.Is(re, eventstore.ErrSequenceConflict) {
 		t.Errorf("the RuleError %v does not wrap the store's conflict error", re)

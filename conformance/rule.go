@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"testing"
 	"time"
 )
@@ -50,10 +51,17 @@ var (
 type RuleError struct {
 	Suite string // SuiteKeyspace, SuiteEventStore or SuiteDecorator
 	Rule  string // the rule's name, equal to its subtest name in the Test* wrappers
-	Err   error
+	// Seed is the seed of the generated operations of a seeded rule (the
+	// model-based, differential and concurrency rules), 0 for a fixed rule.
+	// [WithSeed] or -conformance.seed replays the failure.
+	Seed int64
+	Err  error
 }
 
 func (e *RuleError) Error() string {
+	if e.Seed != 0 {
+		return fmt.Sprintf("conformance: %s: rule %q (seed %d; replay with -conformance.seed=%d): %v", e.Suite, e.Rule, e.Seed, e.Seed, e.Err)
+	}
 	return fmt.Sprintf("conformance: %s: rule %q: %v", e.Suite, e.Rule, e.Err)
 }
 
@@ -88,20 +96,63 @@ func RuleErrors(err error) []*RuleError {
 }
 
 // rule is one named check of a suite, run on a fresh subject (a store, or a
-// decorator's wrap function).
+// decorator's wrap function). A seeded rule has run instead of check: it
+// gets the configuration (seed, scale) and can ask for more fresh subjects,
+// which the minimiser replays a failing sequence on.
 type rule[S any] struct {
 	name  string
 	check func(ctx context.Context, subject S) error
+	run   func(ctx context.Context, env *ruleEnv[S], subject S) error
+}
+
+// seeded reports whether the rule draws from the seed.
+func (r rule[S]) seeded() bool { return r.run != nil }
+
+// ruleEnv is what a seeded rule gets besides its subject.
+type ruleEnv[S any] struct {
+	cfg config
+	// fresh returns another fresh subject; the suite closes it with the
+	// rule's own.
+	fresh func() (S, error)
 }
 
 // skipError is what a rule returns when the subject lacks the capability the
-// rule needs. The cores count it as a pass; the Test* wrappers report the
-// subtest as skipped with the reason.
-type skipError struct{ reason string }
+// rule needs. The cores count it as a pass unless the capability is required
+// ([WithRequiredCapabilities]); the Test* wrappers report the subtest as
+// skipped with the reason.
+type skipError struct {
+	reason string
+	caps   Capabilities
+}
 
 func (e *skipError) Error() string { return "skipped: " + e.reason }
 
-func skip(reason string) error { return &skipError{reason: reason} }
+// skipCap is skip for a missing capability.
+func skipCap(caps Capabilities, reason string) error { return &skipError{reason: reason, caps: caps} }
+
+// ErrCapabilityMissing is matched by the error of a rule whose capability
+// the store lacks although [WithRequiredCapabilities] requires it.
+var ErrCapabilityMissing = errors.New("conformance: required capability missing")
+
+// skipOutcome sorts a rule's error: a skip of a capability that is not
+// required is a skip (ok true); a required one becomes a failure.
+func skipOutcome(cfg config, err error) (sk *skipError, out error) {
+	if !errors.As(err, &sk) {
+		return nil, err
+	}
+	if sk.caps != 0 && cfg.require&sk.caps != 0 {
+		return nil, fmt.Errorf("%w: %s", ErrCapabilityMissing, sk.reason)
+	}
+	return sk, nil
+}
+
+// invoke runs one rule on subject.
+func (r rule[S]) invoke(ctx context.Context, env *ruleEnv[S], subject S) error {
+	if r.run != nil {
+		return r.run(ctx, env, subject)
+	}
+	return r.check(ctx, subject)
+}
 
 // runBounded runs fn under a watchdog and a guard against panics and
 // runtime.Goexit. fn gets a context with the rule's deadline, cancelled
@@ -156,25 +207,53 @@ type suite[S any] struct {
 }
 
 // check runs every rule on a fresh subject from newSubject and joins one
-// *RuleError per failed rule. It stops early only when ctx is done.
-func (s suite[S]) check(ctx context.Context, cfg config, newSubject func() (S, error)) error {
+// *RuleError per failed rule. Every cleanup newSubject returned for a rule
+// runs when the rule is over (also when it timed out, so that a hung call
+// can be released). It stops early only when ctx is done.
+func (s suite[S]) check(ctx context.Context, cfg config, newSubject func() (S, func(), error)) error {
 	var errs []error
 	for _, r := range s.rules {
-		err := runBounded(ctx, cfg, func(ctx context.Context) error {
-			subject, err := newSubject()
-			if err != nil {
-				return fmt.Errorf("conformance: factory: %w", err)
-			}
-			if any(subject) == nil {
-				return errors.New("conformance: factory returned nil")
-			}
-			return r.check(ctx, subject)
-		})
-		var sk *skipError
-		if err == nil || errors.As(err, &sk) {
+		if !cfg.selected(r.name, r.seeded()) {
 			continue
 		}
-		errs = append(errs, &RuleError{Suite: s.name, Rule: r.name, Err: err})
+		var mu sync.Mutex
+		var cleanups []func()
+		fresh := func() (S, error) {
+			subject, cleanup, err := newSubject()
+			if cleanup != nil {
+				mu.Lock()
+				cleanups = append(cleanups, cleanup)
+				mu.Unlock()
+			}
+			if err != nil {
+				return subject, fmt.Errorf("conformance: factory: %w", err)
+			}
+			if any(subject) == nil {
+				return subject, errors.New("conformance: factory returned nil")
+			}
+			return subject, nil
+		}
+		err := runBounded(ctx, cfg, func(ctx context.Context) error {
+			subject, err := fresh()
+			if err != nil {
+				return err
+			}
+			return r.invoke(ctx, &ruleEnv[S]{cfg: cfg, fresh: fresh}, subject)
+		})
+		mu.Lock()
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+		mu.Unlock()
+		_, err = skipOutcome(cfg, err)
+		if err == nil {
+			continue
+		}
+		re := &RuleError{Suite: s.name, Rule: r.name, Err: err}
+		if r.seeded() {
+			re.Seed = cfg.seed
+		}
+		errs = append(errs, re)
 		if ctx.Err() != nil {
 			break
 		}
@@ -194,15 +273,26 @@ func (s suite[S]) test(t *testing.T, cfg config, newSubject func(t *testing.T) S
 			if any(subject) == nil {
 				t.Fatal("conformance: factory returned nil")
 			}
+			env := &ruleEnv[S]{cfg: cfg, fresh: func() (S, error) {
+				subject := newSubject(t)
+				if any(subject) == nil {
+					return subject, errors.New("conformance: factory returned nil")
+				}
+				return subject, nil
+			}}
 			err := runBounded(t.Context(), cfg, func(ctx context.Context) error {
-				return r.check(ctx, subject)
+				return r.invoke(ctx, env, subject)
 			})
-			var sk *skipError
-			if errors.As(err, &sk) {
+			sk, err := skipOutcome(cfg, err)
+			if sk != nil {
 				t.Skip(sk.reason)
 			}
 			if err != nil {
-				t.Error(&RuleError{Suite: s.name, Rule: r.name, Err: err})
+				re := &RuleError{Suite: s.name, Rule: r.name, Err: err}
+				if r.seeded() {
+					re.Seed = cfg.seed
+				}
+				t.Error(re)
 			}
 		})
 	}

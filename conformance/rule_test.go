@@ -67,7 +67,7 @@ func TestWatchdogReportsHangingRules(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckKeyspace(t.Context(), func() (keyspace.Store, error) { return tc.store, nil }, fireNow())
+			err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return tc.store, nil, nil }, fireNow())
 			failed := RuleErrors(err)
 			// Every keyspace rule appends, so every rule hangs; none may be
 			// lost, and the suite must not stop at the first.
@@ -86,7 +86,7 @@ func TestWatchdogReportsHangingRules(t *testing.T) {
 // A store that answers only once the rule's deadline passed is reported as
 // timed out (with its own error kept), not as having answered.
 func TestWatchdogDeadlineReachesTheStore(t *testing.T) {
-	err := CheckKeyspace(t.Context(), func() (keyspace.Store, error) { return ctxHangingKS{keyspace.NewMemory()}, nil },
+	err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return ctxHangingKS{keyspace.NewMemory()}, nil, nil },
 		WithRuleTimeout(time.Millisecond))
 	failed := RuleErrors(err)
 	if len(failed) != len(keyspaceSuite.rules) {
@@ -100,7 +100,7 @@ func TestWatchdogDeadlineReachesTheStore(t *testing.T) {
 }
 
 func TestPanicsAreRuleFailures(t *testing.T) {
-	err := CheckKeyspace(t.Context(), func() (keyspace.Store, error) { return panickingKS{keyspace.NewMemory()}, nil })
+	err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return panickingKS{keyspace.NewMemory()}, nil, nil })
 	failed := RuleErrors(err)
 	if len(failed) != len(keyspaceSuite.rules) {
 		t.Fatalf("%d rules failed, want all %d", len(failed), len(keyspaceSuite.rules))
@@ -127,7 +127,7 @@ func TestGoexitIsARuleFailure(t *testing.T) {
 	neverFires := optionFunc(func(c *config) {
 		c.watchdog = func(time.Duration) <-chan time.Time { return nil }
 	})
-	err := CheckKeyspace(t.Context(), func() (keyspace.Store, error) { return goexitKS{keyspace.NewMemory()}, nil },
+	err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) { return goexitKS{keyspace.NewMemory()}, nil, nil },
 		neverFires, WithRuleTimeout(time.Hour))
 	failed := RuleErrors(err)
 	if len(failed) != len(keyspaceSuite.rules) {
@@ -144,12 +144,12 @@ func TestFactoryFailures(t *testing.T) {
 	boom := errors.New("cannot open store")
 	testCases := []struct {
 		name    string
-		factory func() (eventstore.Store, error)
+		factory func() (eventstore.Store, func(), error)
 		is      error
 	}{
-		{"error", func() (eventstore.Store, error) { return nil, boom }, boom},
-		{"nil store", func() (eventstore.Store, error) { return nil, nil }, nil},
-		{"panic", func() (eventstore.Store, error) { panic("factory") }, ErrRulePanicked},
+		{"error", func() (eventstore.Store, func(), error) { return nil, nil, boom }, boom},
+		{"nil store", func() (eventstore.Store, func(), error) { return nil, nil, nil }, nil},
+		{"panic", func() (eventstore.Store, func(), error) { panic("factory") }, ErrRulePanicked},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,7 +171,7 @@ func TestFactoryFailures(t *testing.T) {
 func TestCheckStopsWhenContextDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	failed := RuleErrors(CheckKeyspace(ctx, func() (keyspace.Store, error) { return keyspace.NewMemory(), nil }))
+	failed := RuleErrors(CheckKeyspace(ctx, func() (keyspace.Store, func(), error) { return keyspace.NewMemory(), nil, nil }))
 	if len(failed) != 1 {
 		t.Fatalf("%d failures, want 1", len(failed))
 	}

@@ -61,6 +61,13 @@ type Call struct {
 	Method string
 	// Ctx is the context the call carried.
 	Ctx context.Context
+	// CtxErr and Deadline are what Ctx reported when the call arrived
+	// (Ctx.Err() and Ctx.Deadline()): a decorator must hand the inner store
+	// a context that is cancelled when the caller's is, with the same
+	// deadline.
+	CtxErr      error
+	Deadline    time.Time
+	HasDeadline bool
 	// Args are the arguments after the context, in order, as received.
 	Args []any
 	// Results are what the spy returned, in order, the error last for a
@@ -211,7 +218,12 @@ func (s *Spy) call(method string, ctx context.Context, args ...any) []any {
 		}
 		out, rec = append(out, err), append(rec, err)
 	}
-	s.calls = append(s.calls, Call{Method: method, Ctx: ctx, Args: args, Results: rec})
+	c := Call{Method: method, Ctx: ctx, Args: args, Results: rec}
+	if ctx != nil {
+		c.CtxErr = ctx.Err()
+		c.Deadline, c.HasDeadline = ctx.Deadline()
+	}
+	s.calls = append(s.calls, c)
 	return out
 }
 

@@ -11,5 +11,7 @@ import (
 // reference store, Outbox and ShardOwner rules included: every rule is a
 // subtest on a fresh Memory.
 func TestMemoryConformance(t *testing.T) {
-	conformance.TestEventStore(t, func(*testing.T) eventstore.Store { return eventstore.NewMemory() })
+	// Memory is an Outbox and a ShardOwner: losing either must fail, not skip.
+	conformance.TestEventStore(t, func(*testing.T) eventstore.Store { return eventstore.NewMemory() },
+		conformance.WithRequiredCapabilities(conformance.CapOutbox|conformance.CapShardOwner))
 }

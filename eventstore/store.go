@@ -10,57 +10,81 @@ import (
 // assertion as io.WriterTo is.
 //
 // Every method takes a context first; implementations return ctx.Err() (or an
-// error wrapping it) when the context is done before the call takes effect.
+// error wrapping it) when the context is done before the call takes effect
+// (conformance rule context-cancelled). The conformance package's
+// TestEventStore checks every method; each method below names its rules
+// (the conformance.RuleES*, RuleOutbox* and RuleShard* constants).
 type Store interface {
 	// Append commits events to the workflow's history after its current last
 	// event, all or nothing. expectedSeq is the history length the caller
 	// believes current (0 for a new workflow); the i-th event gets Seq
 	// expectedSeq+1+i. A stale expectedSeq returns a *SequenceConflictError and
 	// writes nothing. An empty slice is a no-op (after the token check).
+	// Conformance rules: append-conflict-found-is-actual-head,
+	// append-conflict-writes-nothing, seq-stamping, zero-token-refused,
+	// bad-input-refused, empty-append-noop, concurrent-appends, aliasing,
+	// model.
 	Append(ctx context.Context, token WriteToken, workflowID WorkflowID, events []Event, expectedSeq uint64) error
 
 	// ReadHistory returns the workflow's whole history, in Seq order. An
-	// unknown workflow has an empty history.
+	// unknown workflow has an empty history. Conformance rules: read-history,
+	// aliasing, model.
 	ReadHistory(ctx context.Context, workflowID WorkflowID) ([]Event, error)
 	// ReadHistoryFrom returns the events with Seq >= fromSeq, in order.
+	// Conformance rules: read-history-from, aliasing, model.
 	ReadHistoryFrom(ctx context.Context, workflowID WorkflowID, fromSeq uint64) ([]Event, error)
-	// ReadRunChain returns the workflow's runs, oldest first.
+	// ReadRunChain returns the workflow's runs, oldest first. Conformance
+	// rules: run-chain, model.
 	ReadRunChain(ctx context.Context, workflowID WorkflowID) ([]RunSummary, error)
 	// ListWorkflowIDs returns every workflow with a history (in the owned
-	// shards, for a ShardOwner with a scope set).
+	// shards, for a ShardOwner with a scope set). Conformance rules:
+	// listings-follow-lifecycle, shardowner/nil-scope-lists-every-shard, model.
 	ListWorkflowIDs(ctx context.Context) ([]WorkflowID, error)
 	// ListActive returns the workflows whose current run is running (not
-	// paused, not closed).
+	// paused, not closed). Conformance rules: listings-follow-lifecycle,
+	// model.
 	ListActive(ctx context.Context) ([]WorkflowID, error)
 	// ListPaused returns the workflows whose current run is paused.
+	// Conformance rules: listings-follow-lifecycle, model.
 	ListPaused(ctx context.Context) ([]WorkflowID, error)
-	// StreamHeads returns each workflow's history length.
+	// StreamHeads returns each workflow's history length. Conformance rules:
+	// stream-heads, model.
 	StreamHeads(ctx context.Context) ([]StreamHead, error)
 	// Query returns summaries of the workflows that match filter.
+	// Conformance rules: query, model.
 	Query(ctx context.Context, filter WorkflowFilter) ([]WorkflowSummary, error)
 
 	// ScheduleTimer arms (or re-arms) a timer. armedSeq is the history Seq of
-	// the event that armed it; it fences retirement.
+	// the event that armed it; it fences retirement. Conformance rules:
+	// timers-fencing, model.
 	ScheduleTimer(ctx context.Context, workflowID WorkflowID, timerID TimerID, fireAt time.Time, armedSeq uint64) error
 	// ExpiredTimers returns the armed timers with FireAt <= asOf, earliest first.
+	// Conformance rules: timers-fencing, model.
 	ExpiredTimers(ctx context.Context, asOf time.Time) ([]TimerEntry, error)
 	// RetireTimer removes a timer only if it is still armed with exactly this
-	// fireAt and armedSeq, and says what it found.
+	// fireAt and armedSeq, and says what it found. Conformance rules:
+	// timers-fencing, model (only fireAt, or only armedSeq, changed).
 	RetireTimer(ctx context.Context, workflowID WorkflowID, timerID TimerID, fireAt time.Time, armedSeq uint64) (TimerRetirement, error)
 
 	// PutPackage stores a workflow package (replacing one with the same type
-	// and content hash).
+	// and content hash). Conformance rules: packages-and-routes, aliasing,
+	// model.
 	PutPackage(ctx context.Context, record PackageRecord) error
 	// PutPackageWithRoutes stores a package and routes each named workflow
-	// type to it, in one step.
+	// type to it, in one step: a bad route stores nothing. Conformance rules:
+	// packages-and-routes, model.
 	PutPackageWithRoutes(ctx context.Context, record PackageRecord, routeWorkflowTypes []string) error
-	// ListPackages returns every stored package.
+	// ListPackages returns every stored package. Conformance rules:
+	// packages-and-routes, aliasing, model.
 	ListPackages(ctx context.Context) ([]PackageRecord, error)
-	// DeletePackage removes a package.
+	// DeletePackage removes a package. Conformance rules:
+	// packages-and-routes, model.
 	DeletePackage(ctx context.Context, workflowType, contentHash string) error
 	// PutPackageRoute routes a workflow type to a stored package.
+	// Conformance rules: packages-and-routes, model.
 	PutPackageRoute(ctx context.Context, workflowType, contentHash string) error
-	// ListPackageRoutes returns every route.
+	// ListPackageRoutes returns every route. Conformance rules:
+	// packages-and-routes, model.
 	ListPackageRoutes(ctx context.Context) ([]PackageRoute, error)
 }
 
@@ -68,20 +92,27 @@ type Store interface {
 // same commit as the events that schedule them (a transactional outbox).
 type Outbox interface {
 	// AppendWithOutbox is Append that also stages rows, all in one commit:
-	// events and rows land together or not at all.
+	// events and rows land together or not at all. An activity terminal
+	// event (not a Retryable failure) settles the open rows of its
+	// activity and run. Conformance rules: outbox/append-atomic,
+	// concurrent-appends, aliasing, model.
 	AppendWithOutbox(ctx context.Context, token WriteToken, workflowID WorkflowID, events []Event, expectedSeq uint64, rows []OutboxRow) error
 	// RearmOutboxPending returns claimed rows (named by DispatchKey) to pending,
-	// for crash recovery.
+	// for crash recovery. Conformance rules: outbox/rearm, model.
 	RearmOutboxPending(ctx context.Context, rows []OutboxRow) error
 	// ClaimOutboxRows claims up to limit pending rows, oldest first.
+	// Conformance rules: outbox/claim, aliasing, model.
 	ClaimOutboxRows(ctx context.Context, limit int) ([]OutboxRow, error)
 	// CountClaimedOutboxRows returns how many rows are claimed: the durable
-	// in-flight count that quota enforcement reads.
+	// in-flight count that quota enforcement reads. Conformance rules:
+	// outbox/claim, model.
 	CountClaimedOutboxRows(ctx context.Context) (int, error)
-	// SettleOutboxRowCancelled cancels one open row.
+	// SettleOutboxRowCancelled cancels one open row. Conformance rules:
+	// outbox/settle-cancelled, model.
 	SettleOutboxRowCancelled(ctx context.Context, dispatchKey string) error
 	// SettleWorkflowOutboxRowsCancelled cancels every open row of a workflow
-	// and returns their dispatch keys.
+	// and returns their dispatch keys. Conformance rules:
+	// outbox/settle-workflow, model.
 	SettleWorkflowOutboxRowsCancelled(ctx context.Context, workflowID WorkflowID) ([]string, error)
 }
 
@@ -89,18 +120,26 @@ type Outbox interface {
 // that nodes own. A workflow's shard is [ShardOf] its ID.
 type ShardOwner interface {
 	// SetOwnedShards scopes the enumerating reads to these shards; nil means
-	// every shard.
+	// every shard. Conformance rule: shardowner/nil-scope-lists-every-shard.
 	SetOwnedShards(ctx context.Context, shards []int)
-	// AcquireOwnedShards runs the ownership election for each shard.
+	// AcquireOwnedShards runs the ownership election for each shard, all or
+	// none. Conformance rules: shardowner/acquire-many,
+	// shardowner/negative-shard-refused, model.
 	AcquireOwnedShards(ctx context.Context, shards []int) error
 	// AcquireOwnedShard runs the ownership election for one shard.
+	// Conformance rules: shardowner/acquire-one,
+	// shardowner/negative-shard-refused.
 	AcquireOwnedShard(ctx context.Context, shard int) error
 	// ExtendOwnedShards widens the enumeration scope (failover adoption).
+	// Conformance rule: shardowner/nil-scope-lists-every-shard.
 	ExtendOwnedShards(ctx context.Context, shards []int)
 	// IsCurrentOwner reports whether this store holds the shard now.
+	// Conformance rules: shardowner/acquire-one, shardowner/acquire-many,
+	// shardowner/negative-shard-refused, model.
 	IsCurrentOwner(ctx context.Context, shard int) bool
 	// PublishShardOwner records this store as the shard's owner in the owner
-	// directory, so requests for the shard route here.
+	// directory, so requests for the shard route here. Conformance rules:
+	// shardowner/publish-requires-acquire, shardowner/acquire-one, model.
 	PublishShardOwner(ctx context.Context, shard int) error
 }
 
