@@ -121,8 +121,7 @@ type fact struct {
 }
 
 func factOf(ev eventstore.Event) fact {
-	env := ev.EventEnvelope()
-	f := fact{run: env.RunID, at: env.RecordedAt}
+	var f fact
 	switch e := ev.(type) {
 	case eventstore.WorkflowStarted:
 		f.kind, f.typ = kindStarted, e.WorkflowType
@@ -155,7 +154,14 @@ func factOf(ev eventstore.Event) fact {
 		f.kind, f.activity = kindActivityCancelled, e.ActivityID
 	case eventstore.ActivityTimedOut:
 		f.kind, f.activity = kindActivityTimedOut, e.ActivityID
+	default:
+		// Nothing to observe; and a nil event, a nil pointer or a foreign
+		// Event type that an inner store accepted must not be asked for
+		// its envelope.
+		return f
 	}
+	env := ev.EventEnvelope()
+	f.run, f.at = env.RunID, env.RecordedAt
 	return f
 }
 

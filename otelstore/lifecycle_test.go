@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aionotel/aionotel/conformance"
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/otelstore"
 )
@@ -261,4 +262,23 @@ func TestSharedPairingTracker(t *testing.T) {
 		t.Errorf("shared tracker has %d live entries, want 0", tracker.InFlight())
 	}
 	h.assertSum(t, "aion.activities.completed", true, point(1, ns, charge, succeeded))
+}
+
+// An inner store may accept events the decorator cannot observe: a nil
+// event, or a nil pointer to an event. The call returns the
+// inner result and observes the events it knows, with or without an
+// earlier append of the workflow in flight.
+func TestUnobservableEventsAreIgnored(t *testing.T) {
+	h := newHarness(t)
+	spy := conformance.NewSpy(conformance.CapOutbox)
+	s := h.wrap(t, spy.Store())
+	w := newWriter(t, s)
+	odd := []eventstore.Event{nil, (*eventstore.ActivityScheduled)(nil), (*eventstore.WorkflowCompleted)(nil), w.scheduled(0, "charge", 0)}
+	if err := s.Append(context.Background(), eventstore.RecorderToken(), w.wf, odd, 0); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	if err := s.(eventstore.Outbox).AppendWithOutbox(context.Background(), eventstore.RecorderToken(), w.wf, odd[:3], 4, nil); err != nil {
+		t.Fatalf("AppendWithOutbox: %v", err)
+	}
+	h.assertSum(t, "aion.inflight_activities", false, point(1, ns, charge))
 }
