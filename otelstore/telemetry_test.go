@@ -44,9 +44,8 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// callBoth makes one call through a decorated event store and one through a
-// decorated keyspace, both on h.
-func callBoth(t *testing.T, h *harness, opts ...otelstore.SharedOption) {
+// decorateBoth wraps inner and a fresh keyspace on h, both with opts.
+func decorateBoth(t *testing.T, h *harness, inner eventstore.Store, opts ...otelstore.SharedOption) (eventstore.Store, keyspace.Store) {
 	t.Helper()
 	storeOpts := h.options()
 	keyspaceOpts := h.keyspaceOptions()
@@ -54,7 +53,7 @@ func callBoth(t *testing.T, h *harness, opts ...otelstore.SharedOption) {
 		storeOpts = append(storeOpts, o)
 		keyspaceOpts = append(keyspaceOpts, o)
 	}
-	s, err := otelstore.New(eventstore.NewMemory(), storeOpts...)
+	s, err := otelstore.New(inner, storeOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +61,14 @@ func callBoth(t *testing.T, h *harness, opts ...otelstore.SharedOption) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, ks
+}
+
+// callBoth makes one call through a decorated event store and one through a
+// decorated keyspace, both on h.
+func callBoth(t *testing.T, h *harness, opts ...otelstore.SharedOption) {
+	t.Helper()
+	s, ks := decorateBoth(t, h, eventstore.NewMemory(), opts...)
 	ctx := context.Background()
 	if _, err := s.ListActive(ctx); err != nil {
 		t.Fatal(err)
@@ -197,19 +204,7 @@ func TestConflictStatus(t *testing.T) {
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			storeOpts, keyspaceOpts := h.options(), h.keyspaceOptions()
-			for _, o := range tc.opts {
-				storeOpts = append(storeOpts, o)
-				keyspaceOpts = append(keyspaceOpts, o)
-			}
-			s, err := otelstore.New(failing{Store: eventstore.NewMemory(), err: errors.New("disk on fire")}, storeOpts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ks, err := otelstore.NewKeyspace(keyspace.NewMemory(), keyspaceOpts...)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, ks := decorateBoth(t, h, failing{Store: eventstore.NewMemory(), err: errors.New("disk on fire")}, tc.opts...)
 			ctx := context.Background()
 			wf, run := ids()
 			ev := []eventstore.Event{eventstore.WorkflowStarted{Envelope: env(run, 0), WorkflowType: "checkout"}}
