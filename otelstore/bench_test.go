@@ -10,6 +10,7 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
@@ -123,7 +124,8 @@ func BenchmarkReadHistory(b *testing.B) {
 }
 
 // spanAttrs are the static span attributes the decorator is required to set.
-var spanAttrs = []attribute.KeyValue{attribute.String("aion.namespace", "default"), attribute.String("db.operation.name", "read_history")}
+var spanAttrs = []attribute.KeyValue{semconv.DBOperationName("read_history"), semconv.DBSystemNameKey.String("aion.eventstore"),
+	attribute.String("aion.namespace", "default")}
 
 // benchBaseline is the hand-written instrumentation the decorator competes
 // with: one clock pair and one histogram record with a precomputed attribute
@@ -136,8 +138,7 @@ func benchBaseline(b *testing.B, m *eventstore.Memory, wf eventstore.WorkflowID,
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
-		attribute.String("aion.namespace", "default"), attribute.String("db.operation.name", "read_history")))}
+	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(spanAttrs...))}
 	var tracer trace.Tracer
 	if tp != nil {
 		tracer = tp.Tracer("baseline")
@@ -154,7 +155,7 @@ func benchBaseline(b *testing.B, m *eventstore.Memory, wf eventstore.WorkflowID,
 		callCtx := ctx
 		var span trace.Span
 		if tracer != nil {
-			callCtx, span = tracer.Start(ctx, "aion.store read_history", startOpts...)
+			callCtx, span = tracer.Start(ctx, "read_history", startOpts...)
 			if len(attrs) > 0 {
 				span.SetAttributes(attribute.String("aion.workflow.id", wf.String()))
 			}

@@ -3,8 +3,8 @@ package otelstore
 import "github.com/aionotel/aionotel/internal/catalog"
 
 // Operation names a timed store call: the snake_case name of the method. It is
-// the value of the db.operation.name attribute and the suffix of the span name
-// ("aion.store append"). The three infallible ShardOwner methods
+// the value of the db.operation.name attribute and the span name ("append"; see
+// [New] for the span name with a target). The three infallible ShardOwner methods
 // (SetOwnedShards, ExtendOwnedShards, IsCurrentOwner) are forwarded without
 // telemetry and have no Operation.
 type Operation string
@@ -41,8 +41,8 @@ const (
 	OpPublishShardOwner                 Operation = "publish_shard_owner"
 )
 
-// Keyspace operations, one per method of [keyspace.Store]; their spans are
-// named "aion.keyspace <operation>".
+// Keyspace operations, one per method of [keyspace.Store]; no name is shared
+// with an event store operation, so a span name alone says which it was.
 const (
 	OpKeyspaceAppendEvents Operation = "append_events"
 	OpKeyspaceHead         Operation = "head"
@@ -129,9 +129,13 @@ const firstKeyspaceOp = opKeyspaceAppendEvents
 // Attribute keys this package puts on spans and metrics. Their values on
 // metrics are bounded (namespace, operation, error type, workflow and activity
 // types past the cardinality guard); IDs and sequence numbers go on spans only.
+// db.operation.name, db.system.name and error.type are the semantic
+// conventions' keys (semconv.DBOperationNameKey, ...); the others are
+// aionotel's own and carry the aion. prefix.
 const (
 	AttrNamespace       = catalog.Namespace
 	AttrOperationName   = catalog.OperationName
+	AttrDBSystemName    = catalog.DBSystemName
 	AttrErrorType       = catalog.ErrorType
 	AttrWorkflowType    = catalog.WorkflowType
 	AttrWorkflowStatus  = catalog.WorkflowStatus

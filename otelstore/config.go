@@ -13,12 +13,19 @@ import (
 
 	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
+	"github.com/aionotel/aionotel/internal/version"
 	"github.com/aionotel/aionotel/pairing"
 )
 
 // ScopeName is the instrumentation scope of every meter and tracer this
-// package creates: its import path. The scope version is the module version.
+// package creates: its import path. The scope version is [Version] and the
+// schema URL that of the semantic conventions the attribute keys come from.
 const ScopeName = "github.com/aionotel/aionotel/otelstore"
+
+// Version is the version of the aionotel module, without a leading "v": the
+// instrumentation scope version of every meter and tracer this package
+// creates.
+func Version() string { return version.Version }
 
 // DefaultTypeCardinalityLimit is how many distinct workflow (and activity)
 // types are recorded as themselves before later new ones become "_other".
@@ -41,6 +48,8 @@ type config struct {
 	classify       func(error) string
 	tracker        *pairing.Tracker
 	typeLimit      int
+	dbSystem       string
+	conflictError  bool
 
 	// Seams for tests inside the package: now stands in for time.Now and
 	// since for time.Since; both nil outside tests.
@@ -49,14 +58,36 @@ type config struct {
 	handle func(error)
 }
 
-func newConfig() config {
+// newConfig returns the defaults of a decorator whose db.system.name is
+// dbSystem unless an option says otherwise.
+func newConfig(dbSystem string) config {
 	return config{
 		meterProvider:  otel.GetMeterProvider(),
 		tracerProvider: otel.GetTracerProvider(),
 		namespace:      catalog.DefaultNamespace,
 		typeLimit:      DefaultTypeCardinalityLimit,
+		dbSystem:       dbSystem,
+		conflictError:  true,
 		handle:         otel.Handle,
 	}
+}
+
+// buildConfig is the common start of both constructors: the nil check, the
+// defaults, the options in order, and validation.
+func buildConfig[O any](inner any, opts []O, apply func(O, *config), dbSystem string) (*config, error) {
+	if isNil(inner) {
+		return nil, ErrNilStore
+	}
+	cfg := newConfig(dbSystem)
+	for _, o := range opts {
+		if any(o) != nil {
+			apply(o, &cfg)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
 }
 
 // validate cleans and checks what the options set, the same way whatever
@@ -64,10 +95,14 @@ func newConfig() config {
 // key that is empty, invalid UTF-8 or reserved is an error.
 func (c *config) validate() error {
 	c.namespace = attrvalue.String(c.namespace)
+	c.dbSystem = attrvalue.String(c.dbSystem)
 	attrs := make([]attribute.KeyValue, len(c.attributes))
 	for i, kv := range c.attributes {
 		if !attrvalue.ValidKey(kv.Key) {
 			return fmt.Errorf("%w: WithAttributes: key %q is empty or not valid UTF-8", ErrInvalidOption, kv.Key)
+		}
+		if kv.Key == catalog.DBSystemName {
+			return fmt.Errorf("%w: WithAttributes: key %q: use WithDBSystem", ErrInvalidOption, kv.Key)
 		}
 		if reserved[kv.Key] {
 			return fmt.Errorf("%w: WithAttributes: key %q is set by the decorators themselves", ErrInvalidOption, kv.Key)
@@ -86,7 +121,7 @@ var reserved = map[attribute.Key]bool{
 	catalog.ActivityType: true, catalog.ActivityOutcome: true, catalog.WorkflowID: true,
 	catalog.RunID: true, catalog.ExpectedSeq: true, catalog.FoundSeq: true,
 	catalog.EventCount: true, catalog.OutboxRowCount: true, catalog.ActivityID: true,
-	catalog.Attempt: true,
+	catalog.Attempt: true, catalog.DBSystemName: true,
 }
 
 // Option configures [New].
@@ -100,7 +135,8 @@ type KeyspaceOption interface {
 }
 
 // SharedOption configures both [New] and [NewKeyspace]: the providers, the
-// span filter, the extra attributes and the error classifier.
+// span filter, the extra attributes, the db.system.name, the conflict status
+// and the error classifier.
 type SharedOption interface {
 	Option
 	KeyspaceOption
@@ -169,10 +205,12 @@ func WithSpanFilter(filter func(ctx context.Context, op Operation) bool) SharedO
 // [WithPairing] is not used). Keep them low-cardinality: they are on every
 // metric stream. String values are made valid UTF-8 and cut to 256 bytes. A
 // key that is empty, not valid UTF-8, or one the decorators set themselves
-// (any aion.* key of the catalog, db.operation.name, error.type) makes the
-// constructor fail with [ErrInvalidOption], whatever the other options.
-// Repeated calls accumulate; for a key given twice the last value wins.
-// Without it only the catalog attributes are recorded.
+// (any aion.* key of the catalog, db.operation.name, error.type, and
+// db.system.name, which has [WithDBSystem]) makes the constructor fail with
+// [ErrInvalidOption], whatever the other options. db.namespace and
+// db.collection.name, when given here, also name the target in span names
+// (see [New]). Repeated calls accumulate; for a key given twice the last
+// value wins. Without it only the catalog attributes are recorded.
 func WithAttributes(attrs ...attribute.KeyValue) SharedOption {
 	return sharedFunc(func(c *config) { c.attributes = append(c.attributes, attrs...) })
 }
@@ -211,4 +249,32 @@ func WithTypeCardinalityLimit(n int) Option {
 			c.typeLimit = n
 		}
 	})
+}
+
+// WithDBSystem sets the db.system.name attribute of every span and duration
+// point: the semantic conventions' name of the database behind the
+// decorator, such as "postgresql" (semconv.DBSystemNamePostgreSQL) for a
+// pgstore keyspace, or "other_sql" for an SQL database they do not list.
+// Invalid UTF-8 is replaced by U+FFFD and the value is cut to 256 bytes.
+// Without it, or given "", the decorator cannot know what it wraps and says
+// so by the interface: "aion.eventstore" for [New], "aion.keyspace" for
+// [NewKeyspace].
+func WithDBSystem(name string) SharedOption {
+	return sharedFunc(func(c *config) {
+		if name != "" {
+			c.dbSystem = name
+		}
+	})
+}
+
+// WithConflictAsError decides how a sequence conflict (an
+// [*eventstore.SequenceConflictError] from Append, AppendWithOutbox or
+// AppendEvents) marks its span. With true, the default, it is a failed call
+// like any other, as the semantic conventions say: status Error, an
+// exception event, error.type sequence_conflict. With false the conflict
+// counts as an expected answer of optimistic concurrency: the span keeps
+// status Unset and gets no exception event, but still gets error.type and
+// aion.store.found_seq. The duration point has error.type either way.
+func WithConflictAsError(asError bool) SharedOption {
+	return sharedFunc(func(c *config) { c.conflictError = asError })
 }

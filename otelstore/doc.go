@@ -17,37 +17,47 @@
 // that can fail is timed and traced under its [Operation]; the timed window
 // is the inner call alone. After an append committed, its events are
 // observed: workflow counters, and activity dispatches and terminals for the
-// [pairing.Tracker]. Batches of one workflow are observed in history order
-// (see [New]).
+// [pairing.Tracker], in history order (see [New]). IDs go on spans only,
+// never on metrics; no payload, input, result or transcript text ever goes
+// into an attribute.
 //
-// IDs go on spans only, never on metrics. No payload, input, result or
-// transcript text is ever put in an attribute.
+// # Semantic conventions
+//
+// Keys the conventions define (db.operation.name, db.system.name,
+// error.type, the exception event) come from semconv v1.43.0, the newest in
+// the OTel release this module requires; meters and tracers carry its
+// schema URL and [Version]. Names it does not define keep the aion. prefix.
+// Spans are database client spans named "{db.operation.name}" ("append"),
+// or "{db.operation.name} {target}" when [WithAttributes] gives
+// db.collection.name or db.namespace: the decorators cannot know the table
+// or database behind a store (aion.namespace is a tenant, not a database),
+// so they never set those keys themselves. [WithDBSystem] names the
+// database ("postgresql" for a pgstore keyspace); by default db.system.name
+// is "aion.eventstore" or "aion.keyspace", since the conventions' only
+// fallback, other_sql, would claim an SQL database. A sequence conflict is
+// a failed call (status Error), as the conventions say;
+// [WithConflictAsError](false) makes it an expected answer instead.
 //
 // # Hostile values
 //
 // Every string a caller or a store controls is cleaned before it reaches an
 // attribute: invalid UTF-8 becomes U+FFFD and the value is cut to 256 bytes
-// (workflow and activity types, the namespace, [WithAttributes] values,
-// classifier results); the error text a failed call puts on its span (the
-// exception event and the status description) is cleaned the same way and
-// cut to 1024 bytes. Past [WithTypeCardinalityLimit] distinct types, new
-// ones are recorded as "_other", and past 64 distinct classifier results,
-// new ones as "_OTHER". So no value can make an export or a scrape fail.
+// (types, the namespace, the db.system.name, [WithAttributes] values,
+// classifier results); a failed call's error text on its span is cleaned
+// the same way and cut to 1024 bytes. Past [WithTypeCardinalityLimit]
+// distinct types, new ones are recorded as "_other", and past 64 distinct
+// classifier results, new ones as "_OTHER". No value can make an export or
+// a scrape fail.
 //
-// # Concurrency and limits
+// # Concurrency, limits and errors
 //
 // The decorators are safe for concurrent use whenever the inner store is.
 // The call path takes no lock except, for an append, a short lock (sharded
-// by workflow) around its observation, and the pairing tracker's. Memory is bounded: the
-// type caches by the cardinality limits, the pairing tracker by its own
-// bound, and what waits for history order by the appends in flight (at
-// most 1024 events per workflow; past that, see [New]).
-//
-// # Errors
-//
-// The constructors fail only for a nil inner store ([ErrNilStore]) or an
-// option they cannot honour ([ErrInvalidOption]). Telemetry trouble (an
-// instrument that cannot be created) goes to otel.Handle and never fails or
-// slows a store call. A panic in the inner store ends the span with status
-// Error and the duration point with error.type _OTHER, then goes on.
+// by workflow) around its observation, and the pairing tracker's. Memory is
+// bounded by the cardinality limits, the tracker's bound and, for history
+// order, 1024 waiting events per workflow (see [New]). The constructors
+// fail only for a nil inner store ([ErrNilStore]) or an option they cannot
+// honour ([ErrInvalidOption]). Telemetry trouble goes to otel.Handle and
+// never fails or slows a store call. A panic in the inner store ends the
+// span with status Error and error.type _OTHER, then goes on.
 package otelstore

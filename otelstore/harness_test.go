@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/otelstore"
@@ -129,9 +130,12 @@ func distinct(attrs ...attribute.KeyValue) attribute.Distinct {
 }
 
 var (
-	ns      = otelstore.AttrNamespace.String("default")
-	t0      = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	payload = eventstore.Payload{ContentType: "application/json", Data: []byte(`{}`)}
+	ns = otelstore.AttrNamespace.String("default")
+	// The db.system.name of a decorator not told what it wraps.
+	storeSystem    = semconv.DBSystemNameKey.String("aion.eventstore")
+	keyspaceSystem = semconv.DBSystemNameKey.String("aion.keyspace")
+	t0             = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	payload        = eventstore.Payload{ContentType: "application/json", Data: []byte(`{}`)}
 )
 
 // ids returns a fresh workflow and run.

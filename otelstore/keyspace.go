@@ -12,30 +12,29 @@ import (
 )
 
 // NewKeyspace wraps a transcript keyspace the way [New] wraps an event store:
-// every call gets an "aion.keyspace <operation>" span and an
-// aion.keyspace.operation.duration point, and every committed batch an
-// aion.keyspace.append.batch_size point. Results and errors are inner's,
-// unchanged; Unwrap on the result returns inner. It takes the options that
-// concern it ([KeyspaceOption]: the providers, the span filter, the extra
-// attributes and the error classifier), and fails for a nil inner store
-// ([ErrNilStore]) or an option it cannot honour ([ErrInvalidOption]).
+// every call gets a span named after its operation ("append_events", with a
+// target as for New) and an aion.keyspace.operation.duration point, both
+// with db.operation.name and db.system.name ("aion.keyspace" unless
+// [WithDBSystem] says otherwise: "postgresql" for a pgstore keyspace) but
+// no aion.namespace; every committed batch gets an
+// aion.keyspace.append.batch_size point. Span attributes are the stream's
+// coordinates (aion.workflow.id, aion.run.id, aion.activity.id,
+// aion.activity.attempt), and for AppendEvents aion.store.expected_seq and
+// aion.store.event_count. Results and errors are inner's, unchanged; Unwrap
+// on the result returns inner. It takes the options that concern it
+// ([KeyspaceOption]: the providers, the span filter, the extra attributes,
+// the db.system.name, the conflict status and the error classifier), and
+// fails for a nil inner store ([ErrNilStore]) or an option it cannot honour
+// ([ErrInvalidOption]).
 func NewKeyspace(inner keyspace.Store, opts ...KeyspaceOption) (keyspace.Store, error) {
-	if isNil(inner) {
-		return nil, ErrNilStore
-	}
-	cfg := newConfig()
-	for _, o := range opts {
-		if o != nil {
-			o.applyKeyspace(&cfg)
-		}
-	}
-	if err := cfg.validate(); err != nil {
+	cfg, err := buildConfig(inner, opts, KeyspaceOption.applyKeyspace, catalog.DefaultKeyspaceSystem)
+	if err != nil {
 		return nil, err
 	}
-	meter := newMeter(&cfg)
+	meter := newMeter(cfg)
 	return &keyspaceStore{
 		inner: inner,
-		t:     newTelemetry(&cfg, meter, firstKeyspaceOp, numOps, catalog.KeyspaceOperationDuration, "Duration of transcript keyspace calls."),
+		t:     newTelemetry(cfg, meter, firstKeyspaceOp, numOps, catalog.KeyspaceOperationDuration, "Duration of transcript keyspace calls."),
 		batchSize: meter.Int64Histogram(catalog.KeyspaceAppendBatchSize, catalog.UnitEvent,
 			"Events per committed keyspace append.", catalog.BatchSizeBoundaries),
 		batchOpts: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(cfg.attributes...))},

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
@@ -30,7 +31,7 @@ func transcript(wf eventstore.WorkflowID, run eventstore.RunID, n int) []keyspac
 	return out
 }
 
-// Every keyspace method makes one "aion.keyspace <op>" span and one duration
+// Every keyspace method makes one span named after its operation and one duration
 // point; a committed batch records its size.
 func TestKeyspaceCalls(t *testing.T) {
 	h := newHarness(t)
@@ -58,12 +59,13 @@ func TestKeyspaceCalls(t *testing.T) {
 	}
 	counts := h.histogramCounts(t, "aion.keyspace.operation.duration")
 	for i, op := range ops {
-		if want := "aion.keyspace " + op; spans[i].Name() != want {
-			t.Errorf("span %d is %q, want %q", i, spans[i].Name(), want)
+		if spans[i].Name() != op {
+			t.Errorf("span %d is %q, want %q", i, spans[i].Name(), op)
 		}
+		assertSpanAttr(t, spans[i], keyspaceSystem)
 		assertSpanAttr(t, spans[i], otelstore.AttrWorkflowID.String(wf.String()))
 		assertSpanAttr(t, spans[i], otelstore.AttrRunID.String(run.String()))
-		if counts[distinct(otelstore.AttrOperationName.String(op))] != 1 {
+		if counts[distinct(keyspaceSystem, semconv.DBOperationNameKey.String(op))] != 1 {
 			t.Errorf("no duration point for %s: %v", op, counts)
 		}
 	}
@@ -89,10 +91,10 @@ func TestKeyspaceConflict(t *testing.T) {
 	if !errors.As(err, &conflict) || conflict.Found != 0 {
 		t.Fatalf("got %v, want a conflict with Found=0", err)
 	}
-	assertSpanAttr(t, h.spans.Ended()[0], otelstore.AttrErrorType.String("sequence_conflict"))
+	assertSpanAttr(t, h.spans.Ended()[0], semconv.ErrorTypeKey.String("sequence_conflict"))
 	assertSpanAttr(t, h.spans.Ended()[0], otelstore.AttrFoundSeq.Int64(0))
 	counts := h.histogramCounts(t, "aion.keyspace.operation.duration")
-	if counts[distinct(otelstore.AttrOperationName.String("append_events"), otelstore.AttrErrorType.String("sequence_conflict"))] != 1 {
+	if counts[distinct(keyspaceSystem, semconv.DBOperationNameKey.String("append_events"), semconv.ErrorTypeKey.String("sequence_conflict"))] != 1 {
 		t.Errorf("duration points %v, want one sequence_conflict", counts)
 	}
 	if _, ok := h.metrics(t)["aion.keyspace.append.batch_size"]; ok {

@@ -24,15 +24,20 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // and returns inner's results and error values unchanged. Unwrap on the
 // result returns inner.
 //
-// Spans: one per timed call, named "aion.store <operation>", of kind
-// client, with db.operation.name, aion.namespace, the WithAttributes
+// Spans: one per timed call, of kind client, named after its operation
+// ("append"), or "append <target>" when WithAttributes gives a
+// db.collection.name (the target) or else a db.namespace; with
+// db.operation.name, db.system.name, aion.namespace, the WithAttributes
 // attributes and, where the call has them, aion.workflow.id,
 // aion.store.expected_seq, aion.store.event_count and
 // aion.store.outbox_row_count. A failed call sets error.type, adds an
 // exception event and sets status Error; a sequence conflict adds
-// aion.store.found_seq. The duration goes to aion.store.operation.duration,
-// recorded with the span's context so that an exemplar points at it. The
-// three ShardOwner methods that cannot fail are forwarded only.
+// aion.store.found_seq, and with [WithConflictAsError](false) neither the
+// event nor the status. The duration goes to aion.store.operation.duration
+// with db.operation.name, db.system.name, aion.namespace, the
+// WithAttributes attributes and error.type (failures only), recorded with
+// the span's context so that an exemplar points at it. The three
+// ShardOwner methods that cannot fail are forwarded only.
 //
 // Lifecycle: only after an Append or AppendWithOutbox succeeded are its
 // events observed. WorkflowStarted counts aion.workflows.started by type;
@@ -61,24 +66,16 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // Trouble creating instruments is reported to otel.Handle and never fails
 // New or a later call.
 func New(inner eventstore.Store, opts ...Option) (eventstore.Store, error) {
-	if isNil(inner) {
-		return nil, ErrNilStore
-	}
-	cfg := newConfig()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	meter := newMeter(&cfg)
-	life, err := newLifecycle(&cfg, meter)
+	cfg, err := buildConfig(inner, opts, Option.apply, catalog.DefaultStoreSystem)
 	if err != nil {
 		return nil, err
 	}
-	t := newTelemetry(&cfg, meter, 0, firstKeyspaceOp, catalog.StoreOperationDuration, "Duration of event store calls.")
+	meter := newMeter(cfg)
+	life, err := newLifecycle(cfg, meter)
+	if err != nil {
+		return nil, err
+	}
+	t := newTelemetry(cfg, meter, 0, firstKeyspaceOp, catalog.StoreOperationDuration, "Duration of event store calls.")
 	c := &core{inner: inner, t: t, life: life, wake: cfg.outboxWake}
 
 	outbox, hasOutbox := inner.(eventstore.Outbox)
@@ -128,13 +125,17 @@ type (
 )
 
 var (
-	_ eventstore.Store      = (*plainStore)(nil)
-	_ eventstore.Store      = (*outboxStore)(nil)
+	_ eventstore.Store = (*plainStore)(nil)
+	_ eventstore.Store = (*outboxStore)(nil)
+	_ eventstore.Store = (*shardStore)(nil)
+	_ eventstore.Store = (*outboxShardStore)(nil)
+)
+
+// The capabilities each shape promises beyond Store.
+var (
 	_ eventstore.Outbox     = (*outboxStore)(nil)
-	_ eventstore.Store      = (*shardStore)(nil)
-	_ eventstore.ShardOwner = (*shardStore)(nil)
-	_ eventstore.Store      = (*outboxShardStore)(nil)
 	_ eventstore.Outbox     = (*outboxShardStore)(nil)
+	_ eventstore.ShardOwner = (*shardStore)(nil)
 	_ eventstore.ShardOwner = (*outboxShardStore)(nil)
 )
 

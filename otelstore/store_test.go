@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
@@ -185,7 +186,7 @@ func TestWithAttributesValidated(t *testing.T) {
 		kv   attribute.KeyValue
 	}{
 		{"store key", otelstore.AttrNamespace.String("x")},
-		{"operation key", otelstore.AttrOperationName.String("x")},
+		{"operation key", semconv.DBOperationNameKey.String("x")},
 		{"tracker key", otelstore.AttrActivityType.String("x")},
 		{"empty key", attribute.String("", "x")},
 		{"invalid key", attribute.String("bad\xff", "x")},
@@ -208,7 +209,9 @@ func TestWithAttributesValidated(t *testing.T) {
 	}
 }
 
-// Every timed method makes exactly one client span named after it and one
+// Every timed method makes exactly one client span named after its
+// operation (the semantic conventions' "{db.operation.name}": no target is
+// known) and one
 // duration point with its db.operation.name; the inner store sees the span.
 func TestEveryMethodOneSpanOnePoint(t *testing.T) {
 	cases := timedMethods()
@@ -226,19 +229,20 @@ func TestEveryMethodOneSpanOnePoint(t *testing.T) {
 				t.Fatalf("got %d spans, want 1", len(spans))
 			}
 			sp := spans[0]
-			if want := "aion.store " + string(tc.op); sp.Name() != want {
+			if want := string(tc.op); sp.Name() != want {
 				t.Errorf("span name %q, want %q", sp.Name(), want)
 			}
 			if sp.SpanKind() != trace.SpanKindClient {
 				t.Errorf("span kind %v, want client", sp.SpanKind())
 			}
-			assertSpanAttr(t, sp, otelstore.AttrOperationName.String(string(tc.op)))
+			assertSpanAttr(t, sp, semconv.DBOperationNameKey.String(string(tc.op)))
 			assertSpanAttr(t, sp, ns)
+			assertSpanAttr(t, sp, storeSystem)
 
 			counts := h.histogramCounts(t, "aion.store.operation.duration")
-			wantAttrs := []attribute.KeyValue{ns, otelstore.AttrOperationName.String(string(tc.op))}
+			wantAttrs := []attribute.KeyValue{ns, storeSystem, semconv.DBOperationNameKey.String(string(tc.op))}
 			if err != nil {
-				wantAttrs = append(wantAttrs, otelstore.AttrErrorType.String(errorTypeOf(err)))
+				wantAttrs = append(wantAttrs, semconv.ErrorTypeKey.String(errorTypeOf(err)))
 			}
 			if len(counts) != 1 || counts[distinct(wantAttrs...)] != 1 {
 				t.Fatalf("duration points %v, want one sample with %v", counts, wantAttrs)
@@ -311,7 +315,7 @@ func TestSequenceConflictIsRecorded(t *testing.T) {
 	if sp.Status().Code != codes.Error {
 		t.Errorf("status %v, want Error", sp.Status())
 	}
-	assertSpanAttr(t, sp, otelstore.AttrErrorType.String("sequence_conflict"))
+	assertSpanAttr(t, sp, semconv.ErrorTypeKey.String("sequence_conflict"))
 	assertSpanAttr(t, sp, otelstore.AttrFoundSeq.Int64(1))
 	assertSpanAttr(t, sp, otelstore.AttrExpectedSeq.Int64(0))
 	assertSpanAttr(t, sp, otelstore.AttrEventCount.Int(1))
@@ -321,8 +325,8 @@ func TestSequenceConflictIsRecorded(t *testing.T) {
 	}
 
 	counts := h.histogramCounts(t, "aion.store.operation.duration")
-	op := otelstore.AttrOperationName.String("append")
-	if counts[distinct(ns, op)] != 1 || counts[distinct(ns, op, otelstore.AttrErrorType.String("sequence_conflict"))] != 1 {
+	op := semconv.DBOperationNameKey.String("append")
+	if counts[distinct(ns, storeSystem, op)] != 1 || counts[distinct(ns, storeSystem, op, semconv.ErrorTypeKey.String("sequence_conflict"))] != 1 {
 		t.Errorf("duration points %v, want one success and one sequence_conflict", counts)
 	}
 }
@@ -366,7 +370,7 @@ func TestErrorsReturnedUnchanged(t *testing.T) {
 		t.Fatalf("got %v (%T), want the identical inner error", err, err)
 	}
 	counts := h.histogramCounts(t, "aion.store.operation.duration")
-	if counts[distinct(ns, otelstore.AttrOperationName.String("read_history"), otelstore.AttrErrorType.String("_OTHER"))] != 1 {
+	if counts[distinct(ns, storeSystem, semconv.DBOperationNameKey.String("read_history"), semconv.ErrorTypeKey.String("_OTHER"))] != 1 {
 		t.Errorf("duration points %v, want one _OTHER failure", counts)
 	}
 }
@@ -405,7 +409,7 @@ func TestErrorClassifier(t *testing.T) {
 			h := newHarness(t)
 			s := h.wrap(t, failing{Store: eventstore.NewMemory(), err: sentinel}, otelstore.WithErrorClassifier(tc.classify))
 			_, _ = s.ReadHistory(context.Background(), eventstore.NewWorkflowID())
-			assertSpanAttr(t, h.spans.Ended()[0], otelstore.AttrErrorType.String(tc.want))
+			assertSpanAttr(t, h.spans.Ended()[0], semconv.ErrorTypeKey.String(tc.want))
 		})
 	}
 }
@@ -430,7 +434,7 @@ func TestDefaultErrorTypes(t *testing.T) {
 			h := newHarness(t)
 			s := h.wrap(t, failing{Store: eventstore.NewMemory(), err: tc.err})
 			_, _ = s.ReadHistory(context.Background(), eventstore.NewWorkflowID())
-			assertSpanAttr(t, h.spans.Ended()[0], otelstore.AttrErrorType.String(tc.want))
+			assertSpanAttr(t, h.spans.Ended()[0], semconv.ErrorTypeKey.String(tc.want))
 		})
 	}
 }
@@ -451,11 +455,11 @@ func TestSpanFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	spans := h.spans.Ended()
-	if len(spans) != 1 || spans[0].Name() != "aion.store list_paused" {
+	if len(spans) != 1 || spans[0].Name() != "list_paused" {
 		t.Fatalf("spans %v, want only list_paused", spans)
 	}
 	counts := h.histogramCounts(t, "aion.store.operation.duration")
-	if counts[distinct(ns, otelstore.AttrOperationName.String("list_active"))] != 1 {
+	if counts[distinct(ns, storeSystem, semconv.DBOperationNameKey.String("list_active"))] != 1 {
 		t.Errorf("filtered call recorded no duration: %v", counts)
 	}
 	if len(asked) != 2 || asked[0] != otelstore.OpListActive {
@@ -475,7 +479,7 @@ func TestAttributesAndNamespace(t *testing.T) {
 	assertSpanAttr(t, sp, region)
 	assertSpanAttr(t, sp, otelstore.AttrNamespace.String("payments"))
 	counts := h.histogramCounts(t, "aion.store.operation.duration")
-	want := distinct(otelstore.AttrNamespace.String("payments"), otelstore.AttrOperationName.String("list_active"), region)
+	want := distinct(otelstore.AttrNamespace.String("payments"), storeSystem, semconv.DBOperationNameKey.String("list_active"), region)
 	if counts[want] != 1 {
 		t.Errorf("duration points %v, want one with namespace payments and the region", counts)
 	}
@@ -499,7 +503,7 @@ func TestInnerPanicEndsSpanAndPropagates(t *testing.T) {
 		t.Fatalf("spans %v, want one ended with status Error", spans)
 	}
 	counts := h.histogramCounts(t, "aion.store.operation.duration")
-	if counts[distinct(ns, otelstore.AttrOperationName.String("list_active"), otelstore.AttrErrorType.String("_OTHER"))] != 1 {
+	if counts[distinct(ns, storeSystem, semconv.DBOperationNameKey.String("list_active"), semconv.ErrorTypeKey.String("_OTHER"))] != 1 {
 		t.Errorf("duration points %v, want one _OTHER failure", counts)
 	}
 }

@@ -31,6 +31,8 @@ type telemetry struct {
 	since    func(time.Time) time.Duration // nil: time.Since
 	classify classifier
 	duration metric.Float64Histogram
+	// conflictError is whether a sequence conflict sets status Error.
+	conflictError bool
 
 	ops      [numOps]opState
 	errorOps sync.Map // errorKey -> []metric.RecordOption
@@ -54,7 +56,8 @@ type errorKey struct {
 
 // newMeter returns the instrument factory of a decorator.
 func newMeter(c *config) *instrument.Meter {
-	m := c.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(version.Version))
+	m := c.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(version.Version),
+		metric.WithSchemaURL(catalog.SchemaURL))
 	return instrument.New(m, "otelstore", c.handle)
 }
 
@@ -62,26 +65,50 @@ func newMeter(c *config) *instrument.Meter {
 // the keyspace's), recorded on the duration histogram name.
 func newTelemetry(c *config, meter *instrument.Meter, from, to opID, name, desc string) *telemetry {
 	t := &telemetry{
-		tracer:   c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version)),
-		filter:   c.spanFilter,
-		now:      c.now,
-		since:    c.since,
-		classify: newClassifier(c.classify),
-		duration: meter.Float64Histogram(name, catalog.UnitSeconds, desc, catalog.DurationBoundaries),
+		tracer: c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version),
+			trace.WithSchemaURL(catalog.SchemaURL)),
+		filter:        c.spanFilter,
+		now:           c.now,
+		since:         c.since,
+		classify:      newClassifier(c.classify),
+		duration:      meter.Float64Histogram(name, catalog.UnitSeconds, desc, catalog.DurationBoundaries),
+		conflictError: c.conflictError,
 	}
+	target := spanTarget(c.attributes)
 	for op := from; op < to; op++ {
-		name := operations[op]
+		name := string(operations[op])
 		st := &t.ops[op]
-		if op < firstKeyspaceOp {
-			st.spanName = "aion.store " + string(name)
-			st.attrs = append([]attribute.KeyValue{catalog.Namespace.String(c.namespace), catalog.OperationName.String(string(name))}, c.attributes...)
-		} else {
-			st.spanName = "aion.keyspace " + string(name)
-			st.attrs = append([]attribute.KeyValue{catalog.OperationName.String(string(name))}, c.attributes...)
+		st.spanName = name
+		if target != "" {
+			st.spanName = name + " " + target
 		}
+		st.attrs = []attribute.KeyValue{catalog.OperationName.String(name), catalog.DBSystemName.String(c.dbSystem)}
+		if op < firstKeyspaceOp {
+			st.attrs = append(st.attrs, catalog.Namespace.String(c.namespace))
+		}
+		st.attrs = append(st.attrs, c.attributes...)
 		st.okOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(st.attrs...))}
 	}
 	return t
+}
+
+// spanTarget is the {target} of the semantic conventions' database span
+// name, "{db.operation.name} {target}": the first of db.collection.name and
+// db.namespace among the WithAttributes attributes, or "" when neither was
+// given (the decorator cannot know them on its own).
+func spanTarget(attrs []attribute.KeyValue) string {
+	for _, key := range []attribute.Key{catalog.DBCollectionName, catalog.DBNamespace} {
+		var v string
+		for _, kv := range attrs {
+			if kv.Key == key && kv.Value.Type() == attribute.STRING {
+				v = kv.Value.AsString() // the last one wins, as on the span
+			}
+		}
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // errorOpts returns the cached record options of a failed call. There are at
@@ -192,7 +219,7 @@ func (c *call) failSpan(err error, errorType string) {
 		attrs = append(attrs, catalog.FoundSeq.Int64(clampInt64(conflict.Found)))
 	}
 	c.span.SetAttributes(attrs...)
-	if !c.span.IsRecording() {
+	if !c.span.IsRecording() || (conflict != nil && !c.t.conflictError) {
 		return
 	}
 	msg := attrvalue.Cut(err.Error(), attrvalue.MaxTextLen)

@@ -2,12 +2,20 @@
 // instrument names, units, attribute keys and values, and the histogram
 // boundaries. The public packages (otelstore, pairing) use these constants;
 // dashboards and alert rules rely on the Prometheus names derived from them.
+//
+// Keys and values the semantic conventions define come from the semconv
+// package of the OTel release in go.mod (and [SchemaURL] with them); names
+// semconv does not define keep the aion. prefix.
 package catalog
 
 import (
 	"go.opentelemetry.io/otel/attribute"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
+
+// SchemaURL is the schema URL of every meter and tracer the library creates:
+// the semantic conventions version the keys below come from.
+const SchemaURL = semconv.SchemaURL
 
 // Instrument names.
 const (
@@ -42,11 +50,23 @@ const (
 	UnitBatch    = "{batch}"
 )
 
-// Attribute keys.
+// Attribute keys the semantic conventions define.
+const (
+	OperationName = semconv.DBOperationNameKey
+	ErrorType     = semconv.ErrorTypeKey
+	DBSystemName  = semconv.DBSystemNameKey
+	// Set by the program through WithAttributes, never by the library: it
+	// cannot know the database or collection behind a store.
+	DBNamespace      = semconv.DBNamespaceKey
+	DBCollectionName = semconv.DBCollectionNameKey
+	// The exception event of a failed call's span.
+	ExceptionType    = semconv.ExceptionTypeKey
+	ExceptionMessage = semconv.ExceptionMessageKey
+)
+
+// Attribute keys of aionotel's own.
 const (
 	Namespace       attribute.Key = "aion.namespace"
-	OperationName   attribute.Key = "db.operation.name"
-	ErrorType       attribute.Key = "error.type"
 	WorkflowType    attribute.Key = "aion.workflow.type"
 	WorkflowStatus  attribute.Key = "aion.workflow.status"
 	SignalDelivery  attribute.Key = "aion.signal.delivery"
@@ -60,9 +80,6 @@ const (
 	OutboxRowCount  attribute.Key = "aion.store.outbox_row_count"
 	ActivityID      attribute.Key = "aion.activity.id"
 	Attempt         attribute.Key = "aion.activity.attempt"
-	// The exception event of a failed call's span (semantic conventions).
-	ExceptionType    = semconv.ExceptionTypeKey
-	ExceptionMessage = semconv.ExceptionMessageKey
 )
 
 // ExceptionEvent is the name of the span event of a failed call.
@@ -73,9 +90,18 @@ const (
 	DefaultNamespace = "default"
 	OtherType        = "_other"   // a type past the cardinality limit
 	UnknownType      = "_unknown" // an empty type
-	OtherError       = "_OTHER"   // an error no classifier recognises
 	DeliveryResident = "resident"
+	// The db.system.name values when the program does not say which
+	// database is behind a decorator: the semantic conventions list only
+	// products (and other_sql, for SQL only), so an unknown store is named
+	// by the interface it is reached through.
+	DefaultStoreSystem    = "aion.eventstore"
+	DefaultKeyspaceSystem = "aion.keyspace"
 )
+
+// OtherError is the error.type of an error no classifier recognises: the
+// semantic conventions' fallback value.
+var OtherError = semconv.ErrorTypeOther.Value.AsString()
 
 // DurationBoundaries are the explicit bucket boundaries, in seconds, of every
 // duration histogram: in-memory store calls take microseconds, so the buckets

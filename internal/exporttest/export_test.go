@@ -245,7 +245,7 @@ func TestHostileWorkflowTypeKeepsExportWorking(t *testing.T) {
 			`aion_workflows_started_total{aion_namespace="payments",aion_workflow_type="checkout"`,
 			`aion_workflows_started_total{aion_namespace="payments",aion_workflow_type="bad` + "\uFFFD" + `"`,
 			`aion_activities_completed_total{aion_activity_outcome="succeeded",aion_activity_type="charge",aion_namespace="payments"`,
-			`aion_store_operation_duration_seconds_count{aion_namespace="payments",db_operation_name="read_history",deployment="eu-1",error_type="throttled"`,
+			`aion_store_operation_duration_seconds_count{aion_namespace="payments",db_operation_name="read_history",db_system_name="aion.eventstore",deployment="eu-1",error_type="throttled"`,
 		} {
 			if !strings.Contains(body, series) {
 				t.Errorf("scrape %d has no series %s", round, series)
