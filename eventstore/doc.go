@@ -16,7 +16,7 @@
 // [*SequenceConflictError] whose Found is the real length, to retry from:
 //
 //	store := eventstore.NewMemory()
-//	run := eventstore.Envelope{RunID: eventstore.NewRunID()}
+//	wf, run := eventstore.NewWorkflowID(), eventstore.Envelope{RunID: eventstore.NewRunID()}
 //	err := store.Append(ctx, eventstore.RecorderToken(), wf, []eventstore.Event{
 //		eventstore.WorkflowStarted{Envelope: run, WorkflowType: "order"},
 //	}, 0)
@@ -42,8 +42,9 @@
 // # Concurrency
 //
 // [Memory] is safe for concurrent use; every call is atomic with respect to
-// every other. Its zero value is not ready: create it with [NewMemory]. The
-// ID, event and option types are plain values, safe to share.
+// every other. Its zero value is not ready: create it with [NewMemory]. IDs
+// and tokens are comparable values; stores copy the events and payload bytes
+// they are given and return copies, so a caller may reuse its own.
 //
 // # Limits
 //
