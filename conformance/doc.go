@@ -32,7 +32,7 @@
 // names the seed and the failing operation, and the model rules shrink it to
 // a short reproduction on fresh stores. Replay with -conformance.seed=N (or
 // [WithSeed]); -conformance.long, -conformance.scale=N or [WithScale] run
-// longer. By default each suite takes a few seconds, also under -race.
+// longer.
 //
 // # Concurrency
 //

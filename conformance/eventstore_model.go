@@ -74,7 +74,7 @@ func (o esOp) String() string {
 }
 
 // The model. It follows the contract text: the Store method docs, the
-// event docs and, for the lifecycle, the eventstore package doc; the
+// event docs and, for the lifecycle, the Memory type doc; the
 // generator only goes where those agree (every history begins with
 // WorkflowStarted, a continue-as-new batch carries the next run's
 // WorkflowStarted, events go to the current run, a closed run gets only a

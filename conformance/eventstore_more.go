@@ -2,9 +2,7 @@ package conformance
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/aionotel/aionotel/eventstore"
 )
@@ -38,39 +36,18 @@ func esConcurrentAppends(ctx context.Context, env *ruleEnv[eventstore.Store], s 
 			}
 			rows[g] = []eventstore.OutboxRow{{DispatchKey: fmt.Sprintf("race-%v-%d-%d", r.wf, round, g), WorkflowID: r.wf, RunID: r.run, Ordinal: eventstore.ActivityID(round*racers + g), ActivityType: "race"}}
 		}
-		start := make(chan struct{})
-		errs := make([]error, racers)
-		var wg sync.WaitGroup
-		for g := range racers {
-			spawn(&wg, &errs[g], func() error {
-				<-start
-				if ob != nil {
-					return ob.AppendWithOutbox(ctx, token, r.wf, batches[g], head, rows[g])
-				}
-				return s.Append(ctx, token, r.wf, batches[g], head)
-			})
-		}
-		close(start)
-		wg.Wait()
-		won := -1
-		for g, err := range errs {
-			if err == nil {
-				if won >= 0 {
-					return fmt.Errorf("round %d: racers %d and %d both appended at expectedSeq %d", round, won, g, head)
-				}
-				won = g
+		errs := race(racers, func(g int) error {
+			if ob != nil {
+				return ob.AppendWithOutbox(ctx, token, r.wf, batches[g], head, rows[g])
 			}
+			return s.Append(ctx, token, r.wf, batches[g], head)
+		})
+		won, err := oneWinner(round, head, errs)
+		if err != nil {
+			return err
 		}
-		if won < 0 {
-			return fmt.Errorf("round %d: no racer won expectedSeq %d: %w", round, head, errors.Join(errs...))
-		}
-		newHead := head + uint64(len(batches[won]))
-		for g, err := range errs {
-			if g != won {
-				if err := wantConflict(err, head, newHead, fmt.Sprintf("round %d: losing racer %d", round, g)); err != nil {
-					return err
-				}
-			}
+		if err := losersConflicted(round, head, head+uint64(len(batches[won])), won, errs); err != nil {
+			return err
 		}
 		want = append(want, batches[won]...)
 		wantRows = append(wantRows, rows[won][0].DispatchKey)

@@ -328,17 +328,21 @@ func ksBatchContract(ctx context.Context, s keyspace.Store) error {
 	return readExpect(ctx, s, key, 0, 0, 0, append(first, more...))
 }
 
+// ksConflictCase is an append at expected on key that must conflict and be
+// told found, the real head.
+type ksConflictCase struct {
+	name     string
+	key      keyspace.StreamKey
+	expected uint64
+	found    uint64
+}
+
 func ksConflictFound(ctx context.Context, s keyspace.Store) error {
 	key := newRunKey(2, 1)
 	if err := appendOK(ctx, s, 0, ksBatch(key, 0, 3, "x")); err != nil {
 		return err
 	}
-	cases := []struct {
-		name     string
-		key      keyspace.StreamKey
-		expected uint64
-		found    uint64
-	}{
+	cases := []ksConflictCase{
 		{"stale", key, 1, 3},
 		{"consumed-zero", key, 0, 3},
 		{"ahead", key, 7, 3},
@@ -359,12 +363,7 @@ func ksConflictWritesNothing(ctx context.Context, s keyspace.Store) error {
 	if err := appendOK(ctx, s, 0, ksBatch(key, 0, 2, "first")); err != nil {
 		return err
 	}
-	cases := []struct {
-		name     string
-		key      keyspace.StreamKey
-		expected uint64
-		found    uint64
-	}{
+	cases := []ksConflictCase{
 		{"stale", key, 0, 2},
 		{"behind-by-one", key, 1, 2},
 		{"ahead", key, 5, 2},
@@ -814,25 +813,6 @@ func ksConcurrentAppends(ctx context.Context, s keyspace.Store) error {
 		next[agent]++
 	}
 	return wantHead(ctx, s, key2, ksConcurrency*perWriter)
-}
-
-// spawn runs f on a new goroutine of wg and stores its result in *errp; a
-// panic becomes an error matching ErrRulePanicked instead of killing the
-// process, and a runtime.Goexit one matching ErrRuleAborted, since the
-// rule's own guard cannot see other goroutines.
-func spawn(wg *sync.WaitGroup, errp *error, f func() error) {
-	wg.Go(func() {
-		returned := false
-		defer func() {
-			if p := recover(); p != nil {
-				*errp = fmt.Errorf("%w: %v", ErrRulePanicked, p)
-			} else if !returned {
-				*errp = ErrRuleAborted
-			}
-		}()
-		*errp = f()
-		returned = true
-	})
 }
 
 func ksContextCancelled(ctx context.Context, s keyspace.Store) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
@@ -117,42 +116,22 @@ func ksConcurrentBatches(ctx context.Context, env *ruleEnv[keyspace.Store], s ke
 				batches[g][i].AgentID = fmt.Sprintf("racer-%d", g)
 			}
 		}
-		start := make(chan struct{})
-		errs := make([]error, ksConcurrency)
 		heads := make([]uint64, ksConcurrency)
-		var wg sync.WaitGroup
-		for g := range ksConcurrency {
-			spawn(&wg, &errs[g], func() error {
-				<-start
-				h, err := s.AppendEvents(ctx, head, batches[g])
-				heads[g] = h
-				return err
-			})
-		}
-		close(start)
-		wg.Wait()
-		won := -1
-		for g, err := range errs {
-			if err == nil {
-				if won >= 0 {
-					return fmt.Errorf("round %d: racers %d and %d both appended at expectedSeq %d", r, won, g, head)
-				}
-				won = g
-			}
-		}
-		if won < 0 {
-			return fmt.Errorf("round %d: no racer won expectedSeq %d: %w", r, head, errors.Join(errs...))
+		errs := race(ksConcurrency, func(g int) error {
+			h, err := s.AppendEvents(ctx, head, batches[g])
+			heads[g] = h
+			return err
+		})
+		won, err := oneWinner(r, head, errs)
+		if err != nil {
+			return err
 		}
 		newHead := head + uint64(len(batches[won]))
 		if heads[won] != newHead {
 			return fmt.Errorf("round %d: the winner got head %d, want %d", r, heads[won], newHead)
 		}
-		for g, err := range errs {
-			if g != won {
-				if err := wantConflict(err, head, newHead, fmt.Sprintf("round %d: losing racer %d", r, g)); err != nil {
-					return err
-				}
-			}
+		if err := losersConflicted(r, head, newHead, won, errs); err != nil {
+			return err
 		}
 		want = append(want, batches[won]...)
 	}

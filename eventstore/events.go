@@ -129,20 +129,17 @@ type ActivityTimedOut struct {
 }
 
 func (e WorkflowStarted) withEnvelope(env Envelope) Event {
-	e.Envelope = env
-	e.Input = e.Input.clone()
+	e.Envelope, e.Input = env, e.Input.clone()
 	return e
 }
 
 func (e WorkflowCompleted) withEnvelope(env Envelope) Event {
-	e.Envelope = env
-	e.Result = e.Result.clone()
+	e.Envelope, e.Result = env, e.Result.clone()
 	return e
 }
 
 func (e WorkflowFailed) withEnvelope(env Envelope) Event {
-	e.Envelope = env
-	e.Details = e.Details.clone()
+	e.Envelope, e.Details = env, e.Details.clone()
 	return e
 }
 
@@ -151,8 +148,7 @@ func (e WorkflowCancelled) withEnvelope(env Envelope) Event { e.Envelope = env; 
 func (e WorkflowTimedOut) withEnvelope(env Envelope) Event { e.Envelope = env; return e }
 
 func (e WorkflowContinuedAsNew) withEnvelope(env Envelope) Event {
-	e.Envelope = env
-	e.Input = e.Input.clone()
+	e.Envelope, e.Input = env, e.Input.clone()
 	return e
 }
 
@@ -163,8 +159,7 @@ func (e WorkflowPaused) withEnvelope(env Envelope) Event { e.Envelope = env; ret
 func (e WorkflowResumed) withEnvelope(env Envelope) Event { e.Envelope = env; return e }
 
 func (e SignalReceived) withEnvelope(env Envelope) Event {
-	e.Envelope = env
-	e.Input = e.Input.clone()
+	e.Envelope, e.Input = env, e.Input.clone()
 	return e
 }
 
@@ -175,20 +170,17 @@ func (e TimerScheduled) withEnvelope(env Envelope) Event { e.Envelope = env; ret
 func (e TimerFired) withEnvelope(env Envelope) Event { e.Envelope = env; return e }
 
 func (e ActivityScheduled) withEnvelope(env Envelope) Event {
-	e.Envelope = env
-	e.Input = e.Input.clone()
+	e.Envelope, e.Input = env, e.Input.clone()
 	return e
 }
 
 func (e ActivityCompleted) withEnvelope(env Envelope) Event {
-	e.Envelope = env
-	e.Result = e.Result.clone()
+	e.Envelope, e.Result = env, e.Result.clone()
 	return e
 }
 
 func (e ActivityFailed) withEnvelope(env Envelope) Event {
-	e.Envelope = env
-	e.Error.Details = e.Error.Details.clone()
+	e.Envelope, e.Error.Details = env, e.Error.Details.clone()
 	return e
 }
 

@@ -9,14 +9,65 @@ import (
 )
 
 // Memory is the complete, single-node, in-memory reference store. It
-// implements [Store], [Outbox] and [ShardOwner]; the package documentation
-// describes every semantic choice it makes.
+// implements [Store], [Outbox] and [ShardOwner] and passes the conformance
+// package's TestEventStore. Where the contract leaves a choice open, Memory
+// makes the one written here and on its methods.
+//
+// Every call whose context is already done returns ctx.Err() itself (the
+// appends check the token first), so errors.Is(err, context.Canceled) holds.
+// Every returned slice is freshly allocated and every returned event, row
+// and package is a deep copy, so callers may keep and modify what they get.
+// Listings are ordered by workflow ID, the order of the IDs' canonical
+// strings.
+//
+// # Runs
+//
+// A history may begin with any event: no WorkflowStarted is required first.
+// A run is created by the first event that names its RunID, whatever its
+// kind; it starts out running, with FirstSeq and StartedAt taken from that
+// event. [Memory.ReadRunChain] lists runs in the order they first appeared,
+// and a workflow's current run, whose status is the workflow's, is the last
+// of them. Lifecycle events then update the run their envelope names:
+//
+//   - [WorkflowStarted] sets the run's type, makes it running, sets StartedAt
+//     to the event's RecordedAt and clears ClosedAt, in place on a run that
+//     already exists;
+//   - [WorkflowCompleted], [WorkflowFailed], [WorkflowCancelled],
+//     [WorkflowTimedOut] and [WorkflowContinuedAsNew] close the run with the
+//     matching status and ClosedAt = RecordedAt (a later closing event
+//     overwrites an earlier one: the store records, the engine decides);
+//   - [WorkflowPaused] pauses a running run, [WorkflowResumed] resumes a
+//     paused one; neither changes a closed run;
+//   - [WorkflowReopened] makes a closed run running again and clears
+//     ClosedAt; it does not change an open run.
+//
+// Every event sets its run's LastSeq, so a late event of an earlier run
+// updates that run and leaves the current run current. The continue-as-new
+// event's NewRunID does not create the next run: that run appears with its
+// own first event. An activity terminal event ([ActivityCompleted],
+// [ActivityFailed] with a [Terminal] error, [ActivityCancelled],
+// [ActivityTimedOut]), committed by Append or AppendWithOutbox, settles the
+// open outbox rows of that workflow, run and ActivityID in the same commit;
+// a [Retryable] failure settles nothing.
+//
+// # Shards
+//
+// Workflows fall into [WithShardCount] shards by [ShardOf]. A Memory is one
+// node with one owner identity and tracks two separate things: ownership,
+// the shards it has won by election ([Memory.AcquireOwnedShards]) and
+// published ([Memory.PublishShardOwner]); and the enumeration scope, the
+// shards whose workflows the enumerating reads return
+// ([Memory.SetOwnedShards]). Acquiring a shard does not widen the scope; the
+// engine sets both. Query, reads by workflow ID and writes ignore the scope.
+//
+// # Concurrency
 //
 // A Memory is safe for concurrent use by multiple goroutines: one
-// sync.RWMutex guards all of its state, so every call sees and leaves a
-// consistent store. The zero value is not ready for use (its methods return
-// an error wrapping [ErrInvalidArgument]); create one with [NewMemory]. A
-// Memory must not be copied after first use.
+// sync.RWMutex guards all of its state, so every call is atomic with respect
+// to every other; reads run in parallel, writes one at a time. The zero value
+// is not ready for use (its methods return an error wrapping
+// [ErrInvalidArgument]); create one with [NewMemory]. A Memory must not be
+// copied after first use.
 type Memory struct {
 	cfg   memoryConfig
 	ready bool // set by NewMemory, never changed afterwards

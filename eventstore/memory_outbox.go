@@ -24,7 +24,8 @@ func cloneRow(r OutboxRow) OutboxRow {
 // checked and completed: a zero WorkflowID is set to workflowID, another
 // workflow or a zero RunID is refused, an empty DispatchKey is set to
 // [DispatchKey](workflow, run, ordinal), and a dispatch key repeated in the
-// batch or already staged (in any state) is refused; refusals wrap
+// batch or already staged (in any state, until [Memory.PruneClosed] removes
+// its workflow) is refused; refusals wrap
 // [ErrInvalidArgument]. Only then are the rows staged (pending, CreatedAt set
 // to the store's clock when zero, State ignored) and the events committed.
 // Rows are staged before the events are applied, so an activity terminal

@@ -5,15 +5,6 @@ import (
 	"fmt"
 )
 
-// A Memory is one node with one owner identity. Workflows fall into
-// shardCount shards by [ShardOf]. Two separate things are tracked:
-//
-//   - ownership: the shards this store has won by election (Acquire*), and
-//     which of those it has published to the owner directory;
-//   - the enumeration scope: the shards whose workflows the enumerating reads
-//     return (SetOwnedShards, ExtendOwnedShards). Acquiring a shard does not
-//     widen the scope; the engine sets both.
-
 // SetOwnedShards sets the enumeration scope: ListWorkflowIDs, ListActive,
 // ListPaused, StreamHeads and ExpiredTimers then return only workflows whose
 // shard is listed. nil clears the scope (every shard); an empty, non-nil

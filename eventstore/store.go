@@ -253,7 +253,15 @@ type PackageRoute struct {
 	ContentHash  string
 }
 
-// OutboxState is where an outbox row is in its life.
+// OutboxState is where an outbox row is in its life:
+//
+//	pending --claim--> claimed --activity terminal event--> settled
+//	   ^                  |
+//	   +------rearm-------+
+//	pending or claimed --cancel--> cancelled
+//
+// The [Outbox] interface has no method to settle a completed row: the
+// activity's terminal event in the history settles it, in the same commit.
 type OutboxState uint8
 
 const (

@@ -17,8 +17,8 @@ var (
 	// (the error names the page), and by any method that meets damage
 	// bbolt cannot read past (a bbolt panic or a memory fault, recovered
 	// on the calling goroutine). After such a failure every method returns
-	// an error wrapping ErrCorrupt; see the package documentation, section
-	// Damaged files. An [ErrCorruptRecord] error also matches ErrCorrupt.
+	// an error wrapping ErrCorrupt; [Store.Close] still releases the
+	// file. An [ErrCorruptRecord] error also matches ErrCorrupt.
 	ErrCorrupt = errors.New("boltstore: damaged file")
 
 	// ErrCorruptRecord is returned by the read methods when a stored key or

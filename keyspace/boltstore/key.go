@@ -14,6 +14,16 @@ import (
 // never read, listed or changed by a [Store], and no key this package writes
 // can be mistaken for one of theirs, because the tag differs in the very
 // first byte.
+//
+// Records live in the bucket "aionotel.keyspace", one key per record: the
+// tag, the workflow and run IDs (UUID bytes), the activity ID (big-endian
+// uint64), the attempt (big-endian uint32) and the store seq (big-endian
+// uint64). bbolt keeps keys in byte order, which is therefore the order
+// (workflow, run, activity, attempt, store seq), numbers unsigned: a
+// stream's records are contiguous and in seq order, its head is the last
+// record's seq plus one (no separate head key can disagree with the
+// records), and a run's streams are contiguous in (activity, attempt) order.
+// The bucket "aionotel.keyspace.meta" holds the [LayoutVersion].
 const RegionTag byte = 'O'
 
 // Offsets and lengths of the record key's fields. A record key is

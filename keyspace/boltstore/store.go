@@ -25,8 +25,16 @@ import (
 const LayoutVersion byte = 1
 
 // FormatVersion is the version of the record encoding this package writes,
-// stored as the first byte of every record value. It is the version of the
-// encoding shared with package pgstore (see the package documentation).
+// stored as the first byte of every record value. A record's value holds the
+// event's fields but the stream key and store seq (which are its key), in the
+// binary encoding package pgstore stores too: agent ID, agent role, emitted
+// at, worker seq, the content kind by its ContentKind name and the kind's
+// fields. Strings are kept as their exact bytes, valid UTF-8 or not; a
+// read-back time is Equal to the written one, in a fixed zone of the same
+// offset and name (the monotonic reading and the *time.Location are not
+// kept); a pointer content (*keyspace.Message and so on) is read back as the
+// value type. Ephemeral, StoreSeq and Persisted are not stored: ephemeral
+// events are refused, the other two are set from the key on reading.
 // Reading a value of any other version fails with [ErrCorruptRecord] naming
 // the version.
 const FormatVersion = codec.Version
@@ -85,6 +93,11 @@ var _ keyspace.Store = (*Store)(nil)
 // changed. A zero-length file is a new, empty store, as bbolt treats it.
 // The check reads the whole file once, so Open takes time in proportion to
 // the file's size.
+//
+// Of the two meta pages bbolt uses the valid one of the later commit. When
+// that one is lost, the store opens at the commit before: the last batch is
+// gone, all earlier ones are intact, and the next commit rewrites the page.
+// Losing the older meta page loses nothing.
 func Open(path string, opts ...Option) (*Store, error) {
 	cfg := newConfig(opts)
 	timeout := max(cfg.openTimeout, 0)
@@ -297,7 +310,16 @@ func txErr(err error) error {
 }
 
 // AppendEvents implements [keyspace.Store.AppendEvents] as one bbolt
-// read-write transaction.
+// read-write transaction: the head check and the puts of all the batch's
+// records commit together or not at all. When it returns nil the commit is
+// complete and, unless [WithNoSync], fsynced: the batch survives the process
+// being killed at any point and a crash of the machine. A batch whose commit
+// was interrupted is either wholly there or wholly absent after [Open];
+// bbolt's copy-on-write pages and its two alternating meta pages make that so
+// without a recovery step (TestSurvivesKill9 kills a writing child process
+// with SIGKILL, again and again, and checks it). One commit per call is why
+// AppendEvents takes a slice: N events in one call cost about one commit, N
+// calls cost N.
 //
 // The checks run in the order [keyspace.Memory] runs them, with the same
 // error values: the context; the store being open ([ErrClosed]); an empty

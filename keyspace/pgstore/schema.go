@@ -12,8 +12,34 @@ import (
 )
 
 // SchemaVersion is the version of the table layout this package creates,
-// recorded in the "_meta" table. [New] refuses a table recording a newer one
-// with [ErrSchemaVersion].
+// recorded in the "_meta" table. [New] refuses a table recording another
+// version with [ErrSchemaVersion] and leaves it as it is.
+//
+// [New] and [Open] migrate in one transaction, under a transaction-scoped
+// advisory lock (so processes starting together do not race each other's
+// CREATE statements): they create what is missing and leave what exists.
+// With the default names ([DefaultTable], no [WithSchema]):
+//
+//	CREATE TABLE IF NOT EXISTS aionotel_keyspace (
+//		workflow_id uuid   NOT NULL,
+//		run_id      uuid   NOT NULL,
+//		activity_id bigint NOT NULL,
+//		attempt     bigint NOT NULL CHECK (attempt BETWEEN 0 AND 4294967295),
+//		store_seq   bigint NOT NULL CHECK (store_seq >= 0),
+//		payload     bytea  NOT NULL,
+//		PRIMARY KEY (workflow_id, run_id, activity_id, attempt, store_seq)
+//	);
+//	CREATE TABLE IF NOT EXISTS aionotel_keyspace_meta (key text PRIMARY KEY, value text NOT NULL);
+//	-- one row: ('schema_version', '1')
+//
+// The primary key is the only index, and it does every job: its order is
+// the stream key's order, so a stream's head (max(store_seq)+1) is one
+// backward descent, a read is a range scan, and its (workflow_id, run_id)
+// prefix is what ListStreams walks; it is also what stops two writers from
+// taking the same store seq. attempt, a uint32, fits a bigint exactly.
+// activity_id is the uint64 stored bit for bit as a bigint, int64(id): IDs
+// below 2^63 read as themselves in SQL, IDs from 2^63 up as negative
+// numbers, and ListStreams sorts them back into unsigned order.
 const SchemaVersion = 1
 
 // names holds the quoted, schema-qualified table names and the statements

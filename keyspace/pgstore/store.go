@@ -16,8 +16,13 @@ import (
 )
 
 // FormatVersion is the version of the payload encoding this package writes,
-// stored as the first byte of every payload. It is the version of the
-// encoding shared with package boltstore (see the package documentation).
+// stored as the first byte of every payload. The payload holds the event's
+// fields but the stream key and store seq (which are columns), in the
+// binary encoding package boltstore stores too: agent ID, agent role,
+// emitted at, worker seq, the content kind by its ContentKind name and the
+// kind's fields. It is bytea rather than jsonb so every string is kept
+// exactly: jsonb refuses NUL characters, and JSON text cannot carry invalid
+// UTF-8.
 // Reading a payload of any other version fails with [ErrCorruptRecord]
 // naming the version.
 const FormatVersion = codec.Version
@@ -201,6 +206,12 @@ func streamArgs(key keyspace.StreamKey) []any {
 // because a concurrent writer committed the same store seqs first (SQLSTATE
 // 23505; the statement's transaction is rolled back, nothing of it stays),
 // the head is read again and the conflict carries that.
+//
+// A batch is durable when AppendEvents returns, as far as the server's
+// settings make a commit durable: with PostgreSQL's defaults (fsync on,
+// synchronous_commit on) the commit has been flushed to the write-ahead log.
+// Each call is one round trip and one commit, whatever the batch holds; a
+// conflict costs a second round trip only after a unique violation.
 //
 // A context cancelled while the statement runs returns an error; PostgreSQL
 // then either committed the whole batch or nothing, and a caller that must

@@ -49,38 +49,23 @@ func AppendEvent(dst []byte, ev *keyspace.ActivityEvent) ([]byte, error) {
 	case keyspace.Message:
 		dst = appendMessage(dst, c)
 	case *keyspace.Message:
-		if c == nil {
-			return nil, nilContent(c)
-		}
-		dst = appendMessage(dst, *c)
+		return appendPointer(dst, c, appendMessage)
 	case keyspace.ToolCall:
 		dst = appendToolCall(dst, c)
 	case *keyspace.ToolCall:
-		if c == nil {
-			return nil, nilContent(c)
-		}
-		dst = appendToolCall(dst, *c)
+		return appendPointer(dst, c, appendToolCall)
 	case keyspace.ToolResult:
 		dst = appendToolResult(dst, c)
 	case *keyspace.ToolResult:
-		if c == nil {
-			return nil, nilContent(c)
-		}
-		dst = appendToolResult(dst, *c)
+		return appendPointer(dst, c, appendToolResult)
 	case keyspace.Status:
 		dst = appendStatus(dst, c)
 	case *keyspace.Status:
-		if c == nil {
-			return nil, nilContent(c)
-		}
-		dst = appendStatus(dst, *c)
+		return appendPointer(dst, c, appendStatus)
 	case keyspace.Usage:
 		dst = appendUsage(dst, c)
 	case *keyspace.Usage:
-		if c == nil {
-			return nil, nilContent(c)
-		}
-		dst = appendUsage(dst, *c)
+		return appendPointer(dst, c, appendUsage)
 	default:
 		// Not c.ContentKind(): a foreign type's method may panic (a nil
 		// pointer with a value receiver does).
@@ -89,8 +74,14 @@ func AppendEvent(dst []byte, ev *keyspace.ActivityEvent) ([]byte, error) {
 	return dst, nil
 }
 
-func nilContent(c keyspace.Content) error {
-	return fmt.Errorf("%w: content is a nil %T", eventstore.ErrInvalidArgument, c)
+// appendPointer appends the encoding of *c, a content kind held by pointer,
+// with appendValue. A nil pointer cannot be encoded: the error wraps
+// [eventstore.ErrInvalidArgument] and names the pointer type.
+func appendPointer[T any](dst []byte, c *T, appendValue func([]byte, T) []byte) ([]byte, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: content is a nil %T", eventstore.ErrInvalidArgument, c)
+	}
+	return appendValue(dst, *c), nil
 }
 
 func appendMessage(dst []byte, c keyspace.Message) []byte {

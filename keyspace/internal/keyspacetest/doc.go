@@ -3,7 +3,7 @@
 // which Go's internal rule lets import it), and for package keyspace's own
 // benchmarks. It is imported by _test files only; no program links it.
 //
-// It holds what those tests used to copy from each other:
+// It holds what those tests share:
 //
 //   - fixtures: [NewKey], [Event], [Messages], [Persisted] and [MustAppend];
 //   - checks of what the durable backends promise beyond the keyspace
@@ -20,8 +20,8 @@
 //   - benchmark bodies: [MeasureAppendEvents], [MeasureReadFromTail],
 //     [MeasureListStreams], and [Fill] to build long streams;
 //   - [ExpectFailure], which runs a check against a broken store and returns
-//     what it reported, so that this package's tests (and demotest's) show
-//     each check can fail.
+//     what it reported, so that this package's tests show each check can
+//     fail.
 //
 // # Not the contract
 //
