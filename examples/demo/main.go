@@ -82,6 +82,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/aionotel/aionotel/keyspace"
 	"github.com/aionotel/aionotel/keyspace/boltstore"
@@ -204,7 +205,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "demo:", err)
 		return 1
 	}
-	srv, err := sim.New(sim.Config{MeterProvider: tel.Meter, TracerProvider: tel.Tracer, Keyspace: keys,
+	srv, err := sim.New(sim.Config{MeterProvider: tel.Meter, TracerProvider: tel.Tracer, Keyspace: keys, KeyspaceSystem: dbSystem(o.keyspace),
 		Rate: o.rate, Workers: o.workers, MaxInFlight: o.maxInFlight, Seed: o.seed, Drain: o.drain, Retention: o.retention})
 	if err != nil {
 		fmt.Fprintln(stderr, "demo:", err)
@@ -279,6 +280,16 @@ func serviceName() string {
 		return name
 	}
 	return "aionotel-demo"
+}
+
+// dbSystem is the db.system.name of the -keyspace backend: the semantic
+// conventions' value for PostgreSQL, otelstore's default otherwise (bbolt
+// and the in-memory keyspace have no well-known value).
+func dbSystem(spec string) string {
+	if strings.HasPrefix(spec, "postgres:") {
+		return semconv.DBSystemNamePostgreSQL.Value.AsString()
+	}
+	return ""
 }
 
 // openKeyspace opens the -keyspace backend: nil for memory (the server makes

@@ -185,3 +185,11 @@ func TestOTLPDefaultsToLoopbackCollector(t *testing.T) {
 		})
 	}
 }
+
+func TestDBSystemOfKeyspace(t *testing.T) {
+	for spec, want := range map[string]string{"memory": "", "bolt:k.db": "", "postgres:postgres://x@h/db": "postgresql"} {
+		if got := dbSystem(spec); got != want {
+			t.Errorf("dbSystem(%q) = %q, want %q", spec, got, want)
+		}
+	}
+}

@@ -47,13 +47,16 @@ type Config struct {
 	// Keyspace receives the transcripts. Nil: a keyspace.Memory owned by the
 	// server, whose closed runs are pruned like the histories. A given
 	// keyspace keeps its transcripts; the caller closes it after Run.
-	Keyspace    keyspace.Store
-	Rate        float64       // workflows started per second; 0: 20
-	Workers     int           // activity workers; 0: 4
-	MaxInFlight int           // pairing.WithMaxInFlight; 0: the tracker's default
-	Seed        uint64        // seeds every random draw
-	Drain       time.Duration // how long started workflows may finish after Run's context ends
-	Retention   time.Duration // how long a closed workflow is kept; 0: 10s
+	Keyspace keyspace.Store
+	// KeyspaceSystem is the keyspace's db.system.name ("": otelstore's
+	// default).
+	KeyspaceSystem string
+	Rate           float64       // workflows started per second; 0: 20
+	Workers        int           // activity workers; 0: 4
+	MaxInFlight    int           // pairing.WithMaxInFlight; 0: the tracker's default
+	Seed           uint64        // seeds every random draw
+	Drain          time.Duration // how long started workflows may finish after Run's context ends
+	Retention      time.Duration // how long a closed workflow is kept; 0: 10s
 }
 
 // Server is one simulated workflow server. It must not be copied.
@@ -121,7 +124,11 @@ func New(cfg Config) (*Server, error) {
 		s.keysMem = keyspace.NewMemory()
 		inner = s.keysMem
 	}
-	keys, err := otelstore.NewKeyspace(inner, mp, tp)
+	kopts := []otelstore.KeyspaceOption{mp, tp}
+	if cfg.KeyspaceSystem != "" {
+		kopts = append(kopts, otelstore.WithDBSystem(cfg.KeyspaceSystem))
+	}
+	keys, err := otelstore.NewKeyspace(inner, kopts...)
 	if err != nil {
 		return nil, err
 	}
