@@ -11,15 +11,20 @@
 #     the sibling's module set, never an excluded module, and replaces it
 #     with the sibling's directory (so GOWORK=off builds use the checkout);
 #   - internal/version.Version is the root module's version without the "v".
+# Self-test: each of the static checks above must fail on a copy of the
+# repository's go.mod files, versions.yaml and internal/version broken in
+# one way, with the expected message; the unbroken copy must pass.
 # Consumer check (the committed tree, HEAD): each module set is served at its
 # version from a local module proxy, as the tags would be, and a fresh module
-# outside the repository must `go get` every released module and build every
-# importable package with no replace and no go.work. A temporary module
-# cache keeps the simulated versions out of the real one.
+# outside the repository must `go get` each released module on its own, then
+# all of them together, and build every importable package, with no replace
+# and no go.work. A temporary module cache keeps the simulated versions out of
+# the real one.
 #
-# Usage: .ci/modules.sh [-static]   (-static: skip the consumer check)
+# Usage: .ci/modules.sh [-static]   (-static: the static checks only)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self=$(realpath "$0")
+cd "$(dirname "$self")/.."
 
 static_only=false
 case "${1:-}" in
@@ -164,11 +169,83 @@ fi
 echo "modules.sh: ${#path_of[@]} modules agree with versions.yaml"
 $static_only && exit 0
 
+tmp=$(mktemp -d)
+trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+
+# The self-test. Each case gets a fresh git repository holding copies of the
+# files the static checks read, applies its mutation there and runs this
+# script's static checks on it.
+ver=${want_version[$root]}
+cases=0
+selftest() {
+  local name=$1 want=$2 mutation=$3 copy="$tmp/selftest$cases" out rc=0
+  cases=$((cases + 1))
+  mkdir -p "$copy/.ci" "$copy/internal/version"
+  cp "$self" "$copy/.ci/modules.sh"
+  cp versions.yaml "$copy/"
+  cp internal/version/version.go "$copy/internal/version/"
+  for dir in "${!path_of[@]}"; do
+    mkdir -p "$copy/$dir" && cp "$dir/go.mod" "$copy/$dir/go.mod"
+  done
+  git -C "$copy" init -q && git -C "$copy" add -A
+  if ! (cd "$copy" && eval "$mutation"); then
+    echo "modules.sh: self-test \"$name\": the mutation failed" >&2
+    exit 1
+  fi
+  out=$(bash "$copy/.ci/modules.sh" -static 2>&1) || rc=$?
+  if [ -z "$want" ] && [ "$rc" -eq 0 ]; then return; fi
+  if [ -n "$want" ] && [ "$rc" -ne 0 ] && grep -qF -- "$want" <<<"$out"; then return; fi
+  echo "modules.sh: self-test \"$name\": exit status $rc, want ${want:+a failure saying: }${want:-success}; output:" >&2
+  echo "$out" >&2
+  exit 1
+}
+selftest "the repository as it is" "" ":"
+selftest "a nested module requires the root at v0.0.0" \
+  "keyspace/boltstore/go.mod requires $root v0.0.0, but versions.yaml releases it at $ver" \
+  "sed -i 's#^\(\s*$root\) $ver\$#\1 v0.0.0#' keyspace/boltstore/go.mod"
+selftest "a sibling required at another version" \
+  "examples/go.mod requires $root/keyspace/pgstore v9.9.9, but versions.yaml releases it at $ver" \
+  "sed -i 's#^\(\s*$root/keyspace/pgstore\) $ver\$#\1 v9.9.9#' examples/go.mod"
+selftest "a single-line require of a sibling" \
+  "keyspace/pgstore/go.mod requires $root/keyspace/boltstore v0.0.1, but" \
+  "printf 'require $root/keyspace/boltstore v0.0.1 // indirect\nreplace $root/keyspace/boltstore => ../boltstore\n' >>keyspace/pgstore/go.mod"
+selftest "internal/version disagrees" \
+  "internal/version.Version is \"9.9.9\", but versions.yaml releases $root at $ver" \
+  "sed -i 's/^const Version = .*/const Version = \"9.9.9\"/' internal/version/version.go"
+selftest "a module missing from versions.yaml" \
+  "module $root/keyspace/pgstore (keyspace/pgstore/go.mod) is missing from versions.yaml" \
+  "sed -i '\#^ *- $root/keyspace/pgstore\$#d' versions.yaml"
+selftest "a new module, not yet committed" \
+  "module $root/tools (tools/go.mod) is missing from versions.yaml" \
+  "mkdir tools && printf 'module $root/tools\n\ngo 1.26.0\n' >tools/go.mod"
+selftest "versions.yaml lists a module that does not exist" \
+  "versions.yaml lists $root/nosuch, which is not a module of this repository" \
+  "sed -i 's#^\( *- \)$root\$#&\n\1$root/nosuch#' versions.yaml"
+selftest "a version without v" "at ${ver#v}, which is not a semantic version" \
+  "sed -i 's/^\( *version: \)v/\1/' versions.yaml"
+selftest "v2 without the module path suffix" "at v2.0.0 needs the major version suffix /v2" \
+  "sed -i 's/^\( *version: \).*/\1v2.0.0/' versions.yaml"
+selftest "a sibling required without replace" \
+  "keyspace/boltstore/go.mod requires $root without replacing it with ." \
+  "sed -i '/^replace/d' keyspace/boltstore/go.mod"
+selftest "a sibling replaced by the wrong directory" \
+  "examples/go.mod replaces $root/keyspace/pgstore with ../keyspace/boltstore, which is not that module's directory" \
+  "sed -i 's#pgstore => \.\./keyspace/pgstore#pgstore => ../keyspace/boltstore#' examples/go.mod"
+selftest "a module path that does not match its directory" \
+  "keyspace/boltstore/go.mod: module $root/boltstore, want $root/keyspace/boltstore" \
+  "sed -i 's#^module .*#module $root/boltstore#' keyspace/boltstore/go.mod"
+selftest "a module requires an excluded module" \
+  "examples/go.mod requires $root/internal/exporttest, which versions.yaml excludes from releases" \
+  "printf 'require $root/internal/exporttest $ver\nreplace $root/internal/exporttest => ../internal/exporttest\n' >>examples/go.mod"
+selftest "a module listed twice" "versions.yaml lists $root/examples twice" \
+  "printf '  - $root/examples\n' >>versions.yaml"
+selftest "a line versions.yaml does not define" "versions.yaml: line" \
+  "sed -i 's/^module-sets:/&\n  what is this/' versions.yaml"
+echo "modules.sh: self-test: each of $((cases - 1)) broken copies fails with its message"
+
 # The consumer check. The proxy serves each released module at HEAD, zipped
 # as the go command zips a tagged module (without its nested modules); then
 # the real module cache's downloads and the configured proxy for the rest.
-tmp=$(mktemp -d)
-trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 stamp=$(git log -1 --format=%cI HEAD)
 released=()
 imports=()
