@@ -52,9 +52,9 @@ require (
 )
 
 require (
-	github.com/aionotel/aionotel v0.0.0
-	github.com/aionotel/aionotel/keyspace/boltstore v0.0.0
-	github.com/aionotel/aionotel/keyspace/pgstore v0.0.0
+	github.com/aionotel/aionotel v0.1.0
+	github.com/aionotel/aionotel/keyspace/boltstore v0.1.0
+	github.com/aionotel/aionotel/keyspace/pgstore v0.1.0
 	github.com/google/uuid v1.6.0
 	go.opentelemetry.io/contrib/exporters/autoexport v0.72.0
 	go.opentelemetry.io/otel v1.47.0

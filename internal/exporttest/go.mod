@@ -3,7 +3,7 @@ module github.com/aionotel/aionotel/internal/exporttest
 go 1.26.0
 
 require (
-	github.com/aionotel/aionotel v0.0.0
+	github.com/aionotel/aionotel v0.1.0
 	github.com/prometheus/client_golang v1.24.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp v1.47.0

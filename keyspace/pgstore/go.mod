@@ -3,7 +3,7 @@ module github.com/aionotel/aionotel/keyspace/pgstore
 go 1.26.0
 
 require (
-	github.com/aionotel/aionotel v0.0.0
+	github.com/aionotel/aionotel v0.1.0
 	github.com/jackc/pgx/v5 v5.13.0
 )
 
