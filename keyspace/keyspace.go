@@ -152,7 +152,8 @@ var (
 // the conformance package's TestKeyspace checks; each names its rule.
 //
 // Implementations are safe for concurrent use: of concurrent appends at one
-// expected seq exactly one commits ("concurrent-appends"). They return
+// expected seq exactly one commits, and concurrent batches are never
+// interleaved or torn ("concurrent-appends", "concurrent-batches"). They return
 // ctx.Err() (or an error wrapping it) when the context is done before the
 // call takes effect ("context-cancelled"). Zero workflow or run IDs are
 // refused by every method with an error wrapping
@@ -177,7 +178,9 @@ type Store interface {
 	// mixing streams [ErrMixedStreams] ("mixed-streams-refused"), one holding
 	// an ephemeral event [ErrEphemeral] ("ephemeral-refused"), a zero workflow
 	// or run ID, a nil pointer content or a content type outside the five
-	// kinds an error wrapping eventstore.ErrInvalidArgument. On every error
+	// kinds an error wrapping eventstore.ErrInvalidArgument ("validation").
+	// Every method's results agree, over long random sequences of good and
+	// bad calls, with a reference model of this contract ("model"). On every error
 	// the returned head is 0. Stored events have StoreSeq set and Persisted
 	// true; a pointer content is stored as its value kind.
 	AppendEvents(ctx context.Context, expectedSeq uint64, events []ActivityEvent) (uint64, error)
