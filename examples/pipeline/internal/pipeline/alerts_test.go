@@ -101,7 +101,6 @@ func TestAlertsContract(t *testing.T) {
 	for _, p := range problems {
 		t.Error(p)
 	}
-	alertRe := regexp.MustCompile(`(?m)^      - alert: (\w+)$`)
 	blocks := alertRe.FindAllStringSubmatchIndex(string(raw), -1)
 	var names []string
 	for i, b := range blocks {
@@ -122,4 +121,21 @@ func TestAlertsContract(t *testing.T) {
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Errorf("alerts = %v, want %v", names, want)
 	}
+}
+
+// alertRe matches the first line of an alerting rule in alerts.yml.
+var alertRe = regexp.MustCompile(`(?m)^      - alert: (\w+)$`)
+
+// alertNames returns the names of the alerting rules of alerts.yml, in order.
+func alertNames(t testing.TB) []string {
+	t.Helper()
+	raw, err := os.ReadFile(alertsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range alertRe.FindAllStringSubmatch(string(raw), -1) {
+		names = append(names, m[1])
+	}
+	return names
 }

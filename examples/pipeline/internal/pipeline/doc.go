@@ -12,11 +12,11 @@
 //
 // # What is tested
 //
-//   - The repository's collector-config.yaml, loaded by otelcol-aionotel
-//     (package [github.com/aionotel/aionotel/examples/pipeline/internal/collector] and
-//     command cmd/otelcol-aionotel), a Collector built from the official
-//     modules: its `validate` subcommand, its defaults and every documented
-//     environment override.
+//   - The repository's collector-config.yaml, loaded by otelcol-aionotel,
+//     the Collector ocb builds from builder-config.yaml (in process: package
+//     [github.com/aionotel/aionotel/examples/pipeline/internal/collector],
+//     whose components.go is checked against the manifest): its `validate`
+//     subcommand, its defaults and every documented environment override.
 //   - examples/grafana/aionotel-overview.json against the Grafana dashboard
 //     schema of github.com/grafana/grafana-foundation-sdk/go (strict decoding,
 //     then Validate), and against the telemetry catalog: every query reads
@@ -24,18 +24,22 @@
 //     rate window is $__rate_interval.
 //   - examples/prometheus/alerts.yml with promtool (check rules, test rules),
 //     plus mutations of each alert that alerts_test.yml must catch.
-//   - End to end (TestEndToEnd): the demo (examples/demo, built in the
-//     examples module) sends metrics and spans over OTLP/gRPC to the
-//     Collector, which a Debian-packaged Prometheus scrapes every second. The test waits, with deadlines, until every
+//   - End to end (TestEndToEnd): ocb builds the Collector from
+//     builder-config.yaml; the demo (examples/demo, built in the examples
+//     module) sends metrics and spans over OTLP/gRPC to it; a
+//     Debian-packaged Prometheus with exemplar storage scrapes it every
+//     second. The test waits for the health_check extension, then, with
+//     deadlines, until every
 //     catalog series is stored; checks their labels and that job is the
 //     sender's service.name; runs every dashboard query with its variables
 //     substituted (the namespace from the variable's own label_values query)
 //     until each returns a finite value; compares the metric families the
 //     Collector exposes with those of a second demo serving its own Prometheus
 //     endpoint (same names, types and labels: one dashboard for both paths);
-//     checks that spans went through the traces pipeline; waits until
-//     Prometheus has evaluated every alert rule without error; and draws a
-//     chart of the run.
+//     checks that spans went through the traces pipeline; finds in
+//     Prometheus (/api/v1/query_exemplars) an exemplar whose trace_id is
+//     that of a span the Collector received; and waits until Prometheus has
+//     evaluated every alert rule without error.
 //
 // # Running
 //
@@ -43,7 +47,6 @@
 //
 //	go test ./...                  # everything; the e2e test builds the Collector (slow the first time)
 //	go test -short ./...           # everything but the e2e test
-//	go test -run TestEndToEnd ./internal/pipeline -args -update -e2e.hold=90s   # redraw testdata/e2e-run.png
 //
 // Prometheus and promtool come from the Debian package:
 // apt-get install -y --no-install-recommends prometheus. Without them the
@@ -78,6 +81,12 @@
 //     and handed to the Collector through the environment variables of
 //     collector-config.yaml, so runs do not collide with each other or with
 //     a Collector already running on the default ports.
-//   - The chart is drawn with the standard library only (image, image/png
-//     and a built-in 5x7 font), so the module gains no graphics dependency.
+//   - Received spans. The test merges a second --config over
+//     collector-config.yaml that adds a detailed debug exporter writing the
+//     traces pipeline to a file, and reads the trace IDs from it: no
+//     component beyond the core debug exporter, and the shipped file stays
+//     what users run. (The contrib file exporter was the alternative; its
+//     module's test dependencies are not on the module proxy at v0.165.1,
+//     so `go mod tidy`, which ocb runs, fails with it.)
+//   - Prometheus is queried with client_golang's api/prometheus/v1 client.
 package pipeline
