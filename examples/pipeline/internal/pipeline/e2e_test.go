@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,7 +18,6 @@ import (
 	"time"
 
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/model"
 )
 
 const (
@@ -445,36 +445,44 @@ func (r *e2e) checkDashboardQueries(ctx context.Context) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	var namespaces []string
+	// The query variables in order (namespace's query uses $job), each
+	// resolved by its own label_values query, as Grafana does on load.
+	resolved := e2eVariables("", "")
 	for _, v := range vars {
-		if v.Name != "namespace" {
+		if v.Type != "query" {
 			continue
 		}
-		sel, label, err := labelValuesQuery(v.Query)
+		q, err := substitute(v.Query, resolved)
+		if err != nil {
+			r.t.Fatalf("variable %s: %v", v.Name, err)
+		}
+		sel, label, err := labelValuesQuery(q)
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		r.waitFor(ctx, "namespace variable values", time.Minute, func(ctx context.Context) error {
-			var values model.LabelValues
-			values, _, _, err = r.prom.LabelValues(ctx, label, []string{sel}, time.Time{}, time.Time{})
-			namespaces = namespaces[:0]
-			for _, v := range values {
-				namespaces = append(namespaces, string(v))
+		var values []string
+		r.waitFor(ctx, v.Name+" variable values", time.Minute, func(ctx context.Context) error {
+			got, _, _, err := r.prom.LabelValues(ctx, label, []string{sel}, time.Time{}, time.Time{})
+			values = values[:0]
+			for _, v := range got {
+				values = append(values, regexp.QuoteMeta(string(v)))
 			}
-			if err == nil && len(namespaces) == 0 {
+			if err == nil && len(values) == 0 {
 				err = fmt.Errorf("label_values(%s, %s) is empty", sel, label)
 			}
 			return err
 		})
+		if v.Name == "job" && !slices.Equal(values, []string{regexp.QuoteMeta(serviceName)}) {
+			r.t.Errorf("job variable values %v, want exactly the sender's service.name %q", values, serviceName)
+		}
+		resolved[v.Name] = strings.Join(values, "|")
 	}
-	if len(namespaces) == 0 {
-		r.t.Fatal("the dashboard has no namespace variable")
+	for _, name := range []string{"job", "namespace"} {
+		if resolved[name] == "" {
+			r.t.Fatalf("the dashboard has no %s variable", name)
+		}
 	}
-	quoted := make([]string, len(namespaces))
-	for i, ns := range namespaces {
-		quoted[i] = regexp.QuoteMeta(ns)
-	}
-	values := e2eVariables(strings.Join(quoted, "|"))
+	values := resolved
 
 	exprs := make([]string, len(queries))
 	for i, q := range queries {
@@ -512,7 +520,7 @@ func (r *e2e) checkDashboardQueries(ctx context.Context) {
 		sort.Strings(lines)
 		return fmt.Errorf("%d of %d queries without data:\n\t%s", len(pending), len(queries), strings.Join(lines, "\n\t"))
 	})
-	r.t.Logf("all %d dashboard queries returned data (namespaces %v)", len(queries), namespaces)
+	r.t.Logf("all %d dashboard queries returned data (job %s, namespaces %s)", len(queries), values["job"], values["namespace"])
 }
 
 func hasFinite(samples []sample) bool {
