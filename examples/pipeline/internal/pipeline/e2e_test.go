@@ -92,6 +92,7 @@ func TestEndToEnd(t *testing.T) {
 
 	r.waitForCatalog(ctx)
 	r.checkLabels(ctx)
+	r.checkInstance(ctx)
 	r.checkDashboardQueries(ctx)
 	r.checkSameNamesAsDirect(ctx)
 	r.checkSpans(ctx)
@@ -428,6 +429,31 @@ func (r *e2e) checkLabels(ctx context.Context) {
 	}
 }
 
+// checkInstance checks what service.instance.id buys through the
+// Collector: every catalog series of the sender carries one instance label,
+// its service.instance.id, and the exporter writes a target_info series for
+// that job and instance (it writes none for a resource without an instance).
+func (r *e2e) checkInstance(ctx context.Context) {
+	r.t.Helper()
+	r.waitFor(ctx, "instance label and target_info", time.Minute, func(ctx context.Context) error {
+		instances, err := instant(ctx, r.prom, fmt.Sprintf(`count by (instance) ({__name__=~"aion_.+", job=%q})`, serviceName))
+		if err != nil {
+			return err
+		}
+		if len(instances) != 1 || instances[0].Labels["instance"] == "" {
+			return permanent(fmt.Errorf("the sender's series carry instances %v, want one non-empty service.instance.id", instances))
+		}
+		info, err := instant(ctx, r.prom, fmt.Sprintf(`target_info{job=%q}`, serviceName))
+		if err != nil {
+			return err
+		}
+		if len(info) != 1 || info[0].Labels["instance"] != instances[0].Labels["instance"] {
+			return fmt.Errorf("target_info{job=%q} = %v, want one series with instance %q", serviceName, info, instances[0].Labels["instance"])
+		}
+		return nil
+	})
+}
+
 // checkDashboardQueries runs every query of the dashboard, its variables
 // substituted as Grafana would, until each returns at least one finite
 // value. The namespace variable is resolved by its own query.
@@ -583,19 +609,22 @@ func (r *e2e) checkExemplars(ctx context.Context) {
 	r.t.Helper()
 	since := time.Now().Add(-10 * time.Minute)
 	r.waitFor(ctx, "an exemplar of a received trace", time.Minute, func(ctx context.Context) error {
-		traces, err := receivedTraceIDs(r.spansLog())
-		if err != nil {
-			return err
-		}
-		if len(traces) == 0 {
-			return fmt.Errorf("no span in %s yet", r.spansLog())
-		}
 		results, err := r.prom.QueryExemplars(ctx, `{__name__=~"aion_.+_bucket"}`, since, time.Now())
 		if err != nil {
 			if badQuery(err) {
 				return permanent(err)
 			}
 			return err
+		}
+		if len(results) == 0 {
+			return errors.New("Prometheus holds no exemplar on aion_ buckets")
+		}
+		traces, err := receivedTraceIDs(r.spansLog())
+		if err != nil {
+			return err
+		}
+		if len(traces) == 0 {
+			return fmt.Errorf("no span in %s yet", r.spansLog())
 		}
 		n, sample := 0, ""
 		for _, res := range results {
