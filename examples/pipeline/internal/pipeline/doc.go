@@ -26,7 +26,8 @@
 //     by their own queries, returns data; the families equal those of a demo
 //     serving its own endpoint; spans crossed the traces pipeline; an
 //     exemplar in Prometheus (/api/v1/query_exemplars) has the trace_id of a
-//     span the Collector received; every alert rule evaluates.
+//     span the Collector received, and the demo's own endpoint serves
+//     exemplars in OpenMetrics; every alert rule evaluates.
 //
 // From examples/pipeline: `go test -short ./...` runs all but the e2e test.
 // Prometheus and promtool come from the Debian package prometheus; without

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -97,6 +98,7 @@ func TestEndToEnd(t *testing.T) {
 	r.checkSameNamesAsDirect(ctx)
 	r.checkSpans(ctx)
 	r.checkExemplars(ctx)
+	r.checkDirectExemplars(ctx)
 	r.checkRules(ctx)
 }
 
@@ -641,6 +643,41 @@ func (r *e2e) checkExemplars(ctx context.Context) {
 		return fmt.Errorf("%d exemplars on aion_ buckets (e.g. trace_id %q), none of the %d traces the Collector received", n, sample, len(traces))
 	})
 }
+
+// checkDirectExemplars scrapes the demo's own Prometheus endpoint as
+// Prometheus does, asking for OpenMetrics, and waits for an exemplar on a
+// catalog histogram bucket: the other export path keeps exemplars too.
+func (r *e2e) checkDirectExemplars(ctx context.Context) {
+	r.t.Helper()
+	r.waitFor(ctx, "an exemplar on the demo's own endpoint", time.Minute, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.direct+"/metrics", nil)
+		if err != nil {
+			return permanent(err)
+		}
+		req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") {
+			return permanent(fmt.Errorf("the demo's endpoint answers OpenMetrics with Content-Type %q: no exemplars", ct))
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		for line := range strings.SplitSeq(string(body), "\n") {
+			if strings.HasPrefix(line, "aion_") && strings.Contains(line, "_bucket{") && directExemplar.MatchString(line) {
+				return nil
+			}
+		}
+		return errors.New("no aion_ bucket with a trace_id exemplar yet")
+	})
+}
+
+// directExemplar is an OpenMetrics exemplar with a trace ID.
+var directExemplar = regexp.MustCompile(` # \{[^}]*trace_id="[0-9a-f]{32}"`)
 
 // traceIDLine is how the debug exporter's detailed output shows a span's
 // trace ID.
