@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Runs the pipeline checks of examples/pipeline: the Collector built from the
-# official modules, the dashboard against its Grafana schema, the alert rules
-# under promtool, and the end-to-end run demo -> Collector -> Prometheus.
+# Runs the pipeline checks of examples/pipeline: the Collector's components
+# against its ocb manifest (builder-config.yaml), the dashboard against its
+# Grafana schema, the alert rules under promtool, and the end-to-end run
+# demo -> Collector (built by ocb) -> Prometheus with exemplar storage.
 #
 # Works from a fresh clone on a fresh Debian/Ubuntu machine: Prometheus and
-# promtool come from the distribution package when they are not on PATH yet.
+# promtool come from the distribution package when they are not on PATH yet;
+# ocb (go tool builder, pinned in examples/pipeline/go.mod) and the
+# Collector's modules come through the Go module proxy.
 # CI=true makes a missing tool a test failure instead of a skip.
 set -euo pipefail
 
@@ -33,6 +36,7 @@ export CI=true
 # build of the demo then goes through examples/go.mod's replace directives.
 export GOWORK=off
 go vet ./...
-# The end-to-end test builds a Collector (the slow part on a cold build cache)
-# and runs the demo, a Collector and a Prometheus for a bounded time.
+# The end-to-end test runs ocb on builder-config.yaml into a temporary
+# directory (the slow part on a cold build cache: several minutes) and runs
+# the demo, the Collector and a Prometheus for a bounded time.
 go test -race -count=1 -timeout 15m ./...

@@ -52,7 +52,12 @@ func Start(ctx context.Context, serviceName string) (*Telemetry, error) {
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) && !errors.Is(err, resource.ErrSchemaURLConflict) {
 		return nil, fmt.Errorf("telemetry resource: %w", err)
 	}
-	reader, err := autoexport.NewMetricReader(ctx)
+	var reader sdkmetric.Reader
+	if os.Getenv("OTEL_METRICS_EXPORTER") == "prometheus" {
+		reader, err = newPrometheusReader() // autoexport's, serving OpenMetrics (exemplars)
+	} else {
+		reader, err = autoexport.NewMetricReader(ctx)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("metrics exporter %q: %w", os.Getenv("OTEL_METRICS_EXPORTER"), err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configtelemetry"
 	"go.opentelemetry.io/collector/exporter/debugexporter"
@@ -29,10 +30,11 @@ func TestComponents(t *testing.T) {
 	}
 	want := map[string]map[component.Type]bool{
 		"receivers":  {component.MustNewType("otlp"): true},
-		"processors": {component.MustNewType("batch"): true, component.MustNewType("memory_limiter"): true},
+		"processors": {component.MustNewType("memory_limiter"): true},
 		"exporters":  {component.MustNewType("debug"): true, component.MustNewType("prometheus"): true},
+		"extensions": {component.MustNewType("health_check"): true},
 	}
-	got := map[string]map[component.Type]bool{"receivers": {}, "processors": {}, "exporters": {}}
+	got := map[string]map[component.Type]bool{"receivers": {}, "processors": {}, "exporters": {}, "extensions": {}}
 	for typ := range f.Receivers {
 		got["receivers"][typ] = true
 	}
@@ -41,6 +43,9 @@ func TestComponents(t *testing.T) {
 	}
 	for typ := range f.Exporters {
 		got["exporters"][typ] = true
+	}
+	for typ := range f.Extensions {
+		got["extensions"][typ] = true
 	}
 	for kind, types := range want {
 		for typ := range types {
@@ -52,8 +57,8 @@ func TestComponents(t *testing.T) {
 			t.Errorf("%s: got %v, want exactly %v", kind, got[kind], types)
 		}
 	}
-	if len(f.Connectors) != 0 || len(f.Extensions) != 0 {
-		t.Errorf("unexpected connectors %v or extensions %v", f.Connectors, f.Extensions)
+	if len(f.Connectors) != 0 {
+		t.Errorf("unexpected connectors %v", f.Connectors)
 	}
 	if f.Telemetry == nil {
 		t.Fatal("Telemetry factory is nil: the service section would not load")
@@ -76,6 +81,7 @@ func TestValidateCommand(t *testing.T) {
 				"AIONOTEL_OTLP_GRPC_ENDPOINT":     "127.0.0.1:14317",
 				"AIONOTEL_OTLP_HTTP_ENDPOINT":     "127.0.0.1:14318",
 				"AIONOTEL_PROMETHEUS_ENDPOINT":    "127.0.0.1:18889",
+				"AIONOTEL_HEALTH_CHECK_ENDPOINT":  "127.0.0.1:23133",
 				"AIONOTEL_COLLECTOR_METRICS_HOST": "127.0.0.1",
 				"AIONOTEL_COLLECTOR_METRICS_PORT": "18888",
 			},
@@ -141,8 +147,8 @@ func resolved(t *testing.T) *otelcol.Config {
 // endpoints is what TestConfigEndpoints reads back from a resolved
 // configuration.
 type endpoints struct {
-	grpc, http, prometheus, telemetryHost string
-	telemetryPort                         int
+	grpc, http, prometheus, health, telemetryHost string
+	telemetryPort                                 int
 }
 
 func readEndpoints(t *testing.T, cfg *otelcol.Config) endpoints {
@@ -162,6 +168,11 @@ func readEndpoints(t *testing.T, cfg *otelcol.Config) endpoints {
 		t.Fatalf("prometheus exporter config is %T", cfg.Exporters[component.MustNewID("prometheus")])
 	}
 	e.prometheus = prom.ServerConfig.NetAddr.Endpoint
+	health, ok := cfg.Extensions[component.MustNewID("health_check")].(*healthcheckextension.Config)
+	if !ok {
+		t.Fatalf("health_check extension config is %T", cfg.Extensions[component.MustNewID("health_check")])
+	}
+	e.health = health.Config.LegacyConfig.ServerConfig.NetAddr.Endpoint
 	tel, ok := cfg.Service.Telemetry.(*otelconftelemetry.Config)
 	if !ok {
 		t.Fatalf("telemetry config is %T", cfg.Service.Telemetry)
@@ -188,7 +199,7 @@ func TestConfigEndpoints(t *testing.T) {
 			name: "loopback defaults",
 			want: endpoints{
 				grpc: "127.0.0.1:4317", http: "127.0.0.1:4318", prometheus: "127.0.0.1:8889",
-				telemetryHost: "127.0.0.1", telemetryPort: 8888,
+				health: "127.0.0.1:13133", telemetryHost: "127.0.0.1", telemetryPort: 8888,
 			},
 		},
 		{
@@ -197,12 +208,13 @@ func TestConfigEndpoints(t *testing.T) {
 				"AIONOTEL_OTLP_GRPC_ENDPOINT":     "0.0.0.0:5317",
 				"AIONOTEL_OTLP_HTTP_ENDPOINT":     "0.0.0.0:5318",
 				"AIONOTEL_PROMETHEUS_ENDPOINT":    "0.0.0.0:9889",
+				"AIONOTEL_HEALTH_CHECK_ENDPOINT":  "0.0.0.0:14133",
 				"AIONOTEL_COLLECTOR_METRICS_HOST": "0.0.0.0",
 				"AIONOTEL_COLLECTOR_METRICS_PORT": "9888",
 			},
 			want: endpoints{
 				grpc: "0.0.0.0:5317", http: "0.0.0.0:5318", prometheus: "0.0.0.0:9889",
-				telemetryHost: "0.0.0.0", telemetryPort: 9888,
+				health: "0.0.0.0:14133", telemetryHost: "0.0.0.0", telemetryPort: 9888,
 			},
 		},
 	}
@@ -220,14 +232,20 @@ func TestConfigEndpoints(t *testing.T) {
 
 // TestConfigPipelines pins what the dashboard and the alerts rely on: metrics
 // reach the prometheus exporter with the translation that yields the catalog's
-// Prometheus names, traces have a pipeline, and the memory limiter comes
-// first.
+// Prometheus names and with OpenMetrics (exemplars), traces have a pipeline,
+// the memory limiter is the only processor, and health_check runs.
 func TestConfigPipelines(t *testing.T) {
 	cfg := resolved(t)
+	if got := cfg.Service.Extensions; len(got) != 1 || got[0] != component.MustNewID("health_check") {
+		t.Errorf("service extensions = %v, want [health_check]", got)
+	}
 
 	prom := cfg.Exporters[component.MustNewID("prometheus")].(*prometheusexporter.Config)
 	if got := string(prom.TranslationStrategy); got != "UnderscoreEscapingWithSuffixes" {
 		t.Errorf("prometheus translation_strategy = %q, want UnderscoreEscapingWithSuffixes (the names of the catalog)", got)
+	}
+	if !prom.EnableOpenMetrics {
+		t.Error("prometheus enable_open_metrics is off: exemplars never reach Prometheus")
 	}
 	if prom.Namespace != "" {
 		t.Errorf("prometheus namespace = %q would prefix every name of the catalog", prom.Namespace)
@@ -250,9 +268,10 @@ func TestConfigPipelines(t *testing.T) {
 		if len(p.Receivers) != 1 || p.Receivers[0] != component.MustNewID("otlp") {
 			t.Errorf("%s receivers = %v, want [otlp]", signal, p.Receivers)
 		}
-		if len(p.Processors) != 2 || p.Processors[0] != component.MustNewID("memory_limiter") ||
-			p.Processors[1] != component.MustNewID("batch") {
-			t.Errorf("%s processors = %v, want [memory_limiter batch]", signal, p.Processors)
+		// No batch processor: deprecated upstream, and pointless in front
+		// of the pull exporter (see collector-config.yaml).
+		if len(p.Processors) != 1 || p.Processors[0] != component.MustNewID("memory_limiter") {
+			t.Errorf("%s processors = %v, want [memory_limiter]", signal, p.Processors)
 		}
 		got := make([]string, len(p.Exporters))
 		for i, id := range p.Exporters {

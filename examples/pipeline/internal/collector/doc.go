@@ -1,27 +1,32 @@
-// Package collector describes otelcol-aionotel, the OpenTelemetry Collector
-// distribution of the aionotel examples: the components it is built from and
-// the settings its command line runs with.
+// Package collector is otelcol-aionotel in process: the OpenTelemetry
+// Collector distribution of the aionotel examples, built by the
+// OpenTelemetry Collector Builder (ocb) from examples/pipeline's
+// builder-config.yaml. Its tests load the repository's
+// collector-config.yaml with the very components and configuration
+// providers of that build, without building it.
 //
 // # Components
 //
-// Exactly what the repository's collector-config.yaml uses, from the official
-// modules: the OTLP receiver (gRPC and HTTP), the memory_limiter and batch
-// processors, the debug exporter, the contrib prometheus exporter, and the
-// otelconftelemetry factory for the Collector's own logs and metrics (without
-// a telemetry factory the service section of any configuration fails to
-// load). [Components] returns them.
+// components.go is the file ocb generates from the manifest (package main
+// renamed, gofmt applied); do not edit it. TestComponentsMatchManifest runs
+// ocb (a tool of this module: go tool builder) with --skip-compilation and
+// fails when the two differ; to regenerate after editing the manifest:
 //
-// # Configuration sources
+//	go test ./internal/collector -run TestComponentsMatchManifest -args -regenerate
 //
-// [Settings] accepts configuration from files (a plain path, or file:path) and
-// from environment variables, so a configuration can say
-// ${env:NAME:-default}. The env provider is also the default scheme, as in the
-// official distributions.
+// TestManifestVersions checks that the manifest's module versions are those
+// this module builds with, so the in-process tests and the ocb build run the
+// same code. [Components] returns the factories; [Settings] the command's
+// settings, with the manifest's env and file providers (env is the default
+// scheme, as in the official distributions, so ${NAME} works as well as
+// ${env:NAME:-default}).
 //
-// # Why a hand-written distribution
+// # Generated, not committed
 //
-// The OpenTelemetry Collector Builder (ocb) generates the same two functions
-// from a manifest. Writing them by hand keeps the build a plain `go build`
-// inside this nested module, with no generator to install, and keeps the
-// Collector's large dependency graph out of the root module.
+// The distribution itself (main.go, go.mod, the binary) is what ocb
+// writes under dist.output_path, examples/pipeline/_build, which git
+// ignores: only the manifest is the source, as in the Collector's own
+// release repository. The end-to-end test and .ci/pipeline.sh run ocb into a
+// temporary directory; ocb fetches modules through the Go module proxy (the
+// only network it needs), and the build cache makes later runs fast.
 package collector

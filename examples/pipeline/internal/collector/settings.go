@@ -8,15 +8,23 @@ import (
 	"go.opentelemetry.io/collector/otelcol"
 )
 
-// Command is the name of the distribution's executable.
+// Command is the name of the distribution's executable (dist.name of
+// builder-config.yaml).
 const Command = "otelcol-aionotel"
 
-// Version is the Collector core release the distribution is built from.
+// Version is the Collector core release the distribution is built from
+// (dist.version of builder-config.yaml).
 const Version = "0.165.0"
 
-// Settings returns the settings of the otelcol-aionotel command line: its
-// build information, [Components] and the file and env configuration
-// providers. Configuration locations come from the --config flags.
+// Components returns the factories of every component of the distribution:
+// those of builder-config.yaml, through the components.go ocb generates
+// from it.
+func Components() (otelcol.Factories, error) { return components() }
+
+// Settings returns the settings the ocb-built otelcol-aionotel runs with:
+// its build information, [Components] and the env and file configuration
+// providers of builder-config.yaml, with env as the default scheme.
+// Configuration locations come from the --config flags.
 func Settings() otelcol.CollectorSettings {
 	return otelcol.CollectorSettings{
 		BuildInfo: component.BuildInfo{

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -53,12 +54,21 @@ func TestAlertRulesTestsBite(t *testing.T) {
 		alert          string // the alert whose test must fail
 	}{
 		{"error ratio threshold", ") > 0.05", ") > 0.10", "AionStoreErrorRatioHigh"},
-		{"sequence conflicts counted", `, error_type!="sequence_conflict"`, "", "AionStoreErrorRatioHigh"},
+		{"sequence conflicts counted", `error_type!~"|sequence_conflict|not_found"`, `error_type!~"|not_found"`, "AionStoreErrorRatioHigh"},
+		{"not_found counted", `error_type!~"|sequence_conflict|not_found"`, `error_type!~"|sequence_conflict"`, "AionStoreErrorRatioHigh"},
+		{"successes counted as errors", `error_type!~"|sequence_conflict|not_found"`, `error_type!~"sequence_conflict|not_found"`, "AionStoreErrorRatioHigh"},
+		{"store latency threshold", "  ) > 0.5\n", "  ) > 1\n", "AionStoreLatencyHigh"},
+		{"store latency per operation", "by (job, aion_namespace, db_operation_name, le)", "by (job, aion_namespace, le)", "AionStoreLatencyHigh"},
+		{"stuck only when growing", "min_over_time(aion_inflight_activities[15m])", "delta(aion_inflight_activities[15m])", "AionActivitiesStuck"},
 		{"stuck without the completion check", "> 0\n          )\n          unless", "> 0\n          )\n          and", "AionActivitiesStuck"},
 		{"stuck severity", "severity: critical", "severity: warning", "AionActivitiesStuck"},
-		{"latency threshold", "  ) > 5\n", "  ) > 10\n", "AionActivityLatencyHigh"},
-		{"latency for", "        for: 10m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"p99", "        for: 1m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"p99", "AionActivityLatencyHigh"},
+		{"latency threshold", "  ) > 30\n", "  ) > 60\n", "AionActivityLatencyHigh"},
+		{"latency below the old 10s ceiling", "  ) > 30\n", "  ) > 5\n", "AionActivityLatencyHigh"},
+		{"latency for", "        for: 10m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"p99 of {{ $labels.aion_activity_type }}", "        for: 1m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"p99 of {{ $labels.aion_activity_type }}", "AionActivityLatencyHigh"},
+		{"off-scale threshold", "  ) > 0.01\n", "  ) > 0.2\n", "AionActivityDurationOffScale"},
+		{"off-scale against a fixed bucket", `rate(aion_activity_duration_seconds_bucket{le!="+Inf"}[5m])`, `rate(aion_activity_duration_seconds_bucket{le="5"}[5m])`, "AionActivityDurationOffScale"},
 		{"evictions window", "increase(aion_activity_pairing_evicted_total[10m])", "increase(aion_activity_pairing_evicted_total[30m])", "AionPairingEvictions"},
+		{"runbook anchor", "RUNBOOK.md#aionactivitiesstuck", "RUNBOOK.md#stuck", "AionActivitiesStuck"},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,9 +97,17 @@ func TestAlertRulesTestsBite(t *testing.T) {
 	}
 }
 
+// runbookBase is where every alert's runbook_url points: RUNBOOK.md, next
+// to alerts.yml, in the repository.
+const runbookBase = "https://github.com/aionotel/aionotel/blob/main/examples/prometheus/RUNBOOK.md"
+
+// runbookPath is RUNBOOK.md relative to this directory.
+var runbookPath = filepath.Join("..", "..", "..", "prometheus", "RUNBOOK.md")
+
 // TestAlertsContract checks alerts.yml against the catalog without promtool:
-// only catalog series and labels, and the four documented alerts, each with a
-// for duration, a severity and both annotations.
+// only catalog series and labels, and the documented alerts, each with a
+// for duration, a severity, a summary, a description and a runbook_url that
+// points at the alert's own section of RUNBOOK.md, which exists.
 func TestAlertsContract(t *testing.T) {
 	raw, err := os.ReadFile(alertsPath)
 	if err != nil {
@@ -101,7 +119,17 @@ func TestAlertsContract(t *testing.T) {
 	for _, p := range problems {
 		t.Error(p)
 	}
-	alertRe := regexp.MustCompile(`(?m)^      - alert: (\w+)$`)
+	runbook, err := os.ReadFile(runbookPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sections []string
+	for _, m := range regexp.MustCompile(`(?m)^## (\w+)$`).FindAllStringSubmatch(string(runbook), -1) {
+		sections = append(sections, m[1])
+	}
+	if !slices.Equal(sections, alertNames(t)) {
+		t.Errorf("RUNBOOK.md sections %v, want one per alert in order %v", sections, alertNames(t))
+	}
 	blocks := alertRe.FindAllStringSubmatchIndex(string(raw), -1)
 	var names []string
 	for i, b := range blocks {
@@ -117,9 +145,34 @@ func TestAlertsContract(t *testing.T) {
 				t.Errorf("alert %s lacks %q", name, strings.TrimSpace(want))
 			}
 		}
+		wantURL := "\n          runbook_url: " + runbookBase + "#" + strings.ToLower(name) + "\n"
+		if !strings.Contains(body, wantURL) {
+			t.Errorf("alert %s lacks %q", name, strings.TrimSpace(wantURL))
+		}
+		if !slices.Contains(sections, name) {
+			t.Errorf("RUNBOOK.md has no section \"## %s\" (sections %v)", name, sections)
+		}
 	}
-	want := []string{"AionStoreErrorRatioHigh", "AionActivitiesStuck", "AionActivityLatencyHigh", "AionPairingEvictions"}
+	want := []string{"AionStoreErrorRatioHigh", "AionStoreLatencyHigh", "AionActivitiesStuck",
+		"AionActivityLatencyHigh", "AionActivityDurationOffScale", "AionPairingEvictions"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Errorf("alerts = %v, want %v", names, want)
 	}
+}
+
+// alertRe matches the first line of an alerting rule in alerts.yml.
+var alertRe = regexp.MustCompile(`(?m)^      - alert: (\w+)$`)
+
+// alertNames returns the names of the alerting rules of alerts.yml, in order.
+func alertNames(t testing.TB) []string {
+	t.Helper()
+	raw, err := os.ReadFile(alertsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range alertRe.FindAllStringSubmatch(string(raw), -1) {
+		names = append(names, m[1])
+	}
+	return names
 }

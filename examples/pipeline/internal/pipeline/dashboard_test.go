@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -225,9 +226,12 @@ func TestDashboardVariables(t *testing.T) {
 }
 
 // e2eVariables are the values the end-to-end test gives the dashboard's
-// built-in variables; the namespace comes from the variable's own query.
-func e2eVariables(namespace string) map[string]string {
+// variables: job and namespace (regexes, as Grafana substitutes a
+// multi-value variable) come from the variables' own queries, the built-in
+// ones are fixed here.
+func e2eVariables(job, namespace string) map[string]string {
 	return map[string]string{
+		"job":       job,
 		"namespace": namespace,
 		// What Grafana computes for a 1s scrape interval and a short range:
 		// at least four scrapes per window.
@@ -306,8 +310,10 @@ func TestDashboardContract(t *testing.T) {
 	}
 	want := []dashboardVariable{
 		{Name: "datasource", Type: "datasource", Query: "prometheus"},
+		{Name: "job", Type: "query", Datasource: "${datasource}",
+			Query: "label_values(aion_store_operation_duration_seconds_count, job)"},
 		{Name: "namespace", Type: "query", Datasource: "${datasource}",
-			Query: "label_values(aion_store_operation_duration_seconds_count, aion_namespace)"},
+			Query: `label_values(aion_store_operation_duration_seconds_count{job=~"$job"}, aion_namespace)`},
 	}
 	if !slices.Equal(vars, want) {
 		t.Errorf("variables = %+v, want %+v", vars, want)
@@ -330,13 +336,132 @@ func TestDashboardContract(t *testing.T) {
 				t.Errorf("panel %q query %s: range [%s], want [$__rate_interval]", q.Panel, q.RefID, r[1])
 			}
 		}
-		if _, err := substitute(q.Expr, e2eVariables("default")); err != nil {
+		if _, err := substitute(q.Expr, e2eVariables("demo", "default")); err != nil {
 			t.Errorf("panel %q query %s: %v", q.Panel, q.RefID, err)
+		}
+		for _, p := range jobFilterProblems(q.Expr) {
+			t.Errorf("panel %q query %s: %s", q.Panel, q.RefID, p)
 		}
 	}
 	for _, m := range catalogMetrics {
 		if !covered[m.Name] {
 			t.Errorf("no panel shows %s", m.Name)
 		}
+	}
+}
+
+// selectorRe matches a catalog series selector: the name and, when present,
+// its matchers.
+var selectorRe = regexp.MustCompile(`\b(aion_\w+)(\{[^}]*\})?`)
+
+// jobFilterProblems reports every catalog series in expr that is not
+// filtered by the job variable: without it, the dashboard mixes every
+// program that reports to the same Prometheus.
+func jobFilterProblems(expr string) []string {
+	series := catalogSeries()
+	var problems []string
+	for _, m := range selectorRe.FindAllStringSubmatch(expr, -1) {
+		if _, ok := series[m[1]]; !ok {
+			continue // a label name such as aion_namespace
+		}
+		if !strings.Contains(m[2], `job=~"$job"`) {
+			problems = append(problems, fmt.Sprintf("%s%s lacks job=~\"$job\"", m[1], m[2]))
+		}
+	}
+	return problems
+}
+
+// dashboardUnits maps each panel title to its unit and queries.
+func dashboardUnits(t *testing.T, raw []byte) map[string]struct {
+	Unit  string
+	Exprs []string
+} {
+	t.Helper()
+	var doc struct {
+		Panels []struct {
+			Title       string `json:"title"`
+			Type        string `json:"type"`
+			FieldConfig struct {
+				Defaults struct {
+					Unit string `json:"unit"`
+				} `json:"defaults"`
+			} `json:"fieldConfig"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]struct {
+		Unit  string
+		Exprs []string
+	}{}
+	for _, p := range doc.Panels {
+		if p.Type == "row" {
+			continue
+		}
+		e := out[p.Title]
+		e.Unit = p.FieldConfig.Defaults.Unit
+		for _, tg := range p.Targets {
+			e.Exprs = append(e.Exprs, tg.Expr)
+		}
+		out[p.Title] = e
+	}
+	return out
+}
+
+// TestDashboardPanels checks what an SRE reads off the panels: a rate is
+// shown per second with a unit that says so; no panel draws a line per
+// activity type for several quantiles (top-k or all types together); the
+// store error ratio counts errors as AionStoreErrorRatioHigh does; the
+// keyspace has an error panel.
+func TestDashboardPanels(t *testing.T) {
+	panels := dashboardUnits(t, readDashboard(t))
+	perSecond := map[string]bool{"reqps": true, "ops": true, "suffix:/s": true}
+	for title, p := range panels {
+		for _, e := range p.Exprs {
+			isRate := strings.Contains(e, "rate(") && !strings.Contains(e, "histogram_quantile") && !strings.Contains(e, "\n/\n")
+			if isRate && !perSecond[p.Unit] {
+				t.Errorf("panel %q shows a rate with unit %q, want a per-second unit (%v)", title, p.Unit, perSecond)
+			}
+			if isRate && !strings.Contains(title, "per second") {
+				t.Errorf("panel %q shows a rate; its title must say per second", title)
+			}
+			if strings.Contains(e, "histogram_quantile") && strings.Contains(e, "by (aion_activity_type") &&
+				(len(p.Exprs) > 1 || !strings.HasPrefix(e, "topk(")) {
+				t.Errorf("panel %q draws quantiles per activity type without topk: one line per type and quantile", title)
+			}
+		}
+	}
+
+	alerts, err := os.ReadFile(alertsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exclusion := regexp.MustCompile(`error_type!~"[^"]*"`)
+	want := exclusion.FindString(string(alerts))
+	if want == "" {
+		t.Fatal("alerts.yml: AionStoreErrorRatioHigh has no error_type!~ exclusion")
+	}
+	ratio, ok := panels["Store error ratio"]
+	if !ok || len(ratio.Exprs) != 1 {
+		t.Fatalf("no single-query \"Store error ratio\" panel: %+v", ratio)
+	}
+	if got := exclusion.FindString(ratio.Exprs[0]); got != want {
+		t.Errorf("Store error ratio excludes %q, AionStoreErrorRatioHigh %q: the stat and the alert disagree", got, want)
+	}
+
+	keyspaceErrors := false
+	for _, p := range panels {
+		for _, e := range p.Exprs {
+			if strings.Contains(e, "aion_keyspace_operation_duration_seconds_count") && strings.Contains(e, `error_type!=""`) {
+				keyspaceErrors = true
+			}
+		}
+	}
+	if !keyspaceErrors {
+		t.Error("no panel shows keyspace errors (aion_keyspace_operation_duration_seconds_count with error_type)")
 	}
 }

@@ -2,54 +2,52 @@
 // with the real components: the instrumented program sends OTLP to an
 // OpenTelemetry Collector, the Collector exposes Prometheus metrics, a
 // Prometheus server scrapes them, and Grafana and the alert rules read them.
-//
-// It lives in a module of its own (github.com/aionotel/aionotel/examples/pipeline)
-// so that the Collector's dependencies reach neither the library nor the
-// examples module; that module has a go.work of its own and is not in the
-// repository's. The package is internal and has no API: its code serves its
-// tests.
+// It lives in a module of its own (examples/pipeline, with its own go.work)
+// so that the Collector's dependency graph reaches neither the library nor
+// the examples module. The package has no API: its code serves its tests.
 //
 // # What is tested
 //
-//   - collector-config.yaml, loaded by a Collector built from the official
-//     modules (cmd/otelcol-aionotel): validate, the defaults and every
-//     documented environment override.
-//   - examples/grafana/aionotel-overview.json against the Grafana dashboard
-//     schema and the telemetry catalog: every query reads catalog series and
-//     labels only, every catalog metric has a panel.
-//   - examples/prometheus/alerts.yml with promtool, plus mutations of each
-//     alert that its tests must catch.
-//   - End to end (TestEndToEnd): the demo sends metrics and spans over OTLP
-//     to the Collector, which Prometheus scrapes; the test waits until every
-//     catalog series is stored with its labels, every dashboard query returns
-//     a finite value and every alert rule evaluates without error; it checks
-//     that a second demo serving its own Prometheus endpoint exposes the same
-//     metric families (one dashboard for both paths) and that spans went
-//     through the traces pipeline.
+//   - collector-config.yaml, loaded in process by the components of
+//     builder-config.yaml (package
+//     [github.com/aionotel/aionotel/examples/pipeline/internal/collector]).
+//   - examples/grafana/aionotel-overview.json against the Grafana schema
+//     (grafana-foundation-sdk) and the telemetry catalog: catalog names only,
+//     every metric on a panel, every query filtered by $job, rates per
+//     second, the error ratio counted as its alert counts it.
+//   - examples/prometheus/alerts.yml with promtool, mutations of each alert
+//     that alerts_test.yml must catch, and a RUNBOOK.md section per alert.
+//   - End to end (TestEndToEnd): ocb builds the Collector from
+//     builder-config.yaml; the demo sends OTLP/gRPC to it; a Debian-packaged
+//     Prometheus with exemplar storage scrapes it every second. The test
+//     waits for health_check, then until every catalog series is stored with
+//     its labels, the sender's job and one instance (service.instance.id,
+//     with its target_info); every dashboard query, its variables resolved
+//     by their own queries, returns data; the families equal those of a demo
+//     serving its own endpoint; spans crossed the traces pipeline; an
+//     exemplar in Prometheus (/api/v1/query_exemplars) has the trace_id of a
+//     span the Collector received, and the demo's own endpoint serves
+//     exemplars in OpenMetrics; every alert rule evaluates.
 //
-// # Running
-//
-// From examples/pipeline:
-//
-//	go test ./...                  # everything; the e2e test builds the Collector
-//	go test -short ./...           # everything but the e2e test
-//	go test -run TestEndToEnd ./internal/pipeline -args -update   # redraw testdata/e2e-run.png
-//
-// Prometheus and promtool come from the Debian package prometheus. Without
-// them the tests that need them skip, saying so; with CI=true they fail
-// instead, so a CI run can never pass by skipping.
-//
-// Every program a test starts runs in its own process group and is stopped
-// with it; every wait polls with a deadline and says on timeout what never
-// arrived; every listener is on a free loopback port.
+// From examples/pipeline: `go test -short ./...` runs all but the e2e test.
+// Prometheus and promtool come from the Debian package prometheus; without
+// them those tests skip, and with CI=true (.ci/pipeline.sh) they fail.
 //
 // # Decisions
 //
-//   - Names: the Collector's prometheus exporter uses the translation that
-//     yields the OTel Go Prometheus exporter's default names (the catalog's);
-//     the end-to-end test proves the two paths agree.
-//   - job: the Collector labels series with the sender's service.name as job,
-//     so Prometheus must scrape it with honor_labels: true; the test checks it.
-//   - Evictions: the demo runs with a small -max-inflight so that the pairing
-//     tracker evicts and the eviction counter is exported and checked.
+//   - Names and job: the exporter's UnderscoreEscapingWithSuffixes names are
+//     the OTel Go Prometheus exporter's, which the e2e test proves; the
+//     test's Prometheus scrapes with honor_labels so job stays service.name.
+//   - Evictions: the demo runs with a small -max-inflight so that the
+//     eviction counter exists.
+//   - Processes run in their own process group, stopped with SIGINT then
+//     SIGKILL; every wait polls with a deadline and says why it failed; every
+//     listener is on a free loopback port handed over through the
+//     environment variables of collector-config.yaml.
+//   - Received spans: a second --config merged over collector-config.yaml
+//     adds a detailed debug exporter writing the traces pipeline to a file,
+//     whose trace IDs the test reads; the shipped file stays what users run.
+//     (The contrib file exporter would need its module's test dependencies,
+//     which are not on the module proxy at v0.165.1, for ocb's go mod tidy.)
+//   - Prometheus is queried with client_golang's api/prometheus/v1 client.
 package pipeline

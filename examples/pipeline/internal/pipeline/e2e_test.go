@@ -3,28 +3,23 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-var (
-	update = flag.Bool("update", false, "write the chart of the end-to-end run to "+chartPath)
-	hold   = flag.Duration("e2e.hold", 0, "keep the end-to-end pipeline running at least this long before drawing the chart (for a longer picture with -update)")
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
-
-// chartPath is where -update writes the chart the README shows.
-var chartPath = filepath.Join("testdata", "e2e-run.png")
 
 const (
 	// serviceName is the demo's service.name, which the Collector's
@@ -47,12 +42,12 @@ type e2e struct {
 
 	collectorBin, demoBin string
 
-	otlpGRPC, otlpHTTP, exporter, collectorMetrics, promWeb, direct string
+	otlpGRPC, otlpHTTP, exporter, collectorMetrics, health, promWeb, direct string
 
 	mu    sync.Mutex
 	procs []*process
 
-	prom promClient
+	prom promv1.API
 }
 
 // TestEndToEnd runs the demo's OTLP telemetry through a Collector built from
@@ -60,8 +55,9 @@ type e2e struct {
 // checks what a user of the dashboard and the alerts depends on: every
 // catalog series arrives with its labels and the sender's job; every
 // dashboard query returns data; the names equal those of the demo's own
-// Prometheus endpoint; spans reach the Collector; Prometheus evaluates the
-// alert rules without error.
+// Prometheus endpoint; spans reach the Collector; Prometheus stores
+// exemplars whose trace IDs are those of spans the Collector received;
+// Prometheus evaluates the alert rules without error.
 func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds a Collector and the demo and runs them with Prometheus")
@@ -79,28 +75,31 @@ func TestEndToEnd(t *testing.T) {
 
 	r := &e2e{t: t, root: root, tmp: t.TempDir()}
 	t.Cleanup(r.stopAll)
-	addrs, err := freeAddrs(6)
+	addrs, err := freeAddrs(7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.otlpGRPC, r.otlpHTTP, r.exporter, r.collectorMetrics, r.promWeb, r.direct =
-		addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5]
-	r.prom = promClient{base: "http://" + r.promWeb, hc: &http.Client{Timeout: 10 * time.Second}}
+	r.otlpGRPC, r.otlpHTTP, r.exporter, r.collectorMetrics, r.health, r.promWeb, r.direct =
+		addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5], addrs[6]
+	if r.prom, err = newPromAPI(r.promWeb); err != nil {
+		t.Fatal(err)
+	}
 
 	r.build(ctx)
 	r.validateConfig(ctx)
 	r.startCollector(ctx)
 	r.startPrometheus(ctx, promBin)
-	started := time.Now()
 	r.startDemos()
 
 	r.waitForCatalog(ctx)
 	r.checkLabels(ctx)
+	r.checkInstance(ctx)
 	r.checkDashboardQueries(ctx)
 	r.checkSameNamesAsDirect(ctx)
 	r.checkSpans(ctx)
+	r.checkExemplars(ctx)
+	r.checkDirectExemplars(ctx)
 	r.checkRules(ctx)
-	r.drawChart(ctx, started)
 }
 
 // collectorEnv points every endpoint of collector-config.yaml at this run's
@@ -111,6 +110,7 @@ func (r *e2e) collectorEnv() []string {
 		"AIONOTEL_OTLP_GRPC_ENDPOINT=" + r.otlpGRPC,
 		"AIONOTEL_OTLP_HTTP_ENDPOINT=" + r.otlpHTTP,
 		"AIONOTEL_PROMETHEUS_ENDPOINT=" + r.exporter,
+		"AIONOTEL_HEALTH_CHECK_ENDPOINT=" + r.health,
 		"AIONOTEL_COLLECTOR_METRICS_HOST=" + host,
 		"AIONOTEL_COLLECTOR_METRICS_PORT=" + port,
 	}
@@ -121,33 +121,55 @@ func splitAddr(addr string) (host, port string) {
 	return addr[:i], addr[i+1:]
 }
 
-// build compiles the Collector (in this module, two levels up) and the demo (in the
-// examples module, whose replace directives reach the library and the
-// backends of this checkout) into the test's temporary directory,
-// concurrently.
+// build makes the Collector the way Collector distributions are made, with
+// ocb from builder-config.yaml (this module's tool, so at the version
+// go.mod pins) into the test's temporary directory, and compiles the demo
+// (in the examples module, whose replace directives reach the library and
+// the backends of this checkout), concurrently.
 func (r *e2e) build(ctx context.Context) {
 	r.t.Helper()
-	r.collectorBin = filepath.Join(r.tmp, "otelcol-aionotel")
 	r.demoBin = filepath.Join(r.tmp, "demo")
-	jobs := []struct{ dir, out, pkg string }{
-		{filepath.Join("..", ".."), r.collectorBin, "./cmd/otelcol-aionotel"},
-		{filepath.Join(r.root, "examples"), r.demoBin, "./demo"},
-	}
-	errs := make([]error, len(jobs))
+	var collectorErr, demoErr error
 	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Go(func() {
-			cmd := exec.CommandContext(ctx, "go", "build", "-o", j.out, j.pkg)
-			cmd.Dir = j.dir
-			if out, err := cmd.CombinedOutput(); err != nil {
-				errs[i] = fmt.Errorf("go build %s: %v\n%s", j.pkg, err, out)
-			}
-		})
-	}
+	wg.Go(func() { r.collectorBin, collectorErr = buildCollector(ctx, r.tmp) })
+	wg.Go(func() {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", r.demoBin, "./demo")
+		cmd.Dir = filepath.Join(r.root, "examples")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			demoErr = fmt.Errorf("go build ./demo: %v\n%s", err, out)
+		}
+	})
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(collectorErr, demoErr); err != nil {
 		r.t.Fatal(err)
 	}
+}
+
+// manifestOutputPath is the dist.output_path line of builder-config.yaml.
+var manifestOutputPath = regexp.MustCompile(`(?m)^(\s*output_path:).*$`)
+
+// buildCollector runs ocb on a copy of builder-config.yaml whose output path
+// is under dir, and returns the path of the binary it built.
+func buildCollector(ctx context.Context, dir string) (string, error) {
+	moduleDir := filepath.Join("..", "..")
+	raw, err := os.ReadFile(filepath.Join(moduleDir, "builder-config.yaml"))
+	if err != nil {
+		return "", err
+	}
+	if !manifestOutputPath.Match(raw) {
+		return "", errors.New("builder-config.yaml has no dist.output_path")
+	}
+	out := filepath.Join(dir, "otelcol")
+	manifest := filepath.Join(dir, "builder-config.yaml")
+	if err := os.WriteFile(manifest, manifestOutputPath.ReplaceAll(raw, []byte("${1} "+out)), 0o600); err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, "go", "tool", "builder", "--config", manifest)
+	cmd.Dir = moduleDir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go tool builder: %v\n%s", err, b)
+	}
+	return filepath.Join(out, "otelcol-aionotel"), nil
 }
 
 // validateConfig runs `otelcol-aionotel validate` on the repository's
@@ -162,6 +184,33 @@ func (r *e2e) validateConfig(ctx context.Context) {
 }
 
 func (r *e2e) configPath() string { return filepath.Join(r.root, "collector-config.yaml") }
+
+// spansLog is where the test's debug/spans exporter writes every span the
+// Collector receives, in the debug exporter's detailed format.
+func (r *e2e) spansLog() string { return filepath.Join(r.tmp, "spans.log") }
+
+// spansOverlay writes a second configuration the Collector merges over
+// collector-config.yaml: a detailed debug exporter writing the traces
+// pipeline's spans to spansLog, so the test knows which trace IDs the
+// Collector received. The repository's file stays what users run.
+func (r *e2e) spansOverlay() string {
+	r.t.Helper()
+	cfg := fmt.Sprintf(`exporters:
+  debug/spans:
+    verbosity: detailed
+    use_internal_logger: false
+    output_paths: [%q]
+service:
+  pipelines:
+    traces:
+      exporters: [debug, debug/spans]
+`, r.spansLog())
+	path := filepath.Join(r.tmp, "spans-overlay.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	return path
+}
 
 // start starts a program and registers it to be stopped; its log is printed
 // if the test fails.
@@ -245,15 +294,22 @@ func httpOK(ctx context.Context, url string) error {
 
 func (r *e2e) startCollector(ctx context.Context) {
 	r.t.Helper()
-	r.start("collector", r.collectorEnv(), r.collectorBin, "--config", r.configPath())
-	r.waitFor(ctx, "Collector's prometheus exporter", time.Minute, func(ctx context.Context) error {
-		return httpOK(ctx, "http://"+r.exporter+"/metrics")
+	r.start("collector", r.collectorEnv(), r.collectorBin,
+		"--config", r.configPath(), "--config", r.spansOverlay())
+	// health_check answers 200 once every component has started.
+	r.waitFor(ctx, "Collector's health_check", time.Minute, func(ctx context.Context) error {
+		return httpOK(ctx, "http://"+r.health+"/")
 	})
+	if err := httpOK(ctx, "http://"+r.exporter+"/metrics"); err != nil {
+		r.t.Fatalf("Collector healthy, but its prometheus exporter: %v", err)
+	}
 }
 
 // startPrometheus writes a configuration that scrapes the Collector every
 // second, keeping the job and instance labels the exporter derives from the
-// sender's resource (honor_labels), and loads the alert rules.
+// sender's resource (honor_labels), and loads the alert rules. Exemplar
+// storage is a feature flag in Prometheus 2 (the Debian package); with it,
+// Prometheus scrapes OpenMetrics and keeps the exemplars.
 func (r *e2e) startPrometheus(ctx context.Context, bin string) {
 	r.t.Helper()
 	cfg := fmt.Sprintf(`global:
@@ -276,6 +332,7 @@ scrape_configs:
 		"--config.file="+path,
 		"--storage.tsdb.path="+filepath.Join(r.tmp, "tsdb"),
 		"--web.listen-address="+r.promWeb,
+		"--enable-feature=exemplar-storage",
 	)
 	r.waitFor(ctx, "Prometheus ready", time.Minute, func(ctx context.Context) error {
 		return httpOK(ctx, "http://"+r.promWeb+"/-/ready")
@@ -307,7 +364,7 @@ func (r *e2e) waitForCatalog(ctx context.Context) {
 	r.t.Helper()
 	want := catalogSeries()
 	r.waitFor(ctx, "every catalog series in Prometheus", 2*time.Minute, func(ctx context.Context) error {
-		got, err := r.prom.query(ctx, `count by (__name__) ({__name__=~"aion_.+"})`)
+		got, err := instant(ctx, r.prom, `count by (__name__) ({__name__=~"aion_.+"})`)
 		if err != nil {
 			return err
 		}
@@ -336,7 +393,7 @@ func (r *e2e) checkLabels(ctx context.Context) {
 	r.t.Helper()
 	for _, m := range catalogMetrics {
 		name := m.seriesNames()[0]
-		got, err := r.prom.query(ctx, name)
+		got, err := instant(ctx, r.prom, name)
 		if err != nil {
 			r.t.Fatalf("%s: %v", name, err)
 		}
@@ -374,6 +431,31 @@ func (r *e2e) checkLabels(ctx context.Context) {
 	}
 }
 
+// checkInstance checks what service.instance.id buys through the
+// Collector: every catalog series of the sender carries one instance label,
+// its service.instance.id, and the exporter writes a target_info series for
+// that job and instance (it writes none for a resource without an instance).
+func (r *e2e) checkInstance(ctx context.Context) {
+	r.t.Helper()
+	r.waitFor(ctx, "instance label and target_info", time.Minute, func(ctx context.Context) error {
+		instances, err := instant(ctx, r.prom, fmt.Sprintf(`count by (instance) ({__name__=~"aion_.+", job=%q})`, serviceName))
+		if err != nil {
+			return err
+		}
+		if len(instances) != 1 || instances[0].Labels["instance"] == "" {
+			return permanent(fmt.Errorf("the sender's series carry instances %v, want one non-empty service.instance.id", instances))
+		}
+		info, err := instant(ctx, r.prom, fmt.Sprintf(`target_info{job=%q}`, serviceName))
+		if err != nil {
+			return err
+		}
+		if len(info) != 1 || info[0].Labels["instance"] != instances[0].Labels["instance"] {
+			return fmt.Errorf("target_info{job=%q} = %v, want one series with instance %q", serviceName, info, instances[0].Labels["instance"])
+		}
+		return nil
+	})
+}
+
 // checkDashboardQueries runs every query of the dashboard, its variables
 // substituted as Grafana would, until each returns at least one finite
 // value. The namespace variable is resolved by its own query.
@@ -391,31 +473,44 @@ func (r *e2e) checkDashboardQueries(ctx context.Context) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	var namespaces []string
+	// The query variables in order (namespace's query uses $job), each
+	// resolved by its own label_values query, as Grafana does on load.
+	resolved := e2eVariables("", "")
 	for _, v := range vars {
-		if v.Name != "namespace" {
+		if v.Type != "query" {
 			continue
 		}
-		sel, label, err := labelValuesQuery(v.Query)
+		q, err := substitute(v.Query, resolved)
+		if err != nil {
+			r.t.Fatalf("variable %s: %v", v.Name, err)
+		}
+		sel, label, err := labelValuesQuery(q)
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		r.waitFor(ctx, "namespace variable values", time.Minute, func(ctx context.Context) error {
-			namespaces, err = r.prom.labelValues(ctx, label, sel)
-			if err == nil && len(namespaces) == 0 {
+		var values []string
+		r.waitFor(ctx, v.Name+" variable values", time.Minute, func(ctx context.Context) error {
+			got, _, _, err := r.prom.LabelValues(ctx, label, []string{sel}, time.Time{}, time.Time{})
+			values = values[:0]
+			for _, v := range got {
+				values = append(values, regexp.QuoteMeta(string(v)))
+			}
+			if err == nil && len(values) == 0 {
 				err = fmt.Errorf("label_values(%s, %s) is empty", sel, label)
 			}
 			return err
 		})
+		if v.Name == "job" && !slices.Equal(values, []string{regexp.QuoteMeta(serviceName)}) {
+			r.t.Errorf("job variable values %v, want exactly the sender's service.name %q", values, serviceName)
+		}
+		resolved[v.Name] = strings.Join(values, "|")
 	}
-	if len(namespaces) == 0 {
-		r.t.Fatal("the dashboard has no namespace variable")
+	for _, name := range []string{"job", "namespace"} {
+		if resolved[name] == "" {
+			r.t.Fatalf("the dashboard has no %s variable", name)
+		}
 	}
-	quoted := make([]string, len(namespaces))
-	for i, ns := range namespaces {
-		quoted[i] = regexp.QuoteMeta(ns)
-	}
-	values := e2eVariables(strings.Join(quoted, "|"))
+	values := resolved
 
 	exprs := make([]string, len(queries))
 	for i, q := range queries {
@@ -429,10 +524,9 @@ func (r *e2e) checkDashboardQueries(ctx context.Context) {
 	}
 	r.waitFor(ctx, "every dashboard query returning data", 2*time.Minute, func(ctx context.Context) error {
 		for i := range pending {
-			got, err := r.prom.query(ctx, exprs[i])
+			got, err := instant(ctx, r.prom, exprs[i])
 			if err != nil {
-				var apiErr *promAPIError
-				if errors.As(err, &apiErr) {
+				if badQuery(err) {
 					return permanent(fmt.Errorf("panel %q query %s %q: %w", queries[i].Panel, queries[i].RefID, exprs[i], err))
 				}
 				pending[i] = err.Error()
@@ -454,7 +548,7 @@ func (r *e2e) checkDashboardQueries(ctx context.Context) {
 		sort.Strings(lines)
 		return fmt.Errorf("%d of %d queries without data:\n\t%s", len(pending), len(queries), strings.Join(lines, "\n\t"))
 	})
-	r.t.Logf("all %d dashboard queries returned data (namespaces %v)", len(queries), namespaces)
+	r.t.Logf("all %d dashboard queries returned data (job %s, namespaces %s)", len(queries), values["job"], values["namespace"])
 }
 
 func hasFinite(samples []sample) bool {
@@ -509,85 +603,132 @@ func (r *e2e) checkSpans(ctx context.Context) {
 	})
 }
 
+// checkExemplars waits until Prometheus stores, on a catalog histogram, an
+// exemplar whose trace_id is the trace of a span the Collector received:
+// exemplars survive the OTLP path, the exporter's OpenMetrics and the scrape,
+// and point at traces that exist.
+func (r *e2e) checkExemplars(ctx context.Context) {
+	r.t.Helper()
+	since := time.Now().Add(-10 * time.Minute)
+	r.waitFor(ctx, "an exemplar of a received trace", time.Minute, func(ctx context.Context) error {
+		results, err := r.prom.QueryExemplars(ctx, `{__name__=~"aion_.+_bucket"}`, since, time.Now())
+		if err != nil {
+			if badQuery(err) {
+				return permanent(err)
+			}
+			return err
+		}
+		if len(results) == 0 {
+			return errors.New("Prometheus holds no exemplar on aion_ buckets")
+		}
+		traces, err := receivedTraceIDs(r.spansLog())
+		if err != nil {
+			return err
+		}
+		if len(traces) == 0 {
+			return fmt.Errorf("no span in %s yet", r.spansLog())
+		}
+		n, sample := 0, ""
+		for _, res := range results {
+			for _, e := range res.Exemplars {
+				n++
+				id := string(e.Labels["trace_id"])
+				if traces[id] {
+					r.t.Logf("exemplar trace_id %s on %v is a trace the Collector received", id, res.SeriesLabels)
+					return nil
+				}
+				sample = id
+			}
+		}
+		return fmt.Errorf("%d exemplars on aion_ buckets (e.g. trace_id %q), none of the %d traces the Collector received", n, sample, len(traces))
+	})
+}
+
+// checkDirectExemplars scrapes the demo's own Prometheus endpoint as
+// Prometheus does, asking for OpenMetrics, and waits for an exemplar on a
+// catalog histogram bucket: the other export path keeps exemplars too.
+func (r *e2e) checkDirectExemplars(ctx context.Context) {
+	r.t.Helper()
+	r.waitFor(ctx, "an exemplar on the demo's own endpoint", time.Minute, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.direct+"/metrics", nil)
+		if err != nil {
+			return permanent(err)
+		}
+		req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") {
+			return permanent(fmt.Errorf("the demo's endpoint answers OpenMetrics with Content-Type %q: no exemplars", ct))
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		for line := range strings.SplitSeq(string(body), "\n") {
+			if strings.HasPrefix(line, "aion_") && strings.Contains(line, "_bucket{") && directExemplar.MatchString(line) {
+				return nil
+			}
+		}
+		return errors.New("no aion_ bucket with a trace_id exemplar yet")
+	})
+}
+
+// directExemplar is an OpenMetrics exemplar with a trace ID.
+var directExemplar = regexp.MustCompile(` # \{[^}]*trace_id="[0-9a-f]{32}"`)
+
+// traceIDLine is how the debug exporter's detailed output shows a span's
+// trace ID.
+var traceIDLine = regexp.MustCompile(`Trace ID\s+: ([0-9a-f]{32})`)
+
+// receivedTraceIDs returns the trace IDs of the spans in a debug exporter
+// output file; a missing file is no spans yet.
+func receivedTraceIDs(path string) (map[string]bool, error) {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	for _, m := range traceIDLine.FindAllSubmatch(raw, -1) {
+		ids[string(m[1])] = true
+	}
+	return ids, nil
+}
+
 // checkRules waits until Prometheus has evaluated every alert rule of
 // alerts.yml on the real data, and checks none failed to evaluate.
 func (r *e2e) checkRules(ctx context.Context) {
 	r.t.Helper()
 	r.waitFor(ctx, "alert rules evaluated", time.Minute, func(ctx context.Context) error {
-		groups, err := r.prom.ruleGroups(ctx)
+		rules, err := r.prom.Rules(ctx, nil)
 		if err != nil {
 			return err
 		}
 		n := 0
-		for _, g := range groups {
+		for _, g := range rules.Groups {
 			for _, rule := range g.Rules {
-				if rule.Type != "alerting" {
+				a, ok := rule.(promv1.AlertingRule)
+				if !ok {
 					continue
 				}
 				n++
-				switch rule.Health {
-				case "ok":
-				case "err":
-					return permanent(fmt.Errorf("rule %s: %s", rule.Name, rule.LastError))
+				switch a.Health {
+				case promv1.RuleHealthGood:
+				case promv1.RuleHealthBad:
+					return permanent(fmt.Errorf("rule %s: %s", a.Name, a.LastError))
 				default:
-					return fmt.Errorf("rule %s not evaluated yet (%s)", rule.Name, rule.Health)
+					return fmt.Errorf("rule %s not evaluated yet (%s)", a.Name, a.Health)
 				}
 			}
 		}
-		if n != 4 {
-			return permanent(fmt.Errorf("Prometheus loaded %d alerting rules, alerts.yml has 4", n))
+		if want := len(alertNames(r.t)); n != want {
+			return permanent(fmt.Errorf("Prometheus loaded %d alerting rules, alerts.yml has %d", n, want))
 		}
 		return nil
 	})
-}
-
-// drawChart renders in-flight activities and activity p99 over the run, from
-// Prometheus, into the temporary directory (and into testdata with -update).
-func (r *e2e) drawChart(ctx context.Context, started time.Time) {
-	r.t.Helper()
-	if *hold > 0 {
-		if wait := time.Until(started.Add(*hold)); wait > 0 {
-			r.t.Logf("holding the pipeline for %v more (-e2e.hold)", wait.Round(time.Second))
-			timer := time.NewTimer(wait)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				timer.Stop()
-			}
-			if err := r.alive(); err != nil {
-				r.t.Fatal(err)
-			}
-		}
-	}
-	end := time.Now()
-	queries := []struct {
-		title, unit, expr string
-	}{
-		{"Activities in flight by type", "", `sum by (aion_activity_type) (aion_inflight_activities)`},
-		{"Activity duration p99 by type", "s", `histogram_quantile(0.99, sum by (aion_activity_type, le) (rate(aion_activity_duration_seconds_bucket[5s])))`},
-	}
-	var panels []chartPanel
-	for _, q := range queries {
-		s, err := r.prom.queryRange(ctx, q.expr, started, end, time.Second)
-		if err != nil {
-			r.t.Fatalf("%s: %v", q.title, err)
-		}
-		panels = append(panels, chartPanel{Title: q.title, Unit: q.unit, Label: "aion_activity_type", Series: s})
-	}
-	out := filepath.Join(r.tmp, "e2e-run.png")
-	if *update {
-		out = chartPath
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			r.t.Fatal(err)
-		}
-	}
-	f, err := os.Create(out)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer f.Close()
-	if err := renderChart(f, "aionotel demo -> Collector -> Prometheus", panels); err != nil {
-		r.t.Fatal(err)
-	}
-	r.t.Logf("chart of the run: %s", out)
 }
