@@ -106,6 +106,50 @@ func BenchmarkDispatchFinish(b *testing.B) {
 	}
 }
 
+// BenchmarkDispatchFinishPositions: BenchmarkDispatchFinish with activity
+// IDs that only increase, as positions in a run do (BenchmarkDispatchFinish
+// reuses its keys, so an ID comes back while its run is still live), on the
+// SDK and on a no-op MeterProvider (the tracker's own cost).
+func BenchmarkDispatchFinishPositions(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		mp   func(*testing.B) metric.MeterProvider
+	}{
+		{"sdk", func(b *testing.B) metric.MeterProvider { return benchProvider(b) }},
+		{"noop", func(*testing.B) metric.MeterProvider { return noop.NewMeterProvider() }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			tr, err := New(WithMeterProvider(tc.mp(b)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			k := Key{Namespace: "bench", WorkflowID: wfID(1), RunID: runID(1)}
+			step := func(i int) {
+				k.ActivityID = eventstore.ActivityID(i)
+				if !tr.Dispatched(ctx, k, "charge", dispatchedAt) {
+					panic("dispatch of a fresh key did not pair in the benchmark")
+				}
+				if i >= lag {
+					k.ActivityID = eventstore.ActivityID(i - lag)
+					if !tr.Finished(ctx, k, OutcomeSucceeded, finishedAt) {
+						panic("terminal of a live key did not pair in the benchmark")
+					}
+				}
+			}
+			i := 0
+			for ; i < keySpace+lag; i++ {
+				step(i)
+			}
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for ; b.Loop(); i++ {
+				step(i)
+			}
+		})
+	}
+}
+
 // bareSDK is the instrument set and precomputed options the tracker's hot
 // path uses, driven directly.
 type bareSDK struct {

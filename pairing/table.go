@@ -3,24 +3,37 @@ package pairing
 import (
 	"sync"
 	"time"
+
+	"github.com/aionotel/aionotel/eventstore"
 )
 
 // entry is one live dispatch. Entries are reused (see table.free), so a
 // pointer to one identifies a dispatch only together with its seq.
 type entry struct {
-	key    Key
-	attrs  *typeAttrs
-	at     time.Time // dispatch time
-	seq    uint64    // dispatch order, from 1; 0 once the entry is removed
-	run    *runEntries
-	runPos int // index of this entry in run.entries
+	run   *run
+	id    eventstore.ActivityID
+	attrs *typeAttrs
+	at    time.Time // dispatch time
+	seq   uint64    // dispatch order, from 1; 0 once the entry is removed
 }
 
-// runEntries are the live entries of one run, in no particular order: the
-// per-run index that lets AbandonRun settle a run in O(its entries).
-type runEntries struct {
+// key returns the key e was dispatched under.
+func (e *entry) key() Key {
+	rk := e.run.key
+	return Key{Namespace: rk.namespace, WorkflowID: rk.workflowID, RunID: rk.runID, ActivityID: e.id}
+}
+
+// run is the live entries of one run, by activity: the second level of the
+// table. A run in the table holds at least one entry.
+type run struct {
 	key     runKey
-	entries []*entry
+	entries map[eventstore.ActivityID]*entry
+	peak    int // most entries held at once since entries was made
+	// top is the highest activity ID dispatched in this run (a run is made
+	// for its first entry), so a dispatch past it (the usual case: IDs are
+	// positions, in increasing order) cannot be a duplicate and needs no
+	// lookup.
+	top eventstore.ActivityID
 }
 
 // queued is one dispatch in the eviction queue. It is stale once its entry
@@ -32,24 +45,28 @@ type queued struct {
 
 func (q queued) live() bool { return q.e.seq == q.seq }
 
-// Reuse bounds: at most maxFree entries and run indexes wait for reuse, and
-// a run index keeps a slice of at most maxRunCap for its next run, so a burst
-// is returned to the garbage collector once it is over.
+// Reuse bounds: at most maxFree entries and runs wait for reuse, and a run
+// keeps its activity map for the next run only if it never held more than
+// maxRunPeak entries (a map of that size is one small block; a larger one is
+// returned to the garbage collector, since Go maps never shrink).
 const (
-	maxFree   = 1024
-	maxRunCap = 64
-	minQueue  = 64 // slack before the eviction queue is compacted
+	maxFree    = 1024
+	maxRunPeak = 8
+	minQueue   = 64 // slack before the eviction queue is compacted
 )
 
-// table is the set of live entries: a Go map by key, a Go map by run, and the
-// dispatch order as a slice-backed queue for first-in, first-out eviction.
+// table is the set of live entries in two levels of Go maps: runs by run key,
+// then each run's entries by activity ID, so a dispatch or a terminal hashes
+// the large run key once and the activity ID (an integer) once or twice, and
+// AbandonRun finds a run's entries without a scan. The dispatch order is a
+// slice-backed queue for first-in, first-out eviction.
 //
 // The queue is not unlinked when an entry is removed out of order (a
 // terminal): its item goes stale and is skipped when it reaches the front,
 // and the whole queue is compacted once stale items outnumber live ones (plus
 // minQueue), so it never holds more than about twice the live entries and
-// each dispatch pays O(1) amortised for it. Removed entries and run indexes
-// are reused, so in steady state nothing allocates; container/list would
+// each dispatch pays O(1) amortised for it. Removed entries and runs are
+// reused, so in steady state nothing allocates; container/list would
 // allocate an element per dispatch.
 //
 // One mutex guards everything; every method locks it with a deferred unlock,
@@ -57,29 +74,25 @@ const (
 type table struct {
 	mu    sync.Mutex
 	max   int
+	n     int    // live entries
 	seq   uint64 // last dispatch number handed out
-	live  map[Key]*entry
-	runs  map[runKey]*runEntries
+	runs  map[runKey]*run
 	order []queued // dispatch order; items before head were popped
 	head  int
 
 	freeEntries []*entry
-	freeRuns    []*runEntries
+	freeRuns    []*run
 }
 
 func newTable(max int) *table {
-	return &table{
-		max:  max,
-		live: make(map[Key]*entry),
-		runs: make(map[runKey]*runEntries),
-	}
+	return &table{max: max, runs: make(map[runKey]*run)}
 }
 
 // len returns the number of live entries.
 func (tb *table) len() int {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	return len(tb.live)
+	return tb.n
 }
 
 // add makes k live as the newest dispatch unless it already is, and reports
@@ -88,30 +101,44 @@ func (tb *table) len() int {
 func (tb *table) add(k Key, attrs *typeAttrs, at time.Time) (added bool, evicted *typeAttrs) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	if _, ok := tb.live[k]; ok {
-		return false, nil
+	r := tb.runs[k.run()]
+	if r != nil && k.ActivityID <= r.top {
+		if _, ok := r.entries[k.ActivityID]; ok {
+			return false, nil
+		}
 	}
-	if len(tb.live) >= tb.max {
+	if tb.n >= tb.max {
 		evicted = tb.evictOldest()
+		if r != nil && len(r.entries) == 0 {
+			r = nil // the evicted entry was the run's last: r was recycled
+		}
+	}
+	if r == nil {
+		r = tb.newRun(k.run())
+		tb.runs[r.key] = r
 	}
 
-	rk := k.run()
-	rs := tb.runs[rk]
-	if rs == nil {
-		rs = tb.newRun(rk)
-		tb.runs[rk] = rs
-	}
 	e := tb.newEntry()
 	tb.seq++
-	*e = entry{key: k, attrs: attrs, at: at, seq: tb.seq, run: rs, runPos: len(rs.entries)}
-	rs.entries = append(rs.entries, e)
-	tb.live[k] = e
+	*e = entry{run: r, id: k.ActivityID, attrs: attrs, at: at, seq: tb.seq}
+	r.entries[k.ActivityID] = e
+	r.peak = max(r.peak, len(r.entries))
+	r.top = max(r.top, k.ActivityID)
+	tb.n++
 
-	if len(tb.order) >= 2*len(tb.live)+minQueue {
+	if len(tb.order) >= 2*tb.n+minQueue {
 		tb.compact()
 	}
 	tb.order = append(tb.order, queued{e: e, seq: e.seq})
 	return true, evicted
+}
+
+// lookup returns k's live entry, or nil; tb.mu is held.
+func (tb *table) lookup(k Key) *entry {
+	if r := tb.runs[k.run()]; r != nil {
+		return r.entries[k.ActivityID]
+	}
+	return nil
 }
 
 // take removes k's live entry, if any, and returns its type options and
@@ -119,7 +146,7 @@ func (tb *table) add(k Key, attrs *typeAttrs, at time.Time) (added bool, evicted
 func (tb *table) take(k Key) (*typeAttrs, time.Time, bool) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	e := tb.live[k]
+	e := tb.lookup(k)
 	if e == nil {
 		return nil, time.Time{}, false
 	}
@@ -133,7 +160,7 @@ func (tb *table) take(k Key) (*typeAttrs, time.Time, bool) {
 func (tb *table) attrsOf(k Key) *typeAttrs {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	if e := tb.live[k]; e != nil {
+	if e := tb.lookup(k); e != nil {
 		return e.attrs
 	}
 	return nil
@@ -149,15 +176,17 @@ type settled struct {
 func (tb *table) takeRun(rk runKey, dst []settled) []settled {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	rs := tb.runs[rk]
-	if rs == nil {
+	r := tb.runs[rk]
+	if r == nil {
 		return dst
 	}
-	for n := len(rs.entries); n > 0; n = len(rs.entries) {
-		e := rs.entries[n-1]
+	for _, e := range r.entries {
 		dst = append(dst, settled{attrs: e.attrs, at: e.at})
-		tb.remove(e) // the last removal recycles rs, leaving it empty
+		tb.freeEntry(e)
 	}
+	tb.n -= len(r.entries)
+	delete(tb.runs, rk)
+	tb.freeRun(r)
 	return dst
 }
 
@@ -190,24 +219,18 @@ func (tb *table) compact() {
 	tb.order, tb.head = tb.order[:n], 0
 }
 
-// remove unlinks live entry e from both maps and recycles it; its queue item
-// goes stale. tb.mu is held.
+// remove unlinks live entry e from its run, and the run from the table if e
+// was its last entry, and recycles what it unlinked; e's queue item goes
+// stale. tb.mu is held.
 func (tb *table) remove(e *entry) {
-	delete(tb.live, e.key)
-	rs := e.run
-	last := len(rs.entries) - 1
-	moved := rs.entries[last]
-	rs.entries[e.runPos], moved.runPos = moved, e.runPos
-	rs.entries[last] = nil
-	rs.entries = rs.entries[:last]
-	if last == 0 {
-		delete(tb.runs, rs.key)
-		tb.freeRun(rs)
+	r := e.run
+	delete(r.entries, e.id)
+	tb.n--
+	if len(r.entries) == 0 {
+		delete(tb.runs, r.key)
+		tb.freeRun(r)
 	}
-	*e = entry{}
-	if len(tb.freeEntries) < maxFree {
-		tb.freeEntries = append(tb.freeEntries, e)
-	}
+	tb.freeEntry(e)
 }
 
 func (tb *table) newEntry() *entry {
@@ -219,22 +242,36 @@ func (tb *table) newEntry() *entry {
 	return new(entry)
 }
 
-func (tb *table) newRun(rk runKey) *runEntries {
-	if n := len(tb.freeRuns); n > 0 {
-		rs := tb.freeRuns[n-1]
-		tb.freeRuns = tb.freeRuns[:n-1]
-		rs.key = rk
-		return rs
+// freeEntry clears e, which no map holds any more, and keeps it for reuse.
+func (tb *table) freeEntry(e *entry) {
+	*e = entry{}
+	if len(tb.freeEntries) < maxFree {
+		tb.freeEntries = append(tb.freeEntries, e)
 	}
-	return &runEntries{key: rk}
 }
 
-func (tb *table) freeRun(rs *runEntries) {
-	rs.key = runKey{}
-	if cap(rs.entries) > maxRunCap {
-		rs.entries = nil
+func (tb *table) newRun(rk runKey) *run {
+	if n := len(tb.freeRuns); n > 0 {
+		r := tb.freeRuns[n-1]
+		tb.freeRuns = tb.freeRuns[:n-1]
+		r.key = rk
+		if r.entries == nil {
+			r.entries = make(map[eventstore.ActivityID]*entry)
+		}
+		return r
+	}
+	return &run{key: rk, entries: make(map[eventstore.ActivityID]*entry)}
+}
+
+// freeRun keeps r, which the table no longer holds, for reuse.
+func (tb *table) freeRun(r *run) {
+	r.key, r.top = runKey{}, 0
+	if r.peak > maxRunPeak {
+		r.entries, r.peak = nil, 0
+	} else {
+		clear(r.entries)
 	}
 	if len(tb.freeRuns) < maxFree {
-		tb.freeRuns = append(tb.freeRuns, rs)
+		tb.freeRuns = append(tb.freeRuns, r)
 	}
 }

@@ -2,43 +2,39 @@ package pairing
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
 // check verifies every structural invariant of the table and returns the live
-// keys in dispatch order: each live entry is under its own key, in its run's
-// index at its recorded position, and has exactly one live queue item; queue
-// items are in increasing dispatch order; the run index holds no empty run
-// and no entry that is not live; the queue is at most about twice the live
-// count.
+// keys in dispatch order: each run is under its own key and holds at least
+// one entry, each entry under its own activity ID and pointing back at its
+// run; the live count is the sum over runs; each live entry has exactly one
+// live queue item; queue items are in increasing dispatch order; the queue
+// is at most about twice the live count.
 func (tb *table) check() ([]Key, error) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	for k, e := range tb.live {
-		if e.key != k || e.seq == 0 || e.seq > tb.seq {
-			return nil, fmt.Errorf("entry under %v holds key %v, seq %d (last %d)", k, e.key, e.seq, tb.seq)
+	live := 0
+	for rk, r := range tb.runs {
+		if r.key != rk || len(r.entries) == 0 {
+			return nil, fmt.Errorf("run %v: held under %v with %d entries", r.key, rk, len(r.entries))
 		}
-		if e.run == nil || e.run.key != k.run() || tb.runs[k.run()] != e.run {
-			return nil, fmt.Errorf("entry %v is not in its run's index", k)
+		if r.peak < len(r.entries) {
+			return nil, fmt.Errorf("run %v: peak %d below its %d entries", rk, r.peak, len(r.entries))
 		}
-		if e.runPos >= len(e.run.entries) || e.run.entries[e.runPos] != e {
-			return nil, fmt.Errorf("entry %v: run position %d is wrong", k, e.runPos)
-		}
-	}
-	inRuns := 0
-	for rk, rs := range tb.runs {
-		if rs.key != rk || len(rs.entries) == 0 {
-			return nil, fmt.Errorf("run %v: index keyed %v with %d entries", rk, rs.key, len(rs.entries))
-		}
-		for _, e := range rs.entries {
-			if tb.live[e.key] != e {
-				return nil, fmt.Errorf("run %v indexes an entry that is not live", rk)
+		for id, e := range r.entries {
+			if id > r.top {
+				return nil, fmt.Errorf("run %v: entry %d above the run's top %d", rk, id, r.top)
+			}
+			if e.run != r || e.id != id || e.seq == 0 || e.seq > tb.seq {
+				return nil, fmt.Errorf("entry under %v/%d holds activity %d, seq %d (last %d), right run %v", rk, id, e.id, e.seq, tb.seq, e.run == r)
 			}
 		}
-		inRuns += len(rs.entries)
+		live += len(r.entries)
 	}
-	if inRuns != len(tb.live) {
-		return nil, fmt.Errorf("run index holds %d entries, %d live", inRuns, len(tb.live))
+	if live != tb.n {
+		return nil, fmt.Errorf("runs hold %d entries, live count %d", live, tb.n)
 	}
 	var order []Key
 	var last uint64
@@ -54,17 +50,18 @@ func (tb *table) check() ([]Key, error) {
 		}
 		last = q.seq
 		if q.live() {
-			if tb.live[q.e.key] != q.e {
+			k := q.e.key()
+			if tb.lookup(k) != q.e {
 				return nil, fmt.Errorf("queue item %d is live but its entry is not", i)
 			}
-			order = append(order, q.e.key)
+			order = append(order, k)
 		}
 	}
-	if len(order) != len(tb.live) {
-		return nil, fmt.Errorf("queue holds %d live items, %d live entries", len(order), len(tb.live))
+	if len(order) != tb.n {
+		return nil, fmt.Errorf("queue holds %d live items, %d live entries", len(order), tb.n)
 	}
-	if len(tb.order) > 2*(len(tb.live)+1)+minQueue {
-		return nil, fmt.Errorf("queue holds %d items for %d live entries", len(tb.order), len(tb.live))
+	if len(tb.order) > 2*(tb.n+1)+minQueue {
+		return nil, fmt.Errorf("queue holds %d items for %d live entries", len(tb.order), tb.n)
 	}
 	return order, nil
 }
@@ -117,6 +114,45 @@ func TestTableQueueBounded(t *testing.T) {
 			}
 			if tb.len() != 0 || len(tb.runs) != 0 {
 				t.Errorf("drained table holds %d entries and %d run indexes", tb.len(), len(tb.runs))
+			}
+			if _, err := tb.check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A duplicate is refused whatever order activity IDs arrive in, including
+// the extremes, and a finished key can be dispatched again.
+func TestTableDuplicatesInAnyOrder(t *testing.T) {
+	testCases := []struct {
+		name string
+		ids  []uint64 // dispatched in this order, then each again
+	}{
+		{"increasing", []uint64{0, 1, 2}},
+		{"decreasing", []uint64{9, 5, 0}},
+		{"extremes", []uint64{math.MaxUint64, 0, math.MaxUint64 - 1}},
+		{"mixed", []uint64{4, 7, 2, 9, 3}},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := newTable(1 << 20)
+			for _, id := range tc.ids {
+				if ok, _ := tb.add(key("n", 1, 1, id), nil, ts(0)); !ok {
+					t.Fatalf("first dispatch of %d refused", id)
+				}
+			}
+			for _, id := range tc.ids {
+				if ok, _ := tb.add(key("n", 1, 1, id), nil, ts(1)); ok {
+					t.Errorf("duplicate dispatch of %d accepted", id)
+				}
+			}
+			first := key("n", 1, 1, tc.ids[0])
+			if _, at, ok := tb.take(first); !ok || !at.Equal(ts(0)) {
+				t.Fatalf("take(%d) = %v, %v; want the first dispatch time", tc.ids[0], at, ok)
+			}
+			if ok, _ := tb.add(first, nil, ts(2)); !ok {
+				t.Errorf("dispatch of finished key %d refused", tc.ids[0])
 			}
 			if _, err := tb.check(); err != nil {
 				t.Fatal(err)

@@ -163,9 +163,9 @@ func (t *Tracker) Retried(ctx context.Context, key Key, at time.Time) bool {
 // runID) at time at, as if each had finished with [OutcomeAbandoned]: the
 // gauge is lowered, the completion counted and the duration recorded for
 // each. It returns the number of entries settled. Other runs, including
-// other runs of the same workflow, are untouched. The cost is proportional
-// to the run's live entries, not to the tracker's. An empty namespace is
-// "default". ctx is passed to the instruments.
+// other runs of the same workflow, are untouched. The cost grows with the
+// run's entries (the most it has held at once), not with the tracker's. An
+// empty namespace is "default". ctx is passed to the instruments.
 func (t *Tracker) AbandonRun(ctx context.Context, namespace string, workflowID eventstore.WorkflowID, runID eventstore.RunID, at time.Time) int {
 	if t == nil {
 		return 0

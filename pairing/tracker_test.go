@@ -634,20 +634,26 @@ func TestTrackerConcurrentSafe(t *testing.T) {
 }
 
 // In steady state a dispatch and its terminal allocate nothing, on the SDK
-// as well as with eviction: options are precomputed and entries, run indexes
-// and the eviction queue are reused.
+// as well as with eviction, with many activities per run or one (each run
+// then enters and leaves the table on every step): options are precomputed
+// and entries, runs and the eviction queue are reused.
 func TestDispatchFinishDoesNotAllocate(t *testing.T) {
+	few := func(i int) Key { return key("n", 1, byte(i%3), uint64(i)) }
+	runPerActivity := func(i int) Key { return key("n", 1, byte(i), 0) }
 	for _, tc := range []struct {
 		name string
 		h    *harness
+		key  func(int) Key
 	}{
-		{"sdk", newHarness(t)},
-		{"eviction", newHarness(t, WithMaxInFlight(8))},
+		{"sdk", newHarness(t), few},
+		{"eviction", newHarness(t, WithMaxInFlight(8)), few},
+		{"run per activity", newHarness(t), runPerActivity},
+		{"run per activity, eviction", newHarness(t, WithMaxInFlight(8)), runPerActivity},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			keys := make([]Key, 256)
 			for i := range keys {
-				keys[i] = key("n", 1, byte(i%3), uint64(i))
+				keys[i] = tc.key(i)
 			}
 			i := 0
 			step := func() {
