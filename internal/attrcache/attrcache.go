@@ -10,16 +10,18 @@
 // to [New], and shared by every raw value recorded as it.
 //
 // Memory is bounded by the limit: a raw value is remembered under its own
-// name only when it is clean and admitted, so attacker-chosen values (new
-// ones, or invalid ones that clean to an admitted value) cost a lock and a
-// cleaning pass per lookup but no memory.
+// name only when it is clean and admitted (or empty), so attacker-chosen
+// values (new ones, or invalid ones that clean to an admitted value) cost a
+// lock and a cleaning pass per lookup but no memory.
 //
 // A Cache is safe for concurrent use and must not be copied. The hot path, a
 // clean value seen before, takes no lock and does not allocate.
 package attrcache
 
 import (
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aionotel/aionotel/internal/attrvalue"
 )
@@ -32,9 +34,14 @@ type Cache[V any] struct {
 	empty    string
 	overflow string
 
-	hits sync.Map // raw (clean, admitted) or recorded value -> V
+	// hits maps a raw (clean and admitted, or empty) or recorded value to
+	// its state. It is read without a lock and replaced, never modified, by
+	// a writer holding mu: at most limit+3 values are ever stored, so the
+	// copies cost O(limit²) over the cache's life, and a hit is one plain
+	// map lookup.
+	hits atomic.Pointer[map[string]V]
 
-	mu       sync.Mutex // serialises admission and building
+	mu       sync.Mutex // serialises admission, building and replacing hits
 	admitted int
 }
 
@@ -43,14 +50,16 @@ type Cache[V any] struct {
 // empty value as empty, and builds the state of each recorded value with
 // build.
 func New[V any](limit int, empty, overflow string, build func(recorded string) V) *Cache[V] {
-	return &Cache[V]{build: build, limit: limit, empty: empty, overflow: overflow}
+	c := &Cache[V]{build: build, limit: limit, empty: empty, overflow: overflow}
+	c.hits.Store(&map[string]V{})
+	return c
 }
 
 // Get returns the state of the value raw is recorded as, building it on
 // first use.
 func (c *Cache[V]) Get(raw string) V {
-	if v, ok := c.hits.Load(raw); ok {
-		return v.(V)
+	if v, ok := (*c.hits.Load())[raw]; ok {
+		return v
 	}
 	return c.miss(raw)
 }
@@ -71,6 +80,7 @@ func (c *Cache[V]) resolve(raw string) (V, string) {
 	clean := attrvalue.String(raw)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	hits := *c.hits.Load()
 	recorded := clean
 	switch {
 	case clean == "":
@@ -78,7 +88,7 @@ func (c *Cache[V]) resolve(raw string) (V, string) {
 	case clean == c.empty || clean == c.overflow:
 		// The stand-ins are recorded as themselves and never count.
 	default:
-		if _, ok := c.hits.Load(clean); !ok {
+		if _, ok := hits[clean]; !ok {
 			if c.admitted >= c.limit {
 				recorded = c.overflow
 			} else {
@@ -86,15 +96,21 @@ func (c *Cache[V]) resolve(raw string) (V, string) {
 			}
 		}
 	}
-	var v V
-	if got, ok := c.hits.Load(recorded); ok {
-		v = got.(V)
-	} else {
+	v, known := hits[recorded]
+	if !known {
 		v = c.build(recorded)
-		c.hits.Store(recorded, v)
 	}
-	if raw == clean && recorded == clean {
-		c.hits.Store(raw, v) // already stored under recorded when raw == recorded
+	// Remember raw under its own name only when that cannot grow the map
+	// past the bound: it is the recorded value itself, or the empty value.
+	_, rawKnown := hits[raw]
+	keepRaw := !rawKnown && (raw == recorded || raw == "")
+	if !known || keepRaw {
+		next := maps.Clone(hits)
+		next[recorded] = v
+		if keepRaw {
+			next[raw] = v
+		}
+		c.hits.Store(&next)
 	}
 	return v, recorded
 }
