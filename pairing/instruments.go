@@ -14,6 +14,10 @@ import (
 // package's import path. The scope version is the aionotel module version.
 const ScopeName = "github.com/aionotel/aionotel/pairing"
 
+// Version is the version of the aionotel module, without a leading "v": the
+// instrumentation scope version of the tracker's meter.
+func Version() string { return version.Version }
+
 // instruments are the six pairing instruments of the telemetry catalog.
 type instruments struct {
 	dispatched metric.Int64Counter
@@ -31,7 +35,8 @@ type instruments struct {
 // reported once through handle.
 func newInstruments(mp metric.MeterProvider, handle func(error)) instruments {
 	var errs []error
-	m := instrument.New(mp.Meter(ScopeName, metric.WithInstrumentationVersion(version.Version)), "pairing",
+	m := instrument.New(mp.Meter(ScopeName, metric.WithInstrumentationVersion(version.Version),
+		metric.WithSchemaURL(catalog.SchemaURL)), "pairing",
 		func(err error) { errs = append(errs, err) })
 	in := instruments{
 		dispatched: m.Int64Counter(catalog.ActivitiesDispatched, catalog.UnitActivity,

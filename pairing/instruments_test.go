@@ -26,8 +26,11 @@ func TestInstrumentsMatchCatalog(t *testing.T) {
 	h.tr.Finished(bg, key("n", 1, 1, 1), OutcomeSucceeded, ts(0))
 
 	sm := h.scope()
-	if sm.Scope.Name != "github.com/aionotel/aionotel/pairing" || sm.Scope.Version != version.Version {
-		t.Errorf("scope = %q %q, want the import path and %q", sm.Scope.Name, sm.Scope.Version, version.Version)
+	if sm.Scope.Name != "github.com/aionotel/aionotel/pairing" || sm.Scope.Version != version.Version || Version() != version.Version {
+		t.Errorf("scope = %q %q (Version() %q), want the import path and %q", sm.Scope.Name, sm.Scope.Version, Version(), version.Version)
+	}
+	if sm.Scope.SchemaURL != catalog.SchemaURL || !strings.HasPrefix(catalog.SchemaURL, "https://opentelemetry.io/schemas/") {
+		t.Errorf("scope schema URL = %q, want the semantic conventions' %q", sm.Scope.SchemaURL, catalog.SchemaURL)
 	}
 	type want struct {
 		unit      string
