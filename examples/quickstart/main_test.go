@@ -65,7 +65,7 @@ func TestRun(t *testing.T) {
 		"aion.activities.completed aion.activity.outcome=succeeded aion.activity.type=send_email aion.namespace=default": 1,
 		"aion.inflight_activities aion.activity.type=send_email aion.namespace=default":                                  0,
 		"aion.activity.duration aion.activity.outcome=succeeded aion.activity.type=send_email aion.namespace=default":    1,
-		"aion.store.operation.duration aion.namespace=default db.operation.name=append":                                  4,
+		"aion.store.operation.duration aion.namespace=default db.operation.name=append db.system.name=aion.eventstore":   4,
 	}
 	for k, v := range want {
 		if g, ok := values[k]; !ok || g != v {
