@@ -33,7 +33,7 @@ type catalogMetric struct {
 
 // catalogMetrics is the whole catalog, in the order of DESIGN.md.
 var catalogMetrics = []catalogMetric{
-	{Name: "aion_store_operation_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "db_operation_name"}, Optional: []string{"error_type"}},
+	{Name: "aion_store_operation_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "db_operation_name", "db_system_name"}, Optional: []string{"error_type"}},
 	{Name: "aion_workflows_started_total", Kind: counter, Labels: []string{"aion_namespace", "aion_workflow_type"}},
 	{Name: "aion_workflows_completed_total", Kind: counter, Labels: []string{"aion_namespace", "aion_workflow_status"}},
 	{Name: "aion_workflows_reopened_total", Kind: counter, Labels: []string{"aion_namespace"}},
@@ -45,7 +45,7 @@ var catalogMetrics = []catalogMetric{
 	{Name: "aion_activity_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "aion_activity_type", "aion_activity_outcome"}},
 	{Name: "aion_activities_retried_total", Kind: counter, Labels: []string{"aion_namespace", "aion_activity_type"}},
 	{Name: "aion_activity_pairing_evicted_total", Kind: counter, Labels: []string{"aion_namespace"}},
-	{Name: "aion_keyspace_operation_duration_seconds", Kind: histogram, Labels: []string{"db_operation_name"}, Optional: []string{"error_type"}},
+	{Name: "aion_keyspace_operation_duration_seconds", Kind: histogram, Labels: []string{"db_operation_name", "db_system_name"}, Optional: []string{"error_type"}},
 	{Name: "aion_keyspace_append_batch_size", Kind: histogram},
 }
 
