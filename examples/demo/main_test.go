@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -191,5 +195,34 @@ func TestDBSystemOfKeyspace(t *testing.T) {
 		if got := dbSystem(spec); got != want {
 			t.Errorf("dbSystem(%q) = %q, want %q", spec, got, want)
 		}
+	}
+}
+
+// TestOTLPHTTPProtobuf checks that autoexport's variables are honoured: with
+// OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf the demo posts protobuf metrics
+// and spans to the OTLP/HTTP paths of the endpoint it is given.
+func TestOTLPHTTPProtobuf(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Method == http.MethodPost && r.Header.Get("Content-Type") == "application/x-protobuf" && len(body) > 0 {
+			mu.Lock()
+			got[r.URL.Path]++
+			mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer srv.Close()
+	isolateEnv(t, "OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL, "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf",
+		"OTEL_METRIC_EXPORT_INTERVAL", "200")
+	code, _, stderr := runBounded(t, 20*time.Second, "-exporter", "otlp", "-duration", "1s", "-drain", "200ms")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got["/v1/metrics"] == 0 || got["/v1/traces"] == 0 {
+		t.Errorf("protobuf posts by path = %v, want /v1/metrics and /v1/traces", got)
 	}
 }
