@@ -99,13 +99,13 @@ func (c *config) validate() error {
 	attrs := make([]attribute.KeyValue, len(c.attributes))
 	for i, kv := range c.attributes {
 		if !attrvalue.ValidKey(kv.Key) {
-			return fmt.Errorf("%w: WithAttributes: key %q is empty or not valid UTF-8", ErrInvalidOption, kv.Key)
+			return fmt.Errorf("%w: WithAttributes: key %.300q is empty, longer than %d bytes, not valid UTF-8, or has no exportable Prometheus label name", ErrInvalidOption, kv.Key, attrvalue.MaxLen)
 		}
 		if kv.Key == catalog.DBSystemName {
 			return fmt.Errorf("%w: WithAttributes: key %q: use WithDBSystem", ErrInvalidOption, kv.Key)
 		}
-		if reserved[kv.Key] {
-			return fmt.Errorf("%w: WithAttributes: key %q is set by the decorators themselves", ErrInvalidOption, kv.Key)
+		if reservedLabels[attrvalue.LabelName(string(kv.Key))] {
+			return fmt.Errorf("%w: WithAttributes: key %q is (or has the Prometheus label name of) a key the decorators set themselves", ErrInvalidOption, kv.Key)
 		}
 		attrs[i] = attrvalue.KeyValue(kv)
 	}
@@ -123,6 +123,16 @@ var reserved = map[attribute.Key]bool{
 	catalog.EventCount: true, catalog.OutboxRowCount: true, catalog.ActivityID: true,
 	catalog.Attempt: true, catalog.DBSystemName: true,
 }
+
+// reservedLabels are the Prometheus label names of the reserved keys: a key
+// such as "error_type" would share a label with error.type.
+var reservedLabels = func() map[string]bool {
+	m := make(map[string]bool, len(reserved))
+	for k := range reserved {
+		m[attrvalue.LabelName(string(k))] = true
+	}
+	return m
+}()
 
 // Option configures [New].
 type Option interface {
@@ -204,10 +214,14 @@ func WithSpanFilter(filter func(ctx context.Context, op Operation) bool) SharedO
 // records (and to the pairing metrics of the tracker New makes, when
 // [WithPairing] is not used). Keep them low-cardinality: they are on every
 // metric stream. String values are made valid UTF-8 and cut to 256 bytes. A
-// key that is empty, not valid UTF-8, or one the decorators set themselves
-// (any aion.* key of the catalog, db.operation.name, error.type, and
-// db.system.name, which has [WithDBSystem]) makes the constructor fail with
-// [ErrInvalidOption], whatever the other options. db.namespace and
+// key that is empty, longer than 256 bytes, not valid UTF-8, one that no
+// Prometheus exporter can turn into a label (one without an ASCII letter or
+// digit, such as "ключ"; one whose label name, each other character written
+// as '_', starts with "__" or "otel_scope_"), or one the decorators set
+// themselves (any aion.* key of the catalog, db.operation.name, error.type,
+// and db.system.name, which has [WithDBSystem]), also under another
+// spelling of its label name ("error_type"), makes the constructor fail
+// with [ErrInvalidOption], whatever the other options. db.namespace and
 // db.collection.name, when given here, also name the target in span names
 // (see [New]). Repeated calls accumulate; for a key given twice the last
 // value wins. Without it only the catalog attributes are recorded.

@@ -3,6 +3,7 @@ package otelstore_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -190,6 +191,15 @@ func TestWithAttributesValidated(t *testing.T) {
 		{"tracker key", otelstore.AttrActivityType.String("x")},
 		{"empty key", attribute.String("", "x")},
 		{"invalid key", attribute.String("bad\xff", "x")},
+		// Regression: keys no Prometheus exporter can make a label of, or
+		// that share a label with a catalog key, failed every scrape or
+		// merged into a catalog label.
+		{"key of underscores only as a label", attribute.String("ключ", "x")},
+		{"Prometheus reserved label", attribute.String("__name__", "x")},
+		{"exporter's scope label", attribute.String("otel_scope_name", "x")},
+		{"exporter's scope label spelt with dots", attribute.String("otel.scope.version", "x")},
+		{"catalog key spelt as its label", attribute.String("error_type", "x")},
+		{"huge key", attribute.String(strings.Repeat("k", 257), "x")},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
