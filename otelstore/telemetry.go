@@ -222,12 +222,18 @@ func (c *call) failSpan(err error, errorType string) {
 	if !c.span.IsRecording() || (conflict != nil && !c.t.conflictError) {
 		return
 	}
-	msg := attrvalue.Cut(err.Error(), attrvalue.MaxTextLen)
+	msg := attrvalue.Cut(errorText(err), attrvalue.MaxTextLen)
 	c.span.AddEvent(catalog.ExceptionEvent, trace.WithAttributes(
 		catalog.ExceptionType.String(attrvalue.String(typeName(err))),
 		catalog.ExceptionMessage.String(msg)))
 	c.span.SetStatus(codes.Error, msg)
 }
+
+// errorText is err's message as fmt prints it: an Error method that panics
+// (a typed nil pointer of an error type whose method reads its receiver, say)
+// gives fmt's "<nil>" or "%!v(PANIC=Error method: ...)" instead of a panic
+// out of the decorator, where the undecorated call would have returned.
+func errorText(err error) string { return fmt.Sprint(err) }
 
 // typeName is the exception.type of err, as the SDK's RecordError names it.
 func typeName(err error) string {
