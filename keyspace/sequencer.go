@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -125,8 +126,12 @@ func WithMaxCachedStreams(n int) SequencerOption {
 
 // NewSequencer returns a Sequencer writing to store. Nil options are ignored.
 // A nil store is not a panic: every Append then fails with an error wrapping
-// [eventstore.ErrInvalidArgument].
+// [eventstore.ErrInvalidArgument]. A typed nil (a nil *Memory, or a nil
+// pointer, map, slice, func or channel of another Store type) counts as nil.
 func NewSequencer(store Store, opts ...SequencerOption) *Sequencer {
+	if isNilStore(store) {
+		store = nil
+	}
 	cfg := sequencerConfig{maxRetries: defaultMaxRetries, maxCachedStreams: defaultMaxCachedStreams}
 	for _, o := range opts {
 		if o != nil {
@@ -134,6 +139,19 @@ func NewSequencer(store Store, opts ...SequencerOption) *Sequencer {
 		}
 	}
 	return &Sequencer{store: store, cfg: cfg, streams: make(map[StreamKey]*seqStream)}
+}
+
+// isNilStore reports whether s is nil or a typed nil that would panic on
+// first use.
+func isNilStore(s Store) bool {
+	if s == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(s); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return v.IsNil()
+	}
+	return false
 }
 
 // AppendResult is what [Sequencer.Append] did with a batch.

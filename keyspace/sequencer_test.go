@@ -618,6 +618,20 @@ func TestSequencerWithoutStore(t *testing.T) {
 	if !errors.Is(err, eventstore.ErrInvalidArgument) {
 		t.Fatalf("Append = %v, want ErrInvalidArgument", err)
 	}
+	// Regression: a typed nil store was taken for a store, and the first
+	// Append panicked inside it.
+	var nilMemory *keyspace.Memory
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("Append over a nil *Memory panicked: %v", r)
+			}
+		}()
+		_, err = keyspace.NewSequencer(nilMemory).Append(context.Background(), eventsIn(keyOf(0, 0), "x", 1, 1))
+	}()
+	if !errors.Is(err, eventstore.ErrInvalidArgument) || !strings.Contains(err.Error(), "sequencer has no store") {
+		t.Fatalf("Append over a nil *Memory = %v, want the no-store error", err)
+	}
 	var nilSeq *keyspace.Sequencer
 	if _, err := nilSeq.Append(context.Background(), nil); !errors.Is(err, eventstore.ErrInvalidArgument) {
 		t.Fatalf("Append on a nil Sequencer = %v, want ErrInvalidArgument", err)
