@@ -197,7 +197,9 @@ func WithNamespace(namespace string) Option {
 // AppendWithOutbox that staged at least one row: one non-blocking send, so a
 // channel with a buffer of one coalesces wakes and a full channel is never
 // waited on. Nothing is sent for a failed append or an empty row slice. The
-// wake is advisory: a dispatcher must still poll. Without it no wake is sent.
+// wake is advisory: a dispatcher must still poll. A nil channel is never
+// sent on; a closed one is reported to otel.Handle, never a panic out of a
+// committed append. Without it no wake is sent.
 func WithOutboxWake(wake chan<- struct{}) Option {
 	return optionFunc(func(c *config) { c.outboxWake = wake })
 }

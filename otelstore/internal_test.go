@@ -226,3 +226,39 @@ func TestSeqSetModel(t *testing.T) {
 		}
 	}
 }
+
+// Regression: a wake channel the caller closed made AppendWithOutbox panic
+// after the events and rows had committed, so the caller took a committed
+// append for a failed one. The append now returns nil, the rows are there,
+// and the closed channel is reported to the error handler.
+func TestOutboxWakeOnClosedChannelReportsInsteadOfPanicking(t *testing.T) {
+	var handled []error
+	wake := make(chan struct{}, 1)
+	close(wake)
+	s, err := New(eventstore.NewMemory(), WithMeterProvider(noop.NewMeterProvider()), WithOutboxWake(wake),
+		withHandler(func(err error) { handled = append(handled, err) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob := s.(eventstore.Outbox)
+	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
+	ev := []eventstore.Event{eventstore.WorkflowStarted{Envelope: eventstore.Envelope{RunID: run}, WorkflowType: "checkout"}}
+	rows := []eventstore.OutboxRow{{WorkflowID: wf, RunID: run, ActivityType: "charge"}}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("AppendWithOutbox panicked: %v", r)
+			}
+		}()
+		err = ob.AppendWithOutbox(context.Background(), eventstore.RecorderToken(), wf, ev, 0, rows)
+	}()
+	if err != nil {
+		t.Fatalf("AppendWithOutbox = %v, want nil: it committed", err)
+	}
+	if claimed, err := ob.ClaimOutboxRows(context.Background(), 10); err != nil || len(claimed) != 1 {
+		t.Fatalf("ClaimOutboxRows = %d rows, %v; want the staged row", len(claimed), err)
+	}
+	if len(handled) != 1 {
+		t.Fatalf("handled %v, want one report of the closed channel", handled)
+	}
+}

@@ -3,6 +3,7 @@ package otelstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"time"
 
@@ -76,7 +77,7 @@ func New(inner eventstore.Store, opts ...Option) (eventstore.Store, error) {
 		return nil, err
 	}
 	t := newTelemetry(cfg, meter, 0, firstKeyspaceOp, catalog.StoreOperationDuration, "Duration of event store calls.")
-	c := &core{inner: inner, t: t, life: life, wake: cfg.outboxWake}
+	c := &core{inner: inner, t: t, life: life, wake: cfg.outboxWake, handle: cfg.handle}
 
 	outbox, hasOutbox := inner.(eventstore.Outbox)
 	shards, hasShards := inner.(eventstore.ShardOwner)
@@ -145,6 +146,8 @@ type core struct {
 	t     *telemetry
 	life  *lifecycle
 	wake  chan<- struct{}
+	// handle receives what goes wrong outside the caller's result.
+	handle func(error)
 }
 
 // Unwrap returns the wrapped store.
@@ -191,12 +194,25 @@ func (s *core) observedAppend(ctx context.Context, op opID, workflowID eventstor
 	c.finish(err)
 	s.life.finish(c.ctx, workflowID, expectedSeq, events, err == nil)
 	if err == nil && rows > 0 && s.wake != nil {
-		select {
-		case s.wake <- struct{}{}:
-		default: // a wake is already pending: wakes coalesce
-		}
+		s.sendWake()
 	}
 	return err
+}
+
+// sendWake makes the one non-blocking wake send. A channel the caller closed
+// would make the send panic after the rows committed, and the caller would
+// take the committed append for a failed one; the panic is reported to the
+// error handler instead.
+func (s *core) sendWake() {
+	defer func() {
+		if r := recover(); r != nil {
+			s.handle(fmt.Errorf("otelstore: WithOutboxWake: the wake channel is closed: %v", r))
+		}
+	}()
+	select {
+	case s.wake <- struct{}{}:
+	default: // a wake is already pending: wakes coalesce
+	}
 }
 
 func (s *core) ReadHistory(ctx context.Context, workflowID eventstore.WorkflowID) (_ []eventstore.Event, err error) {
