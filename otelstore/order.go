@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/aionotel/aionotel/eventstore"
 )
 
@@ -47,7 +49,7 @@ type workflowOrder struct {
 }
 
 type waitingBatch struct {
-	ctx         context.Context
+	ctx         context.Context // spanOnly of the call's: no caller values
 	expectedSeq uint64
 	facts       []fact
 }
@@ -89,7 +91,7 @@ func (l *lifecycle) finish(ctx context.Context, workflowID eventstore.WorkflowID
 			}
 		default:
 			if fs := facts(events); len(fs) > 0 {
-				b := waitingBatch{ctx: ctx, expectedSeq: expectedSeq, facts: fs}
+				b := waitingBatch{ctx: spanOnly(ctx), expectedSeq: expectedSeq, facts: fs}
 				at, _ := slices.BinarySearchFunc(w.waiting, expectedSeq, func(b waitingBatch, seq uint64) int {
 					return compareSeq(b.expectedSeq, seq)
 				})
@@ -126,6 +128,18 @@ func (l *lifecycle) finish(ctx context.Context, workflowID eventstore.WorkflowID
 		return
 	}
 	sh.workflows[workflowID] = w
+}
+
+// spanOnly returns a context that carries only ctx's span context: what the
+// instruments use (for exemplars) of a waiting batch's context. The caller's
+// context, its values and its cancellation are not kept after Append
+// returns.
+func spanOnly(ctx context.Context) context.Context {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return context.Background()
+	}
+	return trace.ContextWithSpanContext(context.Background(), sc)
 }
 
 func compareSeq(a, b uint64) int {

@@ -51,7 +51,8 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // ActivityFailed counts a retry. Pairing keys are (namespace, the appended
 // workflow, the event's run, activity); an event with a zero RecordedAt is
 // observed at the time of observation. Nothing of the caller's events slice
-// is kept after the call returns.
+// is kept after the call returns, nor of its context but the span context
+// (for exemplars of a batch observed later).
 //
 // History order: two appends to one workflow can be in flight together and
 // return in either order, so a committed batch is observed only once no
