@@ -251,6 +251,8 @@ func (e *RetryExhaustedError) Unwrap() error { return e.Err }
 // context.DeadlineExceeded). A call that gave up has taken nothing: the
 // writing call and the waiting ones after it proceed as if it had never
 // come. Waiters are not guaranteed to get the stream in arrival order.
+// Reading a stream's records (at its first touch, or after a conflict) also
+// stops with ctx.Err() before the next page once ctx has ended.
 func (s *Sequencer) Append(ctx context.Context, events []ActivityEvent) (AppendResult, error) {
 	var res AppendResult
 	if s == nil || s.store == nil {
@@ -557,9 +559,14 @@ func (st *seqStream) resync(ctx context.Context, store Store, found uint64) erro
 	return nil
 }
 
-// catchUp reads the records from st.head on, in pages, noting each.
+// catchUp reads the records from st.head on, in pages, noting each. It
+// looks at ctx before each page, so that a long (or endlessly growing)
+// stream, or a store that ignores ctx, cannot keep a cancelled call.
 func (st *seqStream) catchUp(ctx context.Context, store Store) error {
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		recs, err := store.ReadFrom(ctx, st.key, st.head, loadPageSize)
 		if err != nil {
 			return err

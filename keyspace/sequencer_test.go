@@ -1177,3 +1177,45 @@ func TestSequencerGivingUpKeepsEarlierStreams(t *testing.T) {
 		}
 	})
 }
+
+// endlessStore's ReadFrom ignores its context and always returns a full
+// page, as a store reading a stream that grows without end would; after
+// maxReads it fails, so that a loop that never stops fails the test instead
+// of hanging it. Its cancel is called at the third read.
+type endlessStore struct {
+	keyspace.Store
+	reads, maxReads int
+	cancel          func()
+}
+
+func (s *endlessStore) ReadFrom(_ context.Context, key keyspace.StreamKey, fromSeq uint64, limit int) ([]keyspace.Record, error) {
+	s.reads++
+	if s.reads == 3 {
+		s.cancel()
+	}
+	if s.reads > s.maxReads {
+		return nil, errors.New("endlessStore: still reading")
+	}
+	recs := make([]keyspace.Record, limit)
+	for i := range recs {
+		recs[i] = keyspace.Record{StoreSeq: fromSeq + uint64(i), Event: eventIn(key, "", 0)}
+	}
+	return recs, nil
+}
+
+// Regression: loading a stream read page after page without looking at the
+// context, so over a store that ignores it (or a stream that keeps
+// growing) a cancelled Append never returned. It now ends with ctx.Err()
+// at the next page.
+func TestSequencerLoadEndsWithTheContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := &endlessStore{Store: keyspace.NewMemory(), maxReads: 1000, cancel: cancel}
+	_, err := keyspace.NewSequencer(store).Append(ctx, eventsIn(keyOf(0, 0), "x", 1, 1))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Append = %v after %d reads, want context.Canceled", err, store.reads)
+	}
+	if store.reads != 3 {
+		t.Errorf("%d reads, want 3: the load must stop at the first page after the context ended", store.reads)
+	}
+}
