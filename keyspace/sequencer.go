@@ -391,8 +391,10 @@ func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []Ac
 		// the store, so whatever the store holds beyond it (even records of
 		// an append that failed after committing) surfaces as a conflict on
 		// the next attempt and is read then.
+		// A typed nil *SequenceConflictError says no head: it is returned
+		// as the store gave it, like any other store error.
 		var conflict *eventstore.SequenceConflictError
-		if !errors.As(err, &conflict) {
+		if !errors.As(err, &conflict) || conflict == nil {
 			return StreamResult{}, err
 		}
 		if attempts > s.cfg.maxRetries {

@@ -1219,3 +1219,29 @@ func TestSequencerLoadEndsWithTheContext(t *testing.T) {
 		t.Errorf("%d reads, want 3: the load must stop at the first page after the context ended", store.reads)
 	}
 }
+
+// nilConflictStore's AppendEvents fails with a typed nil
+// *SequenceConflictError: a conflict without a head.
+type nilConflictStore struct{ keyspace.Store }
+
+func (nilConflictStore) AppendEvents(context.Context, uint64, []keyspace.ActivityEvent) (uint64, error) {
+	return 0, (*eventstore.SequenceConflictError)(nil)
+}
+
+// Regression: a typed nil *SequenceConflictError from the store made Append
+// panic reading its Found. It is now returned as the store gave it.
+func TestSequencerReturnsTypedNilConflict(t *testing.T) {
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("Append panicked: %v", r)
+			}
+		}()
+		_, err = keyspace.NewSequencer(nilConflictStore{keyspace.NewMemory()}).Append(context.Background(), eventsIn(keyOf(0, 0), "x", 1, 1))
+	}()
+	var conflict *eventstore.SequenceConflictError
+	if !errors.As(err, &conflict) || conflict != nil {
+		t.Fatalf("Append = %#v, want the store's typed nil conflict", err)
+	}
+}

@@ -217,7 +217,8 @@ type panickingError struct{}
 func (panickingError) Error() string { panic("Error exploded") }
 
 // Regression: an error whose Error method panics (a typed nil pointer, or a
-// method that panics) made the decorator panic while building the span,
+// method that panics), or a typed nil *SequenceConflictError (its Found
+// was read), made the decorator panic while building the span,
 // where the undecorated call returns the error. The call now returns the
 // same error value, and the span says what fmt says of it.
 func TestErrorWithPanickingMethodReturned(t *testing.T) {
@@ -228,6 +229,8 @@ func TestErrorWithPanickingMethodReturned(t *testing.T) {
 	}{
 		{"typed nil pointer", (*nilReceiverError)(nil), "<nil>"},
 		{"panicking Error", panickingError{}, "%!v(PANIC=Error method: Error exploded)"},
+		// A typed nil conflict matches ErrSequenceConflict but has no Found.
+		{"typed nil sequence conflict", (*eventstore.SequenceConflictError)(nil), "<nil>"},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {

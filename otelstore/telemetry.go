@@ -215,7 +215,7 @@ func (c *call) finish(err error) {
 func (c *call) failSpan(err error, errorType string) {
 	attrs := []attribute.KeyValue{catalog.ErrorType.String(errorType)}
 	var conflict *eventstore.SequenceConflictError
-	if errors.As(err, &conflict) {
+	if errors.As(err, &conflict) && conflict != nil { // a typed nil has no Found
 		attrs = append(attrs, catalog.FoundSeq.Int64(clampInt64(conflict.Found)))
 	}
 	c.span.SetAttributes(attrs...)
