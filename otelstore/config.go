@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -94,6 +95,10 @@ func buildConfig[O any](inner any, opts []O, apply func(O, *config), dbSystem st
 // the combination: attribute values are made valid UTF-8 and bounded, and a
 // key that is empty, invalid UTF-8 or reserved is an error.
 func (c *config) validate() error {
+	if c.tracker != nil && reflect.ValueOf(c.tracker).Elem().IsZero() {
+		// Its zero value is not ready, and the first dispatch would panic.
+		return fmt.Errorf("%w: WithPairing: a zero pairing.Tracker: make it with pairing.New", ErrInvalidOption)
+	}
 	c.namespace = attrvalue.String(c.namespace)
 	c.dbSystem = attrvalue.String(c.dbSystem)
 	attrs := make([]attribute.KeyValue, len(c.attributes))
@@ -245,7 +250,8 @@ func WithErrorClassifier(classify func(error) string) SharedOption {
 // WithPairing shares one activity pairing tracker between decorators (several
 // stores of one namespace, or a tracker you read yourself). Without it, or
 // given nil, [New] makes a tracker on the same meter provider with the same
-// attributes and type cardinality limit.
+// attributes and type cardinality limit. A zero pairing.Tracker (one not
+// made by pairing.New) makes New fail with [ErrInvalidOption].
 func WithPairing(t *pairing.Tracker) Option {
 	return optionFunc(func(c *config) {
 		if t != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
 	"github.com/aionotel/aionotel/otelstore"
+	"github.com/aionotel/aionotel/pairing"
 )
 
 // methodCase calls one timed method of a store that has every capability.
@@ -532,4 +533,28 @@ func TestUnwrap(t *testing.T) {
 	if !ok || u.Unwrap() != eventstore.Store(inner) {
 		t.Fatal("Unwrap does not return the inner store")
 	}
+}
+
+// Regression: a zero pairing.Tracker given to WithPairing was accepted, and
+// the first Append that dispatched an activity panicked inside it. New now
+// refuses it.
+func TestNewRefusesZeroTracker(t *testing.T) {
+	h := newHarness(t)
+	s, err := otelstore.New(eventstore.NewMemory(), h.options(otelstore.WithPairing(&pairing.Tracker{}))...)
+	if errors.Is(err, otelstore.ErrInvalidOption) {
+		return
+	}
+	if err != nil {
+		t.Fatalf("New = %v, want ErrInvalidOption", err)
+	}
+	t.Errorf("New accepted a zero tracker")
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("Append over the zero tracker panicked: %v", r)
+		}
+	}()
+	run := eventstore.NewRunID()
+	_ = s.Append(context.Background(), eventstore.RecorderToken(), eventstore.NewWorkflowID(), []eventstore.Event{
+		eventstore.ActivityScheduled{Envelope: eventstore.Envelope{RunID: run}, ActivityType: "charge"},
+	}, 0)
 }
