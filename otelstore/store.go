@@ -60,8 +60,10 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // this decorator (the last of them to return observes the waiting batches,
 // in order). A workflow holds at most 1024 events waiting: past that, the
 // waiting batches are observed at once, ahead of the earlier append, and
-// each is counted on aion.store.lifecycle.unordered. Appends by other
-// processes or other decorators are not waited for.
+// each is counted on aion.store.lifecycle.unordered; a batch that returns
+// after a close of its run was so observed ahead has that run settled again
+// (its dispatches end as abandoned), so no gauge slot leaks. Appends by
+// other processes or other decorators are not waited for.
 //
 // New fails for a nil inner store ([ErrNilStore]), for an option it cannot
 // honour ([ErrInvalidOption]) and when it cannot make the pairing tracker.
