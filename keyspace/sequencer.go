@@ -215,8 +215,14 @@ func (e *RetryExhaustedError) Error() string {
 		e.Key, e.Unwritten, e.Attempts, e.Err)
 }
 
-// Unwrap returns the last sequence conflict.
-func (e *RetryExhaustedError) Unwrap() error { return e.Err }
+// Unwrap returns the last sequence conflict (nil for a nil e, so that
+// errors.Is and errors.As can walk past a typed nil).
+func (e *RetryExhaustedError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Append writes a batch of events of any streams, in arrival order.
 //
@@ -273,12 +279,8 @@ func (s *Sequencer) Append(ctx context.Context, events []ActivityEvent) (AppendR
 	groups, durable := groupByStream(events, &res)
 	res.Streams = make([]StreamResult, 0, len(groups))
 	for _, g := range groups {
-		r, err := s.appendStream(ctx, g.key, durable[g.off:g.off+g.n:g.off+g.n])
+		r, err := s.appendStream(ctx, g.key, durable[g.off:g.off+g.n:g.off+g.n], res.Streams)
 		if err != nil {
-			var exhausted *RetryExhaustedError
-			if errors.As(err, &exhausted) {
-				exhausted.Committed = slices.Clone(res.Streams)
-			}
 			return res, err
 		}
 		res.Streams = append(res.Streams, r)
@@ -361,8 +363,11 @@ func groupByStream(events []ActivityEvent, res *AppendResult) ([]streamGroup, []
 	return groups, durable
 }
 
-// appendStream writes one stream's events (all of key, none ephemeral).
-func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []ActivityEvent) (StreamResult, error) {
+// appendStream writes one stream's events (all of key, none ephemeral);
+// committed are the results of the batch's streams before it, for a
+// RetryExhaustedError. An error of the store, whatever its type, is returned
+// as the store gave it and never changed.
+func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []ActivityEvent, committed []StreamResult) (StreamResult, error) {
 	st := s.acquire(key)
 	defer s.release(st)
 	if err := st.lockCtx(ctx); err != nil {
@@ -400,6 +405,7 @@ func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []Ac
 		if attempts > s.cfg.maxRetries {
 			return StreamResult{}, &RetryExhaustedError{
 				Key: key, Attempts: attempts, Head: conflict.Found, Unwritten: len(pending), Err: err,
+				Committed: slices.Clone(committed),
 			}
 		}
 		if err := st.resync(ctx, s.store, conflict.Found); err != nil {

@@ -1245,3 +1245,56 @@ func TestSequencerReturnsTypedNilConflict(t *testing.T) {
 		t.Fatalf("Append = %#v, want the store's typed nil conflict", err)
 	}
 }
+
+// Regression: Append set Committed on any *RetryExhaustedError it met, also
+// one the store returned: a typed nil one panicked (there, and in its
+// Unwrap, walked by errors.As), and the store's own was changed. A store's error is now returned untouched.
+func TestSequencerLeavesTheStoresRetryErrorAlone(t *testing.T) {
+	testCases := []struct {
+		name string
+		err  *keyspace.RetryExhaustedError
+	}{
+		{"typed nil", nil},
+		{"the store's own", &keyspace.RetryExhaustedError{Attempts: 7}},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := keyOf(0, 0), keyOf(1, 0)
+			inner := keyspace.NewMemory()
+			if _, err := inner.AppendEvents(context.Background(), 0, eventsIn(a, "x", 1, 1)); err != nil {
+				t.Fatal(err)
+			}
+			store := &splitStore{Memory: inner, failKey: b, err: tc.err}
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("Append panicked: %v", r)
+					}
+				}()
+				_, err = keyspace.NewSequencer(store).Append(context.Background(), append(eventsIn(a, "x", 2, 2), eventsIn(b, "x", 1, 1)...))
+			}()
+			var got *keyspace.RetryExhaustedError
+			if !errors.As(err, &got) || got != tc.err {
+				t.Fatalf("Append = %#v, want the store's error", err)
+			}
+			if tc.err != nil && tc.err.Committed != nil {
+				t.Errorf("the store's error was changed: Committed = %v", tc.err.Committed)
+			}
+		})
+	}
+}
+
+// splitStore fails AppendEvents for one stream with err.
+type splitStore struct {
+	*keyspace.Memory
+	failKey keyspace.StreamKey
+	err     *keyspace.RetryExhaustedError
+}
+
+func (s *splitStore) AppendEvents(ctx context.Context, expectedSeq uint64, events []keyspace.ActivityEvent) (uint64, error) {
+	if len(events) > 0 && keyspace.KeyOf(events[0]) == s.failKey {
+		return 0, s.err
+	}
+	return s.Memory.AppendEvents(ctx, expectedSeq, events)
+}
