@@ -3,6 +3,7 @@ package otelstore_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -217,8 +218,8 @@ type panickingError struct{}
 func (panickingError) Error() string { panic("Error exploded") }
 
 // Regression: an error whose Error method panics (a typed nil pointer, or a
-// method that panics), or a typed nil *SequenceConflictError (its Found
-// was read), made the decorator panic while building the span,
+// method that panics), a typed nil *SequenceConflictError (its Found
+// was read), or a typed nil whose Unwrap panics (classification walks it), made the decorator panic while building the span,
 // where the undecorated call returns the error. The call now returns the
 // same error value, and the span says what fmt says of it.
 func TestErrorWithPanickingMethodReturned(t *testing.T) {
@@ -231,6 +232,8 @@ func TestErrorWithPanickingMethodReturned(t *testing.T) {
 		{"panicking Error", panickingError{}, "%!v(PANIC=Error method: Error exploded)"},
 		// A typed nil conflict matches ErrSequenceConflict but has no Found.
 		{"typed nil sequence conflict", (*eventstore.SequenceConflictError)(nil), "<nil>"},
+		// errors.Is and errors.As walk Unwrap, which reads the receiver.
+		{"typed nil with a chain", (*fs.PathError)(nil), "<nil>"},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {

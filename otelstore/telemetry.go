@@ -214,8 +214,8 @@ func (c *call) finish(err error) {
 // would add, with the cleaned message) and the status description.
 func (c *call) failSpan(err error, errorType string) {
 	attrs := []attribute.KeyValue{catalog.ErrorType.String(errorType)}
-	var conflict *eventstore.SequenceConflictError
-	if errors.As(err, &conflict) && conflict != nil { // a typed nil has no Found
+	conflict := conflictOf(err)
+	if conflict != nil {
 		attrs = append(attrs, catalog.FoundSeq.Int64(clampInt64(conflict.Found)))
 	}
 	c.span.SetAttributes(attrs...)
@@ -227,6 +227,20 @@ func (c *call) failSpan(err error, errorType string) {
 		catalog.ExceptionType.String(attrvalue.String(typeName(err))),
 		catalog.ExceptionMessage.String(msg)))
 	c.span.SetStatus(codes.Error, msg)
+}
+
+// conflictOf returns the sequence conflict in err's chain, or nil: also for
+// a typed nil one (it has no Found) and for a chain whose Unwrap panics.
+func conflictOf(err error) (conflict *eventstore.SequenceConflictError) {
+	defer func() {
+		if recover() != nil {
+			conflict = nil
+		}
+	}()
+	if !errors.As(err, &conflict) {
+		return nil
+	}
+	return conflict
 }
 
 // errorText is err's message as fmt prints it: an Error method that panics
