@@ -398,8 +398,8 @@ func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []Ac
 		// the next attempt and is read then.
 		// A typed nil *SequenceConflictError says no head: it is returned
 		// as the store gave it, like any other store error.
-		var conflict *eventstore.SequenceConflictError
-		if !errors.As(err, &conflict) || conflict == nil {
+		conflict := conflictIn(err)
+		if conflict == nil {
 			return StreamResult{}, err
 		}
 		if attempts > s.cfg.maxRetries {
@@ -416,6 +416,21 @@ func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []Ac
 		// cache must get its chance.
 		pending = st.dedupe(events)
 	}
+}
+
+// conflictIn returns the sequence conflict in err's chain, or nil: also for
+// a typed nil one and for a chain whose Unwrap panics (a typed nil
+// *fs.PathError reads its receiver).
+func conflictIn(err error) (conflict *eventstore.SequenceConflictError) {
+	defer func() {
+		if recover() != nil {
+			conflict = nil
+		}
+	}()
+	if !errors.As(err, &conflict) {
+		return nil
+	}
+	return conflict
 }
 
 // lockCtx takes the stream's lock, or returns ctx.Err() once ctx is done

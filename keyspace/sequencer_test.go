@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -1228,21 +1229,42 @@ func (nilConflictStore) AppendEvents(context.Context, uint64, []keyspace.Activit
 	return 0, (*eventstore.SequenceConflictError)(nil)
 }
 
+// pathErrorStore's AppendEvents fails with a typed nil *fs.PathError, whose
+// Unwrap reads its receiver.
+type pathErrorStore struct{ keyspace.Store }
+
+func (pathErrorStore) AppendEvents(context.Context, uint64, []keyspace.ActivityEvent) (uint64, error) {
+	return 0, (*fs.PathError)(nil)
+}
+
 // Regression: a typed nil *SequenceConflictError from the store made Append
-// panic reading its Found. It is now returned as the store gave it.
+// panic reading its Found, and a typed nil *fs.PathError panicked in the
+// errors.As looking for a conflict. Each is now returned as the store gave
+// it.
 func TestSequencerReturnsTypedNilConflict(t *testing.T) {
-	var err error
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				t.Fatalf("Append panicked: %v", r)
+	testCases := []struct {
+		name  string
+		store keyspace.Store
+		want  error
+	}{
+		{"typed nil conflict", nilConflictStore{keyspace.NewMemory()}, (*eventstore.SequenceConflictError)(nil)},
+		{"typed nil path error", pathErrorStore{keyspace.NewMemory()}, (*fs.PathError)(nil)},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("Append panicked: %v", r)
+					}
+				}()
+				_, err = keyspace.NewSequencer(tc.store).Append(context.Background(), eventsIn(keyOf(0, 0), "x", 1, 1))
+			}()
+			if err != tc.want {
+				t.Fatalf("Append = %#v, want the store's error", err)
 			}
-		}()
-		_, err = keyspace.NewSequencer(nilConflictStore{keyspace.NewMemory()}).Append(context.Background(), eventsIn(keyOf(0, 0), "x", 1, 1))
-	}()
-	var conflict *eventstore.SequenceConflictError
-	if !errors.As(err, &conflict) || conflict != nil {
-		t.Fatalf("Append = %#v, want the store's typed nil conflict", err)
+		})
 	}
 }
 
