@@ -3,6 +3,7 @@ package keyspace
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -17,7 +18,10 @@ import (
 // Memory is safe for concurrent use. Appends to different streams do not
 // serialise: a store-wide lock is held only to find or create a stream, and
 // each stream has its own lock. The zero value is an empty store ready to use;
-// [NewMemory] returns one. A Memory must not be copied after first use.
+// [NewMemory] returns one. A Memory must not be copied after first use. Every
+// method of a nil *Memory fails with an error wrapping
+// [eventstore.ErrInvalidArgument], as a nil *eventstore.Memory's do
+// (DeleteRun removes nothing and returns 0), instead of panicking.
 //
 // Memory's choices where the contract leaves room:
 //   - Copies: stored events are copies of the caller's, and a pointer content
@@ -42,6 +46,9 @@ type Memory struct {
 }
 
 var _ Store = (*Memory)(nil)
+
+// errNilMemory is what every method of a nil *Memory returns.
+var errNilMemory = fmt.Errorf("keyspace: nil *Memory: %w", eventstore.ErrInvalidArgument)
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory { return &Memory{} }
@@ -173,6 +180,9 @@ func (m *Memory) lookupOrCreate(key StreamKey) *memStream {
 // Persisted true and a pointer content replaced by its value; the caller's
 // slice is not modified.
 func (m *Memory) AppendEvents(ctx context.Context, expectedSeq uint64, events []ActivityEvent) (uint64, error) {
+	if m == nil {
+		return 0, errNilMemory
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -211,6 +221,9 @@ func (m *Memory) AppendEvents(ctx context.Context, expectedSeq uint64, events []
 // Head implements [Store.Head]. A zero workflow or run ID in key returns an
 // error wrapping [eventstore.ErrInvalidArgument].
 func (m *Memory) Head(ctx context.Context, key StreamKey) (uint64, error) {
+	if m == nil {
+		return 0, errNilMemory
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -235,6 +248,9 @@ func (s *memStream) currentHead() uint64 {
 // workflow or run ID in key returns an error wrapping
 // [eventstore.ErrInvalidArgument]. The returned slice is the caller's.
 func (m *Memory) ReadFrom(ctx context.Context, key StreamKey, fromSeq uint64, limit int) ([]Record, error) {
+	if m == nil {
+		return nil, errNilMemory
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -265,6 +281,9 @@ func (m *Memory) ReadFrom(ctx context.Context, key StreamKey, fromSeq uint64, li
 // stream appended to during the call may show its head from before or after
 // that append. A stream appears once it holds at least one record.
 func (m *Memory) ListStreams(ctx context.Context, workflowID eventstore.WorkflowID, runID eventstore.RunID) ([]StreamSummary, error) {
+	if m == nil {
+		return nil, errNilMemory
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ import "github.com/aionotel/aionotel/eventstore"
 // [Sequencer] that cached a removed stream's head recovers on its next
 // append there (the store reports a lower head, and it reloads).
 func (m *Memory) DeleteRun(workflowID eventstore.WorkflowID, runID eventstore.RunID) int {
-	if workflowID.IsZero() || runID.IsZero() {
+	if m == nil || workflowID.IsZero() || runID.IsZero() {
 		return 0
 	}
 	rk := runKey{workflowID: workflowID, runID: runID}

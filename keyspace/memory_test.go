@@ -476,6 +476,44 @@ func TestMemoryZeroValueIsReady(t *testing.T) {
 	}
 }
 
+// Regression: every method of a nil *Memory panicked, where a nil
+// *eventstore.Memory returns ErrInvalidArgument. Now they fail the same way.
+func TestNilMemoryFailsWithoutPanic(t *testing.T) {
+	var m *keyspace.Memory
+	ctx, key := context.Background(), keyOf(0, 0)
+	testCases := []struct {
+		name string
+		call func() error
+	}{
+		{"AppendEvents", func() error { _, err := m.AppendEvents(ctx, 0, eventsIn(key, "a", 1, 1)); return err }},
+		{"Head", func() error { _, err := m.Head(ctx, key); return err }},
+		{"ReadFrom", func() error { _, err := m.ReadFrom(ctx, key, 0, 1); return err }},
+		{"ListStreams", func() error { _, err := m.ListStreams(ctx, key.WorkflowID, key.RunID); return err }},
+		{"DeleteRun", func() error {
+			if n := m.DeleteRun(key.WorkflowID, key.RunID); n != 0 {
+				return fmt.Errorf("DeleteRun removed %d", n)
+			}
+			return eventstore.ErrInvalidArgument
+		}},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("panicked: %v", r)
+					}
+				}()
+				err = tc.call()
+			}()
+			if !errors.Is(err, eventstore.ErrInvalidArgument) {
+				t.Errorf("err = %v, want ErrInvalidArgument", err)
+			}
+		})
+	}
+}
+
 func TestMemoryConcurrentSafe(t *testing.T) {
 	const (
 		goroutines = 8

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -125,8 +126,12 @@ func WithMaxCachedStreams(n int) SequencerOption {
 
 // NewSequencer returns a Sequencer writing to store. Nil options are ignored.
 // A nil store is not a panic: every Append then fails with an error wrapping
-// [eventstore.ErrInvalidArgument].
+// [eventstore.ErrInvalidArgument]. A typed nil (a nil *Memory, or a nil
+// pointer, map, slice, func or channel of another Store type) counts as nil.
 func NewSequencer(store Store, opts ...SequencerOption) *Sequencer {
+	if isNilStore(store) {
+		store = nil
+	}
 	cfg := sequencerConfig{maxRetries: defaultMaxRetries, maxCachedStreams: defaultMaxCachedStreams}
 	for _, o := range opts {
 		if o != nil {
@@ -134,6 +139,19 @@ func NewSequencer(store Store, opts ...SequencerOption) *Sequencer {
 		}
 	}
 	return &Sequencer{store: store, cfg: cfg, streams: make(map[StreamKey]*seqStream)}
+}
+
+// isNilStore reports whether s is nil or a typed nil that would panic on
+// first use.
+func isNilStore(s Store) bool {
+	if s == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(s); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return v.IsNil()
+	}
+	return false
 }
 
 // AppendResult is what [Sequencer.Append] did with a batch.
@@ -197,8 +215,14 @@ func (e *RetryExhaustedError) Error() string {
 		e.Key, e.Unwritten, e.Attempts, e.Err)
 }
 
-// Unwrap returns the last sequence conflict.
-func (e *RetryExhaustedError) Unwrap() error { return e.Err }
+// Unwrap returns the last sequence conflict (nil for a nil e, so that
+// errors.Is and errors.As can walk past a typed nil).
+func (e *RetryExhaustedError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Append writes a batch of events of any streams, in arrival order.
 //
@@ -233,6 +257,8 @@ func (e *RetryExhaustedError) Unwrap() error { return e.Err }
 // context.DeadlineExceeded). A call that gave up has taken nothing: the
 // writing call and the waiting ones after it proceed as if it had never
 // come. Waiters are not guaranteed to get the stream in arrival order.
+// Reading a stream's records (at its first touch, or after a conflict) also
+// stops with ctx.Err() before the next page once ctx has ended.
 func (s *Sequencer) Append(ctx context.Context, events []ActivityEvent) (AppendResult, error) {
 	var res AppendResult
 	if s == nil || s.store == nil {
@@ -253,12 +279,8 @@ func (s *Sequencer) Append(ctx context.Context, events []ActivityEvent) (AppendR
 	groups, durable := groupByStream(events, &res)
 	res.Streams = make([]StreamResult, 0, len(groups))
 	for _, g := range groups {
-		r, err := s.appendStream(ctx, g.key, durable[g.off:g.off+g.n:g.off+g.n])
+		r, err := s.appendStream(ctx, g.key, durable[g.off:g.off+g.n:g.off+g.n], res.Streams)
 		if err != nil {
-			var exhausted *RetryExhaustedError
-			if errors.As(err, &exhausted) {
-				exhausted.Committed = slices.Clone(res.Streams)
-			}
 			return res, err
 		}
 		res.Streams = append(res.Streams, r)
@@ -341,8 +363,11 @@ func groupByStream(events []ActivityEvent, res *AppendResult) ([]streamGroup, []
 	return groups, durable
 }
 
-// appendStream writes one stream's events (all of key, none ephemeral).
-func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []ActivityEvent) (StreamResult, error) {
+// appendStream writes one stream's events (all of key, none ephemeral);
+// committed are the results of the batch's streams before it, for a
+// RetryExhaustedError. An error of the store, whatever its type, is returned
+// as the store gave it and never changed.
+func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []ActivityEvent, committed []StreamResult) (StreamResult, error) {
 	st := s.acquire(key)
 	defer s.release(st)
 	if err := st.lockCtx(ctx); err != nil {
@@ -371,13 +396,16 @@ func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []Ac
 		// the store, so whatever the store holds beyond it (even records of
 		// an append that failed after committing) surfaces as a conflict on
 		// the next attempt and is read then.
-		var conflict *eventstore.SequenceConflictError
-		if !errors.As(err, &conflict) {
+		// A typed nil *SequenceConflictError says no head: it is returned
+		// as the store gave it, like any other store error.
+		conflict := conflictIn(err)
+		if conflict == nil {
 			return StreamResult{}, err
 		}
 		if attempts > s.cfg.maxRetries {
 			return StreamResult{}, &RetryExhaustedError{
 				Key: key, Attempts: attempts, Head: conflict.Found, Unwritten: len(pending), Err: err,
+				Committed: slices.Clone(committed),
 			}
 		}
 		if err := st.resync(ctx, s.store, conflict.Found); err != nil {
@@ -388,6 +416,21 @@ func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []Ac
 		// cache must get its chance.
 		pending = st.dedupe(events)
 	}
+}
+
+// conflictIn returns the sequence conflict in err's chain, or nil: also for
+// a typed nil one and for a chain whose Unwrap panics (a typed nil
+// *fs.PathError reads its receiver).
+func conflictIn(err error) (conflict *eventstore.SequenceConflictError) {
+	defer func() {
+		if recover() != nil {
+			conflict = nil
+		}
+	}()
+	if !errors.As(err, &conflict) {
+		return nil
+	}
+	return conflict
 }
 
 // lockCtx takes the stream's lock, or returns ctx.Err() once ctx is done
@@ -539,9 +582,14 @@ func (st *seqStream) resync(ctx context.Context, store Store, found uint64) erro
 	return nil
 }
 
-// catchUp reads the records from st.head on, in pages, noting each.
+// catchUp reads the records from st.head on, in pages, noting each. It
+// looks at ctx before each page, so that a long (or endlessly growing)
+// stream, or a store that ignores ctx, cannot keep a cancelled call.
 func (st *seqStream) catchUp(ctx context.Context, store Store) error {
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		recs, err := store.ReadFrom(ctx, st.key, st.head, loadPageSize)
 		if err != nil {
 			return err

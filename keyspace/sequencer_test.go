@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -618,6 +619,20 @@ func TestSequencerWithoutStore(t *testing.T) {
 	if !errors.Is(err, eventstore.ErrInvalidArgument) {
 		t.Fatalf("Append = %v, want ErrInvalidArgument", err)
 	}
+	// Regression: a typed nil store was taken for a store, and the first
+	// Append panicked inside it.
+	var nilMemory *keyspace.Memory
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("Append over a nil *Memory panicked: %v", r)
+			}
+		}()
+		_, err = keyspace.NewSequencer(nilMemory).Append(context.Background(), eventsIn(keyOf(0, 0), "x", 1, 1))
+	}()
+	if !errors.Is(err, eventstore.ErrInvalidArgument) || !strings.Contains(err.Error(), "sequencer has no store") {
+		t.Fatalf("Append over a nil *Memory = %v, want the no-store error", err)
+	}
 	var nilSeq *keyspace.Sequencer
 	if _, err := nilSeq.Append(context.Background(), nil); !errors.Is(err, eventstore.ErrInvalidArgument) {
 		t.Fatalf("Append on a nil Sequencer = %v, want ErrInvalidArgument", err)
@@ -1162,4 +1177,146 @@ func TestSequencerGivingUpKeepsEarlierStreams(t *testing.T) {
 			t.Fatalf("free stream = %v, want [b#1 b#2]", got)
 		}
 	})
+}
+
+// endlessStore's ReadFrom ignores its context and always returns a full
+// page, as a store reading a stream that grows without end would; after
+// maxReads it fails, so that a loop that never stops fails the test instead
+// of hanging it. Its cancel is called at the third read.
+type endlessStore struct {
+	keyspace.Store
+	reads, maxReads int
+	cancel          func()
+}
+
+func (s *endlessStore) ReadFrom(_ context.Context, key keyspace.StreamKey, fromSeq uint64, limit int) ([]keyspace.Record, error) {
+	s.reads++
+	if s.reads == 3 {
+		s.cancel()
+	}
+	if s.reads > s.maxReads {
+		return nil, errors.New("endlessStore: still reading")
+	}
+	recs := make([]keyspace.Record, limit)
+	for i := range recs {
+		recs[i] = keyspace.Record{StoreSeq: fromSeq + uint64(i), Event: eventIn(key, "", 0)}
+	}
+	return recs, nil
+}
+
+// Regression: loading a stream read page after page without looking at the
+// context, so over a store that ignores it (or a stream that keeps
+// growing) a cancelled Append never returned. It now ends with ctx.Err()
+// at the next page.
+func TestSequencerLoadEndsWithTheContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := &endlessStore{Store: keyspace.NewMemory(), maxReads: 1000, cancel: cancel}
+	_, err := keyspace.NewSequencer(store).Append(ctx, eventsIn(keyOf(0, 0), "x", 1, 1))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Append = %v after %d reads, want context.Canceled", err, store.reads)
+	}
+	if store.reads != 3 {
+		t.Errorf("%d reads, want 3: the load must stop at the first page after the context ended", store.reads)
+	}
+}
+
+// nilConflictStore's AppendEvents fails with a typed nil
+// *SequenceConflictError: a conflict without a head.
+type nilConflictStore struct{ keyspace.Store }
+
+func (nilConflictStore) AppendEvents(context.Context, uint64, []keyspace.ActivityEvent) (uint64, error) {
+	return 0, (*eventstore.SequenceConflictError)(nil)
+}
+
+// pathErrorStore's AppendEvents fails with a typed nil *fs.PathError, whose
+// Unwrap reads its receiver.
+type pathErrorStore struct{ keyspace.Store }
+
+func (pathErrorStore) AppendEvents(context.Context, uint64, []keyspace.ActivityEvent) (uint64, error) {
+	return 0, (*fs.PathError)(nil)
+}
+
+// Regression: a typed nil *SequenceConflictError from the store made Append
+// panic reading its Found, and a typed nil *fs.PathError panicked in the
+// errors.As looking for a conflict. Each is now returned as the store gave
+// it.
+func TestSequencerReturnsTypedNilConflict(t *testing.T) {
+	testCases := []struct {
+		name  string
+		store keyspace.Store
+		want  error
+	}{
+		{"typed nil conflict", nilConflictStore{keyspace.NewMemory()}, (*eventstore.SequenceConflictError)(nil)},
+		{"typed nil path error", pathErrorStore{keyspace.NewMemory()}, (*fs.PathError)(nil)},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("Append panicked: %v", r)
+					}
+				}()
+				_, err = keyspace.NewSequencer(tc.store).Append(context.Background(), eventsIn(keyOf(0, 0), "x", 1, 1))
+			}()
+			if err != tc.want {
+				t.Fatalf("Append = %#v, want the store's error", err)
+			}
+		})
+	}
+}
+
+// Regression: Append set Committed on any *RetryExhaustedError it met, also
+// one the store returned: a typed nil one panicked (there, and in its
+// Unwrap, walked by errors.As), and the store's own was changed. A store's error is now returned untouched.
+func TestSequencerLeavesTheStoresRetryErrorAlone(t *testing.T) {
+	testCases := []struct {
+		name string
+		err  *keyspace.RetryExhaustedError
+	}{
+		{"typed nil", nil},
+		{"the store's own", &keyspace.RetryExhaustedError{Attempts: 7}},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := keyOf(0, 0), keyOf(1, 0)
+			inner := keyspace.NewMemory()
+			if _, err := inner.AppendEvents(context.Background(), 0, eventsIn(a, "x", 1, 1)); err != nil {
+				t.Fatal(err)
+			}
+			store := &splitStore{Memory: inner, failKey: b, err: tc.err}
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("Append panicked: %v", r)
+					}
+				}()
+				_, err = keyspace.NewSequencer(store).Append(context.Background(), append(eventsIn(a, "x", 2, 2), eventsIn(b, "x", 1, 1)...))
+			}()
+			var got *keyspace.RetryExhaustedError
+			if !errors.As(err, &got) || got != tc.err {
+				t.Fatalf("Append = %#v, want the store's error", err)
+			}
+			if tc.err != nil && tc.err.Committed != nil {
+				t.Errorf("the store's error was changed: Committed = %v", tc.err.Committed)
+			}
+		})
+	}
+}
+
+// splitStore fails AppendEvents for one stream with err.
+type splitStore struct {
+	*keyspace.Memory
+	failKey keyspace.StreamKey
+	err     *keyspace.RetryExhaustedError
+}
+
+func (s *splitStore) AppendEvents(ctx context.Context, expectedSeq uint64, events []keyspace.ActivityEvent) (uint64, error) {
+	if len(events) > 0 && keyspace.KeyOf(events[0]) == s.failKey {
+		return 0, s.err
+	}
+	return s.Memory.AppendEvents(ctx, expectedSeq, events)
 }

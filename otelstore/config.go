@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -94,18 +95,22 @@ func buildConfig[O any](inner any, opts []O, apply func(O, *config), dbSystem st
 // the combination: attribute values are made valid UTF-8 and bounded, and a
 // key that is empty, invalid UTF-8 or reserved is an error.
 func (c *config) validate() error {
+	if c.tracker != nil && reflect.ValueOf(c.tracker).Elem().IsZero() {
+		// Its zero value is not ready, and the first dispatch would panic.
+		return fmt.Errorf("%w: WithPairing: a zero pairing.Tracker: make it with pairing.New", ErrInvalidOption)
+	}
 	c.namespace = attrvalue.String(c.namespace)
 	c.dbSystem = attrvalue.String(c.dbSystem)
 	attrs := make([]attribute.KeyValue, len(c.attributes))
 	for i, kv := range c.attributes {
 		if !attrvalue.ValidKey(kv.Key) {
-			return fmt.Errorf("%w: WithAttributes: key %q is empty or not valid UTF-8", ErrInvalidOption, kv.Key)
+			return fmt.Errorf("%w: WithAttributes: key %.300q is empty, longer than %d bytes, not valid UTF-8, or has no exportable Prometheus label name", ErrInvalidOption, kv.Key, attrvalue.MaxLen)
 		}
 		if kv.Key == catalog.DBSystemName {
 			return fmt.Errorf("%w: WithAttributes: key %q: use WithDBSystem", ErrInvalidOption, kv.Key)
 		}
-		if reserved[kv.Key] {
-			return fmt.Errorf("%w: WithAttributes: key %q is set by the decorators themselves", ErrInvalidOption, kv.Key)
+		if reservedLabels[attrvalue.LabelName(string(kv.Key))] {
+			return fmt.Errorf("%w: WithAttributes: key %q is (or has the Prometheus label name of) a key the decorators set themselves", ErrInvalidOption, kv.Key)
 		}
 		attrs[i] = attrvalue.KeyValue(kv)
 	}
@@ -123,6 +128,16 @@ var reserved = map[attribute.Key]bool{
 	catalog.EventCount: true, catalog.OutboxRowCount: true, catalog.ActivityID: true,
 	catalog.Attempt: true, catalog.DBSystemName: true,
 }
+
+// reservedLabels are the Prometheus label names of the reserved keys: a key
+// such as "error_type" would share a label with error.type.
+var reservedLabels = func() map[string]bool {
+	m := make(map[string]bool, len(reserved))
+	for k := range reserved {
+		m[attrvalue.LabelName(string(k))] = true
+	}
+	return m
+}()
 
 // Option configures [New].
 type Option interface {
@@ -187,7 +202,9 @@ func WithNamespace(namespace string) Option {
 // AppendWithOutbox that staged at least one row: one non-blocking send, so a
 // channel with a buffer of one coalesces wakes and a full channel is never
 // waited on. Nothing is sent for a failed append or an empty row slice. The
-// wake is advisory: a dispatcher must still poll. Without it no wake is sent.
+// wake is advisory: a dispatcher must still poll. A nil channel is never
+// sent on; a closed one is reported to otel.Handle, never a panic out of a
+// committed append. Without it no wake is sent.
 func WithOutboxWake(wake chan<- struct{}) Option {
 	return optionFunc(func(c *config) { c.outboxWake = wake })
 }
@@ -204,10 +221,14 @@ func WithSpanFilter(filter func(ctx context.Context, op Operation) bool) SharedO
 // records (and to the pairing metrics of the tracker New makes, when
 // [WithPairing] is not used). Keep them low-cardinality: they are on every
 // metric stream. String values are made valid UTF-8 and cut to 256 bytes. A
-// key that is empty, not valid UTF-8, or one the decorators set themselves
-// (any aion.* key of the catalog, db.operation.name, error.type, and
-// db.system.name, which has [WithDBSystem]) makes the constructor fail with
-// [ErrInvalidOption], whatever the other options. db.namespace and
+// key that is empty, longer than 256 bytes, not valid UTF-8, one that no
+// Prometheus exporter can turn into a label (one without an ASCII letter or
+// digit, such as "ключ"; one whose label name, each other character written
+// as '_', starts with "__" or "otel_scope_"), or one the decorators set
+// themselves (any aion.* key of the catalog, db.operation.name, error.type,
+// and db.system.name, which has [WithDBSystem]), also under another
+// spelling of its label name ("error_type"), makes the constructor fail
+// with [ErrInvalidOption], whatever the other options. db.namespace and
 // db.collection.name, when given here, also name the target in span names
 // (see [New]). Repeated calls accumulate; for a key given twice the last
 // value wins. Without it only the catalog attributes are recorded.
@@ -229,7 +250,8 @@ func WithErrorClassifier(classify func(error) string) SharedOption {
 // WithPairing shares one activity pairing tracker between decorators (several
 // stores of one namespace, or a tracker you read yourself). Without it, or
 // given nil, [New] makes a tracker on the same meter provider with the same
-// attributes and type cardinality limit.
+// attributes and type cardinality limit. A zero pairing.Tracker (one not
+// made by pairing.New) makes New fail with [ErrInvalidOption].
 func WithPairing(t *pairing.Tracker) Option {
 	return optionFunc(func(c *config) {
 		if t != nil {

@@ -39,7 +39,15 @@ func newClassifier(custom func(error) string) classifier {
 	return classifier{custom: custom, values: attrcache.New(errorTypeLimit, catalog.OtherError, catalog.OtherError, identity)}
 }
 
-func (c classifier) errorType(err error) string {
+// errorType classifies err. An error whose methods panic on the way (the
+// Unwrap of a typed nil *fs.PathError, which errors.Is walks) is _OTHER,
+// never a panic out of the decorator.
+func (c classifier) errorType(err error) (errorType string) {
+	defer func() {
+		if recover() != nil {
+			errorType = catalog.OtherError
+		}
+	}()
 	if c.custom != nil {
 		if v := c.custom(err); v != "" {
 			return c.values.Get(v)

@@ -3,6 +3,7 @@ package otelstore_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -204,4 +205,56 @@ func pointAttrs(m metricdata.Metrics) []attribute.Set {
 		}
 	}
 	return out
+}
+
+// nilReceiverError reads its receiver: a typed nil of it panics in Error.
+type nilReceiverError struct{ msg string }
+
+func (e *nilReceiverError) Error() string { return e.msg }
+
+// panickingError panics in Error.
+type panickingError struct{}
+
+func (panickingError) Error() string { panic("Error exploded") }
+
+// Regression: an error whose Error method panics (a typed nil pointer, or a
+// method that panics), a typed nil *SequenceConflictError (its Found
+// was read), or a typed nil whose Unwrap panics (classification walks it), made the decorator panic while building the span,
+// where the undecorated call returns the error. The call now returns the
+// same error value, and the span says what fmt says of it.
+func TestErrorWithPanickingMethodReturned(t *testing.T) {
+	testCases := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"typed nil pointer", (*nilReceiverError)(nil), "<nil>"},
+		{"panicking Error", panickingError{}, "%!v(PANIC=Error method: Error exploded)"},
+		// A typed nil conflict matches ErrSequenceConflict but has no Found.
+		{"typed nil sequence conflict", (*eventstore.SequenceConflictError)(nil), "<nil>"},
+		// errors.Is and errors.As walk Unwrap, which reads the receiver.
+		{"typed nil with a chain", (*fs.PathError)(nil), "<nil>"},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			s := h.wrap(t, failing{Store: eventstore.NewMemory(), err: tc.err})
+			var got error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("ReadHistory panicked: %v", r)
+					}
+				}()
+				_, got = s.ReadHistory(context.Background(), eventstore.NewWorkflowID())
+			}()
+			if got != tc.err {
+				t.Errorf("ReadHistory returned %#v, want the inner error value", got)
+			}
+			if spans := h.spans.Ended(); len(spans) != 1 || spans[0].Status().Description != tc.want {
+				t.Fatalf("spans %v, want one with status description %q", spans, tc.want)
+			}
+			assertExportable(t, h)
+		})
+	}
 }

@@ -226,3 +226,110 @@ func TestSeqSetModel(t *testing.T) {
 		}
 	}
 }
+
+// Regression: a wake channel the caller closed made AppendWithOutbox panic
+// after the events and rows had committed, so the caller took a committed
+// append for a failed one. The append now returns nil, the rows are there,
+// and the closed channel is reported to the error handler.
+func TestOutboxWakeOnClosedChannelReportsInsteadOfPanicking(t *testing.T) {
+	var handled []error
+	wake := make(chan struct{}, 1)
+	close(wake)
+	s, err := New(eventstore.NewMemory(), WithMeterProvider(noop.NewMeterProvider()), WithOutboxWake(wake),
+		withHandler(func(err error) { handled = append(handled, err) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob := s.(eventstore.Outbox)
+	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
+	ev := []eventstore.Event{eventstore.WorkflowStarted{Envelope: eventstore.Envelope{RunID: run}, WorkflowType: "checkout"}}
+	rows := []eventstore.OutboxRow{{WorkflowID: wf, RunID: run, ActivityType: "charge"}}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("AppendWithOutbox panicked: %v", r)
+			}
+		}()
+		err = ob.AppendWithOutbox(context.Background(), eventstore.RecorderToken(), wf, ev, 0, rows)
+	}()
+	if err != nil {
+		t.Fatalf("AppendWithOutbox = %v, want nil: it committed", err)
+	}
+	if claimed, err := ob.ClaimOutboxRows(context.Background(), 10); err != nil || len(claimed) != 1 {
+		t.Fatalf("ClaimOutboxRows = %d rows, %v; want the staged row", len(claimed), err)
+	}
+	if len(handled) != 1 {
+		t.Fatalf("handled %v, want one report of the closed channel", handled)
+	}
+}
+
+// heldStore commits an Append at seq holdAt, then holds its return until
+// released.
+type heldStore struct {
+	*eventstore.Memory
+	holdAt           uint64
+	reached, release chan struct{}
+}
+
+func (g *heldStore) Append(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) error {
+	err := g.Memory.Append(ctx, tok, wf, events, expectedSeq)
+	if expectedSeq == g.holdAt {
+		close(g.reached)
+		<-g.release
+	}
+	return err
+}
+
+type ctxKey struct{}
+
+// Regression: a batch waiting behind an earlier in-flight append kept the
+// caller's context (its values, however large or secret, and its
+// cancellation) after Append returned, for as long as the earlier append
+// hung. It now keeps only the span context.
+func TestWaitingBatchKeepsNoCallerContext(t *testing.T) {
+	g := &heldStore{Memory: eventstore.NewMemory(), holdAt: 1, reached: make(chan struct{}), release: make(chan struct{})}
+	s, err := New(struct{ eventstore.Store }{g}, WithMeterProvider(noop.NewMeterProvider()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, tok, wf, run := context.Background(), eventstore.RecorderToken(), eventstore.NewWorkflowID(), eventstore.NewRunID()
+	env := eventstore.Envelope{RunID: run}
+	if err := s.Append(ctx, tok, wf, []eventstore.Event{eventstore.WorkflowStarted{Envelope: env, WorkflowType: "checkout"}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() {
+		done <- s.Append(ctx, tok, wf, []eventstore.Event{eventstore.SignalReceived{Envelope: env}}, 1)
+	}()
+	<-g.reached
+	released := false
+	defer func() {
+		if !released {
+			close(g.release)
+			<-done
+		}
+	}()
+	callerCtx, cancel := context.WithCancel(context.WithValue(ctx, ctxKey{}, "the caller's secret"))
+	defer cancel()
+	if err := s.Append(callerCtx, tok, wf, []eventstore.Event{eventstore.ActivityScheduled{Envelope: env, ActivityType: "charge"}}, 2); err != nil {
+		t.Fatal(err)
+	}
+	life := s.(*plainStore).life
+	sh := life.shard(wf)
+	sh.mu.Lock()
+	waiting := sh.workflows[wf].waiting
+	if len(waiting) != 1 {
+		sh.mu.Unlock()
+		t.Fatalf("%d batches waiting, want 1", len(waiting))
+	}
+	kept := waiting[0].ctx
+	sh.mu.Unlock()
+	if kept.Value(ctxKey{}) != nil || kept.Done() != nil {
+		t.Errorf("the waiting batch keeps the caller's context: value %v, cancellable %v", kept.Value(ctxKey{}), kept.Done() != nil)
+	}
+	released = true
+	close(g.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

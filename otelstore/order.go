@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/aionotel/aionotel/eventstore"
 )
 
@@ -27,6 +29,8 @@ import (
 // batch waiting, so memory is bounded by concurrency, not by the number of
 // workflows; and a workflow holds at most maxWaiting facts waiting, so an
 // inner append that never returns cannot hold back the later ones for good.
+// When the held-back append does return after its run's close was observed
+// ahead of it, the run is settled again (see workflowOrder.closedAhead).
 
 // maxWaiting bounds the facts (one per observable event) a workflow holds
 // waiting behind an earlier append. A batch that would go past it is
@@ -44,10 +48,24 @@ type workflowOrder struct {
 	inFlight seqSet // expected seqs of this decorator's appends in progress
 	waiting  []waitingBatch
 	facts    int // facts in waiting
+	// closedAhead are the run-closing facts of batches observed ahead of an
+	// earlier append still in flight (at most maxClosedAhead, the latest),
+	// and aheadSeq the largest expected seq of those batches. A batch
+	// observed later behind them may dispatch an activity of a run whose
+	// close was already observed: the run is settled again after it, so
+	// that no gauge slot leaks.
+	closedAhead []fact
+	aheadSeq    uint64
 }
 
+// maxClosedAhead bounds workflowOrder.closedAhead.
+const maxClosedAhead = 16
+
+// isClose reports whether f closes its run.
+func (f fact) isClose() bool { return f.kind >= kindCompleted && f.kind <= kindContinuedAsNew }
+
 type waitingBatch struct {
-	ctx         context.Context
+	ctx         context.Context // spanOnly of the call's: no caller values
 	expectedSeq uint64
 	facts       []fact
 }
@@ -87,9 +105,12 @@ func (l *lifecycle) finish(ctx context.Context, workflowID eventstore.WorkflowID
 			for _, ev := range events { // the common case: nothing to wait for
 				l.observe(ctx, workflowID, factOf(ev))
 			}
+			if len(w.closedAhead) > 0 && expectedSeq < w.aheadSeq {
+				l.settleClosedAhead(ctx, workflowID, w.closedAhead)
+			}
 		default:
 			if fs := facts(events); len(fs) > 0 {
-				b := waitingBatch{ctx: ctx, expectedSeq: expectedSeq, facts: fs}
+				b := waitingBatch{ctx: spanOnly(ctx), expectedSeq: expectedSeq, facts: fs}
 				at, _ := slices.BinarySearchFunc(w.waiting, expectedSeq, func(b waitingBatch, seq uint64) int {
 					return compareSeq(b.expectedSeq, seq)
 				})
@@ -107,14 +128,28 @@ func (l *lifecycle) finish(ctx context.Context, workflowID eventstore.WorkflowID
 		}
 	}
 	var unordered int64
+	behind := false // a batch observed behind one observed ahead
 	for _, b := range w.waiting[:ready] {
-		if b.expectedSeq > earliest {
+		ahead := b.expectedSeq > earliest
+		if ahead {
 			unordered++
+			w.aheadSeq = max(w.aheadSeq, b.expectedSeq)
+		} else if b.expectedSeq < w.aheadSeq {
+			behind = true
 		}
 		for _, f := range b.facts {
 			l.observe(b.ctx, workflowID, f)
+			if ahead && f.isClose() {
+				if len(w.closedAhead) == maxClosedAhead {
+					w.closedAhead = slices.Delete(w.closedAhead, 0, 1)
+				}
+				w.closedAhead = append(w.closedAhead, f)
+			}
 		}
 		w.facts -= len(b.facts)
+	}
+	if behind {
+		l.settleClosedAhead(ctx, workflowID, w.closedAhead)
 	}
 	if unordered > 0 {
 		l.unordered.Add(ctx, unordered, l.nsOpts...)
@@ -126,6 +161,31 @@ func (l *lifecycle) finish(ctx context.Context, workflowID eventstore.WorkflowID
 		return
 	}
 	sh.workflows[workflowID] = w
+}
+
+// spanOnly returns a context that carries only ctx's span context: what the
+// instruments use (for exemplars) of a waiting batch's context. The caller's
+// context, its values and its cancellation are not kept after Append
+// returns.
+func spanOnly(ctx context.Context) context.Context {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return context.Background()
+	}
+	return trace.ContextWithSpanContext(context.Background(), sc)
+}
+
+// settleClosedAhead settles again, as abandoned, the activities still in
+// flight of the runs whose close was observed ahead of a batch just
+// observed behind it.
+func (l *lifecycle) settleClosedAhead(ctx context.Context, workflowID eventstore.WorkflowID, closed []fact) {
+	for _, f := range closed {
+		at := f.at
+		if at.IsZero() {
+			at = l.now()
+		}
+		l.tracker.AbandonRun(ctx, l.namespace, workflowID, f.run, at)
+	}
 }
 
 func compareSeq(a, b uint64) int {

@@ -183,3 +183,25 @@ func TestAppendConcurrentSafe(t *testing.T) {
 	h.assertSum(t, "aion.activities.completed", true, point(total, ns, charge, succeeded))
 	h.assertSum(t, "aion.inflight_activities", false, point(0, ns, charge))
 }
+
+// Regression: past the waiting bound, later batches are observed ahead of
+// an earlier append still in flight. When that append finally returned
+// with a dispatch whose run's close had been observed ahead, the dispatch
+// took a gauge slot that nothing would ever settle. The run is now settled
+// again after the late batch: the dispatch ends as abandoned.
+func TestLateDispatchAfterCloseObservedAheadNoLeak(t *testing.T) {
+	h := newHarness(t)
+	g := newGated(1)
+	s := h.wrap(t, struct{ eventstore.Store }{g})
+	w := newWriter(t, s)
+	w.append(eventstore.WorkflowStarted{Envelope: w.env(0), WorkflowType: "checkout"})
+	var late []eventstore.Event
+	for range 1100 { // past the bound of facts a workflow holds waiting
+		late = append(late, eventstore.SignalReceived{Envelope: w.env(0)})
+	}
+	late = append(late, eventstore.WorkflowCancelled{Envelope: w.env(time.Second)})
+	raceAppends(t, s, g, w, []eventstore.Event{w.scheduled(0, "charge", 0)}, late)
+	h.assertSum(t, "aion.inflight_activities", false, point(0, ns, charge))
+	h.assertSum(t, "aion.activities.completed", true, point(1, ns, charge, otelstore.AttrActivityOutcome.String("abandoned")))
+	h.assertSum(t, "aion.store.lifecycle.unordered", true, point(1, ns))
+}

@@ -3,6 +3,7 @@ package otelstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"time"
 
@@ -50,7 +51,8 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // ActivityFailed counts a retry. Pairing keys are (namespace, the appended
 // workflow, the event's run, activity); an event with a zero RecordedAt is
 // observed at the time of observation. Nothing of the caller's events slice
-// is kept after the call returns.
+// is kept after the call returns, nor of its context but the span context
+// (for exemplars of a batch observed later).
 //
 // History order: two appends to one workflow can be in flight together and
 // return in either order, so a committed batch is observed only once no
@@ -58,8 +60,10 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // this decorator (the last of them to return observes the waiting batches,
 // in order). A workflow holds at most 1024 events waiting: past that, the
 // waiting batches are observed at once, ahead of the earlier append, and
-// each is counted on aion.store.lifecycle.unordered. Appends by other
-// processes or other decorators are not waited for.
+// each is counted on aion.store.lifecycle.unordered; a batch that returns
+// after a close of its run was so observed ahead has that run settled again
+// (its dispatches end as abandoned), so no gauge slot leaks. Appends by
+// other processes or other decorators are not waited for.
 //
 // New fails for a nil inner store ([ErrNilStore]), for an option it cannot
 // honour ([ErrInvalidOption]) and when it cannot make the pairing tracker.
@@ -76,7 +80,7 @@ func New(inner eventstore.Store, opts ...Option) (eventstore.Store, error) {
 		return nil, err
 	}
 	t := newTelemetry(cfg, meter, 0, firstKeyspaceOp, catalog.StoreOperationDuration, "Duration of event store calls.")
-	c := &core{inner: inner, t: t, life: life, wake: cfg.outboxWake}
+	c := &core{inner: inner, t: t, life: life, wake: cfg.outboxWake, handle: cfg.handle}
 
 	outbox, hasOutbox := inner.(eventstore.Outbox)
 	shards, hasShards := inner.(eventstore.ShardOwner)
@@ -145,6 +149,8 @@ type core struct {
 	t     *telemetry
 	life  *lifecycle
 	wake  chan<- struct{}
+	// handle receives what goes wrong outside the caller's result.
+	handle func(error)
 }
 
 // Unwrap returns the wrapped store.
@@ -191,12 +197,25 @@ func (s *core) observedAppend(ctx context.Context, op opID, workflowID eventstor
 	c.finish(err)
 	s.life.finish(c.ctx, workflowID, expectedSeq, events, err == nil)
 	if err == nil && rows > 0 && s.wake != nil {
-		select {
-		case s.wake <- struct{}{}:
-		default: // a wake is already pending: wakes coalesce
-		}
+		s.sendWake()
 	}
 	return err
+}
+
+// sendWake makes the one non-blocking wake send. A channel the caller closed
+// would make the send panic after the rows committed, and the caller would
+// take the committed append for a failed one; the panic is reported to the
+// error handler instead.
+func (s *core) sendWake() {
+	defer func() {
+		if r := recover(); r != nil {
+			s.handle(fmt.Errorf("otelstore: WithOutboxWake: the wake channel is closed: %v", r))
+		}
+	}()
+	select {
+	case s.wake <- struct{}{}:
+	default: // a wake is already pending: wakes coalesce
+	}
 }
 
 func (s *core) ReadHistory(ctx context.Context, workflowID eventstore.WorkflowID) (_ []eventstore.Event, err error) {

@@ -3,6 +3,7 @@ package otelstore_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -14,6 +15,7 @@ import (
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
 	"github.com/aionotel/aionotel/otelstore"
+	"github.com/aionotel/aionotel/pairing"
 )
 
 // methodCase calls one timed method of a store that has every capability.
@@ -190,6 +192,15 @@ func TestWithAttributesValidated(t *testing.T) {
 		{"tracker key", otelstore.AttrActivityType.String("x")},
 		{"empty key", attribute.String("", "x")},
 		{"invalid key", attribute.String("bad\xff", "x")},
+		// Regression: keys no Prometheus exporter can make a label of, or
+		// that share a label with a catalog key, failed every scrape or
+		// merged into a catalog label.
+		{"key of underscores only as a label", attribute.String("ключ", "x")},
+		{"Prometheus reserved label", attribute.String("__name__", "x")},
+		{"exporter's scope label", attribute.String("otel_scope_name", "x")},
+		{"exporter's scope label spelt with dots", attribute.String("otel.scope.version", "x")},
+		{"catalog key spelt as its label", attribute.String("error_type", "x")},
+		{"huge key", attribute.String(strings.Repeat("k", 257), "x")},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -522,4 +533,28 @@ func TestUnwrap(t *testing.T) {
 	if !ok || u.Unwrap() != eventstore.Store(inner) {
 		t.Fatal("Unwrap does not return the inner store")
 	}
+}
+
+// Regression: a zero pairing.Tracker given to WithPairing was accepted, and
+// the first Append that dispatched an activity panicked inside it. New now
+// refuses it.
+func TestNewRefusesZeroTracker(t *testing.T) {
+	h := newHarness(t)
+	s, err := otelstore.New(eventstore.NewMemory(), h.options(otelstore.WithPairing(&pairing.Tracker{}))...)
+	if errors.Is(err, otelstore.ErrInvalidOption) {
+		return
+	}
+	if err != nil {
+		t.Fatalf("New = %v, want ErrInvalidOption", err)
+	}
+	t.Errorf("New accepted a zero tracker")
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("Append over the zero tracker panicked: %v", r)
+		}
+	}()
+	run := eventstore.NewRunID()
+	_ = s.Append(context.Background(), eventstore.RecorderToken(), eventstore.NewWorkflowID(), []eventstore.Event{
+		eventstore.ActivityScheduled{Envelope: eventstore.Envelope{RunID: run}, ActivityType: "charge"},
+	}, 0)
 }

@@ -214,20 +214,40 @@ func (c *call) finish(err error) {
 // would add, with the cleaned message) and the status description.
 func (c *call) failSpan(err error, errorType string) {
 	attrs := []attribute.KeyValue{catalog.ErrorType.String(errorType)}
-	var conflict *eventstore.SequenceConflictError
-	if errors.As(err, &conflict) {
+	conflict := conflictOf(err)
+	if conflict != nil {
 		attrs = append(attrs, catalog.FoundSeq.Int64(clampInt64(conflict.Found)))
 	}
 	c.span.SetAttributes(attrs...)
 	if !c.span.IsRecording() || (conflict != nil && !c.t.conflictError) {
 		return
 	}
-	msg := attrvalue.Cut(err.Error(), attrvalue.MaxTextLen)
+	msg := attrvalue.Cut(errorText(err), attrvalue.MaxTextLen)
 	c.span.AddEvent(catalog.ExceptionEvent, trace.WithAttributes(
 		catalog.ExceptionType.String(attrvalue.String(typeName(err))),
 		catalog.ExceptionMessage.String(msg)))
 	c.span.SetStatus(codes.Error, msg)
 }
+
+// conflictOf returns the sequence conflict in err's chain, or nil: also for
+// a typed nil one (it has no Found) and for a chain whose Unwrap panics.
+func conflictOf(err error) (conflict *eventstore.SequenceConflictError) {
+	defer func() {
+		if recover() != nil {
+			conflict = nil
+		}
+	}()
+	if !errors.As(err, &conflict) {
+		return nil
+	}
+	return conflict
+}
+
+// errorText is err's message as fmt prints it: an Error method that panics
+// (a typed nil pointer of an error type whose method reads its receiver, say)
+// gives fmt's "<nil>" or "%!v(PANIC=Error method: ...)" instead of a panic
+// out of the decorator, where the undecorated call would have returned.
+func errorText(err error) string { return fmt.Sprint(err) }
 
 // typeName is the exception.type of err, as the SDK's RecordError names it.
 func typeName(err error) string {

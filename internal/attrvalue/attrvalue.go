@@ -54,9 +54,44 @@ func Cut(s string, n int) string {
 	return s[:n]
 }
 
-// ValidKey reports whether k can be an attribute key: not empty, valid UTF-8.
+// ValidKey reports whether k can be an attribute key of every metric stream
+// and span: not empty, valid UTF-8, at most MaxLen bytes, and a key every
+// Prometheus exporter can turn into a label. A Prometheus label name is the
+// key with each character other than an ASCII letter or digit written as
+// '_', and a scrape fails as a whole on a label name made only of
+// underscores (a key such as "ключ"), on one starting with "__" (reserved
+// by Prometheus, such as "__name__"), and on one equal to a label the
+// exporter adds itself ("otel_scope_name" and the other otel_scope_*
+// labels). So a valid key has an ASCII letter or digit, and its label name
+// starts neither with "__" nor with "otel_scope_".
 func ValidKey(k attribute.Key) bool {
-	return k != "" && utf8.ValidString(string(k))
+	if k == "" || len(k) > MaxLen || !utf8.ValidString(string(k)) {
+		return false
+	}
+	label := LabelName(string(k))
+	return strings.Trim(label, "_") != "" && !strings.HasPrefix(label, "__") &&
+		!strings.HasPrefix(collapse(label), "otel_scope_")
+}
+
+// LabelName is the Prometheus label name of the attribute key k: every
+// character other than an ASCII letter or digit written as '_'. Two keys
+// with one label name share a Prometheus label.
+func LabelName(k string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, k)
+}
+
+// collapse writes every run of '_' in label as one, as an exporter that
+// collapses underscores does.
+func collapse(label string) string {
+	for strings.Contains(label, "__") {
+		label = strings.ReplaceAll(label, "__", "_")
+	}
+	return label
 }
 
 // KeyValue returns kv with its string value (or every element of its string

@@ -34,8 +34,9 @@
 // each with its fsync; reads ([Store.Head], [Store.ReadFrom],
 // [Store.ListStreams]) run in parallel with each other and with the writer,
 // each on a consistent snapshot. [Store.Close] waits for the transactions in
-// progress and is idempotent. The zero Store is not usable; a Store must not
-// be copied.
+// progress and is idempotent. A nil or zero Store is not usable: its methods
+// fail with an error wrapping [eventstore.ErrInvalidArgument], and its Close
+// returns nil. A Store must not be copied.
 //
 // # Limits
 //

@@ -191,7 +191,15 @@ func initLayout(tx *bolt.Tx) error {
 }
 
 // Path returns the path of the bbolt file.
-func (s *Store) Path() string { return s.path }
+func (s *Store) Path() string {
+	if s == nil {
+		return ""
+	}
+	return s.path
+}
+
+// errNotOpened is what every method of a nil or zero Store returns.
+var errNotOpened = fmt.Errorf("boltstore: the Store was not made by Open: %w", eventstore.ErrInvalidArgument)
 
 // Close waits for the transactions in progress to finish and closes the file,
 // releasing its lock. It is idempotent: later calls return nil.
@@ -203,6 +211,9 @@ func (s *Store) Path() string { return s.path }
 // process or another, and leaves bbolt's shutdown, which unmaps the file
 // once no transaction holds the map, to a goroutine.
 func (s *Store) Close() error {
+	if s == nil || s.db == nil {
+		return nil // nothing was opened
+	}
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		if s.fault.Load() != nil {
@@ -225,6 +236,9 @@ func (s *Store) Close() error {
 func (s *Store) begin(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s == nil || s.db == nil {
+		return errNotOpened
 	}
 	if s.closed.Load() {
 		return ErrClosed
