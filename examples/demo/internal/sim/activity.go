@@ -102,6 +102,9 @@ func (s *Server) perform(ctx context.Context, row eventstore.OutboxRow) {
 	}
 }
 
+// transcriptTimeout bounds one agent transcript's appends.
+const transcriptTimeout = 5 * time.Second
+
 // report appends an activity's result, unless its run closed meanwhile
 // (then the decorator has settled it as abandoned) or it already ended.
 func (s *Server) report(ctx context.Context, row eventstore.OutboxRow, ev eventstore.Event) (uint64, error) {
@@ -118,7 +121,13 @@ func (s *Server) report(ctx context.Context, row eventstore.OutboxRow, ev events
 // first turn as a worker does after reconnecting elsewhere: the re-sent
 // events are dropped as duplicates. The first node's cached head is then
 // stale, so its third turn meets a sequence conflict and retries.
+//
+// A transcript once started is finished even when the server stops: its
+// appends run on a context that stopping does not cancel, bounded by
+// transcriptTimeout, so a slow durable keyspace is never cut off mid-turn.
 func (s *Server) transcript(ctx context.Context, row eventstore.OutboxRow) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), transcriptTimeout)
+	defer cancel()
 	agent := "agent-" + row.ActivityType
 	turn := func(n uint64) []keyspace.ActivityEvent {
 		contents := []keyspace.Content{
