@@ -65,11 +65,13 @@ func cleanAttributes(attrs []attribute.KeyValue) ([]attribute.KeyValue, error) {
 	clean := make([]attribute.KeyValue, 0, len(attrs))
 	for _, kv := range attrs {
 		if !attrvalue.ValidKey(kv.Key) {
-			return nil, fmt.Errorf("%w: WithAttributes: key %q is empty or not valid UTF-8", ErrInvalidOption, kv.Key)
+			return nil, fmt.Errorf("%w: WithAttributes: key %q cannot be an attribute key of every exporter (empty, not valid UTF-8, over 256 bytes, or a reserved Prometheus label)", ErrInvalidOption, kv.Key)
 		}
-		switch kv.Key {
-		case catalog.Namespace, catalog.ActivityType, catalog.ActivityOutcome:
-			return nil, fmt.Errorf("%w: WithAttributes: key %q is set by the tracker on every measurement", ErrInvalidOption, kv.Key)
+		label := attrvalue.LabelName(string(kv.Key))
+		for _, own := range []attribute.Key{catalog.Namespace, catalog.ActivityType, catalog.ActivityOutcome} {
+			if label == attrvalue.LabelName(string(own)) {
+				return nil, fmt.Errorf("%w: WithAttributes: key %q is (or shares a Prometheus label with) %q, which the tracker sets on every measurement", ErrInvalidOption, kv.Key, own)
+			}
 		}
 		clean = append(clean, attrvalue.KeyValue(kv))
 	}
@@ -117,9 +119,11 @@ func WithMaxInFlight(n int) Option {
 // String values (and string slice elements) are cleaned like activity types:
 // invalid UTF-8 becomes U+FFFD and each value is cut to 256 bytes. The keys
 // aion.namespace, aion.activity.type and aion.activity.outcome are reserved:
-// passing one of them, or an attribute whose key is empty or not valid
-// UTF-8, makes [New] return an error matching [ErrInvalidOption]. Repeated calls accumulate; for a key given twice the
-// last value wins.
+// passing one of them or a key sharing its Prometheus label name (such as
+// aion_namespace), or a key that is empty, not valid UTF-8, over 256 bytes
+// or a label Prometheus reserves (__name__, otel_scope_*), makes [New]
+// return an error matching [ErrInvalidOption]. Repeated calls accumulate;
+// for a key given twice the last value wins.
 func WithAttributes(attrs ...attribute.KeyValue) Option {
 	return optionFunc(func(c *config) {
 		c.attrs = append(c.attrs, attrs...)

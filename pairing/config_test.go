@@ -110,6 +110,9 @@ func TestNewRejectsInvalidAttributes(t *testing.T) {
 		{"outcome key", catalog.ActivityOutcome.String("x")},
 		{"empty key", attribute.String("", "x")},
 		{"invalid UTF-8 key", attribute.String("cell\xff", "x")},
+		{"namespace label name", attribute.String("aion_namespace", "x")},
+		{"outcome label name", attribute.String("aion-activity-outcome", "x")},
+		{"reserved Prometheus label", attribute.String("__name__", "x")},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,7 +14,8 @@ import (
 //
 // A Tracker is safe for concurrent use by multiple goroutines and must not be
 // copied after first use. Its zero value is not ready: create one with [New].
-// Every method of a nil *Tracker is a no-op reporting nothing done.
+// Every method of a nil *Tracker, or of a zero Tracker, is a no-op reporting
+// nothing done.
 type Tracker struct {
 	handle func(error)
 	attrs  *attrCache
@@ -70,7 +71,7 @@ func New(opts ...Option) (*Tracker, error) {
 // "_other", a namespace past [WithNamespaceCardinalityLimit] as "_other".
 // The key itself is kept as given. ctx is passed to the instruments.
 func (t *Tracker) Dispatched(ctx context.Context, key Key, activityType string, at time.Time) bool {
-	if t == nil {
+	if t == nil || t.live == nil {
 		return false
 	}
 	key.normalize()
@@ -104,7 +105,7 @@ func (t *Tracker) Dispatched(ctx context.Context, key Key, activityType string, 
 // reported to otel.Handle as [ErrInvalidOutcome], the entry stays live, and
 // Finished returns false. ctx is passed to the instruments.
 func (t *Tracker) Finished(ctx context.Context, key Key, outcome Outcome, at time.Time) bool {
-	if t == nil {
+	if t == nil || t.live == nil {
 		return false
 	}
 	oi := outcome.index()
@@ -147,7 +148,7 @@ func seconds(from, to time.Time) float64 {
 // at is accepted for symmetry with the other events and is not recorded
 // today. ctx is passed to the instrument.
 func (t *Tracker) Retried(ctx context.Context, key Key, at time.Time) bool {
-	if t == nil {
+	if t == nil || t.live == nil {
 		return false
 	}
 	key.normalize()
@@ -167,7 +168,7 @@ func (t *Tracker) Retried(ctx context.Context, key Key, at time.Time) bool {
 // run's entries (the most it has held at once), not with the tracker's. An
 // empty namespace is "default". ctx is passed to the instruments.
 func (t *Tracker) AbandonRun(ctx context.Context, namespace string, workflowID eventstore.WorkflowID, runID eventstore.RunID, at time.Time) int {
-	if t == nil {
+	if t == nil || t.live == nil {
 		return 0
 	}
 	rk := runKey{namespace: namespaceOf(namespace), workflowID: workflowID, runID: runID}
@@ -183,7 +184,7 @@ func (t *Tracker) AbandonRun(ctx context.Context, namespace string, workflowID e
 // InFlight returns the number of live entries now: dispatched, not finished,
 // not abandoned and not evicted.
 func (t *Tracker) InFlight() int {
-	if t == nil {
+	if t == nil || t.live == nil {
 		return 0
 	}
 	return t.live.len()

@@ -477,11 +477,12 @@ func TestMeasurementsUseCallerContext(t *testing.T) {
 
 // Every method of a nil *Tracker is a no-op instead of a panic.
 func TestNilTracker(t *testing.T) {
-	var tr *Tracker
-	k := key("n", 1, 1, 0)
-	if tr.Dispatched(bg, k, "t", ts(0)) || tr.Finished(bg, k, OutcomeSucceeded, ts(0)) ||
-		tr.Retried(bg, k, ts(0)) || tr.AbandonRun(bg, "n", wfID(1), runID(1), ts(0)) != 0 || tr.InFlight() != 0 {
-		t.Error("a nil *Tracker reported work done")
+	for name, tr := range map[string]*Tracker{"nil": nil, "zero": new(Tracker)} {
+		k := key("n", 1, 1, 0)
+		if tr.Dispatched(bg, k, "t", ts(0)) || tr.Finished(bg, k, OutcomeSucceeded, ts(0)) ||
+			tr.Retried(bg, k, ts(0)) || tr.AbandonRun(bg, "n", wfID(1), runID(1), ts(0)) != 0 || tr.InFlight() != 0 {
+			t.Errorf("a %s *Tracker reported work done", name)
+		}
 	}
 }
 
