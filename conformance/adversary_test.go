@@ -499,6 +499,16 @@ func ksCases() []struct {
 				return out, nil
 			}}
 		}},
+		{"read-past-head-returns-last", func() keyspace.Store {
+			m := keyspace.NewMemory()
+			return &ksBug{Store: m, readFrom: func(ctx context.Context, k keyspace.StreamKey, from uint64, limit int) ([]keyspace.Record, error) {
+				recs, err := m.ReadFrom(ctx, k, from, limit)
+				if err == nil && len(recs) == 0 && from > 0 {
+					return m.ReadFrom(ctx, k, from-1, 1)
+				}
+				return recs, err
+			}}
+		}},
 		{"check-then-act-append", func() keyspace.Store {
 			m := keyspace.NewMemory()
 			return &ksBug{Store: m, appendEvents: func(ctx context.Context, exp uint64, evs []keyspace.ActivityEvent) (uint64, error) {
@@ -585,6 +595,62 @@ type esBug struct {
 	claimOutboxRows   func(ctx context.Context, limit int) ([]eventstore.OutboxRow, error)
 	countClaimed      func(ctx context.Context) (int, error)
 	acquireOwnedShard func(ctx context.Context, shards []int) error
+	acquireOne        func(ctx context.Context, shard int) error
+	isCurrentOwner    func(ctx context.Context, shard int) bool
+	publishOwner      func(ctx context.Context, shard int) error
+	rearm             func(ctx context.Context, rows []eventstore.OutboxRow) error
+	settleWorkflow    func(ctx context.Context, wf eventstore.WorkflowID) ([]string, error)
+	scheduleTimer     func(ctx context.Context, wf eventstore.WorkflowID, id eventstore.TimerID, fireAt time.Time, armedSeq uint64) error
+	deletePackage     func(ctx context.Context, wt, hash string) error
+}
+
+func (s *esBug) AcquireOwnedShard(ctx context.Context, shard int) error {
+	if s.acquireOne != nil {
+		return s.acquireOne(ctx, shard)
+	}
+	return s.esFull.AcquireOwnedShard(ctx, shard)
+}
+
+func (s *esBug) IsCurrentOwner(ctx context.Context, shard int) bool {
+	if s.isCurrentOwner != nil {
+		return s.isCurrentOwner(ctx, shard)
+	}
+	return s.esFull.IsCurrentOwner(ctx, shard)
+}
+
+func (s *esBug) PublishShardOwner(ctx context.Context, shard int) error {
+	if s.publishOwner != nil {
+		return s.publishOwner(ctx, shard)
+	}
+	return s.esFull.PublishShardOwner(ctx, shard)
+}
+
+func (s *esBug) RearmOutboxPending(ctx context.Context, rows []eventstore.OutboxRow) error {
+	if s.rearm != nil {
+		return s.rearm(ctx, rows)
+	}
+	return s.esFull.RearmOutboxPending(ctx, rows)
+}
+
+func (s *esBug) SettleWorkflowOutboxRowsCancelled(ctx context.Context, wf eventstore.WorkflowID) ([]string, error) {
+	if s.settleWorkflow != nil {
+		return s.settleWorkflow(ctx, wf)
+	}
+	return s.esFull.SettleWorkflowOutboxRowsCancelled(ctx, wf)
+}
+
+func (s *esBug) ScheduleTimer(ctx context.Context, wf eventstore.WorkflowID, id eventstore.TimerID, fireAt time.Time, armedSeq uint64) error {
+	if s.scheduleTimer != nil {
+		return s.scheduleTimer(ctx, wf, id, fireAt, armedSeq)
+	}
+	return s.esFull.ScheduleTimer(ctx, wf, id, fireAt, armedSeq)
+}
+
+func (s *esBug) DeletePackage(ctx context.Context, wt, hash string) error {
+	if s.deletePackage != nil {
+		return s.deletePackage(ctx, wt, hash)
+	}
+	return s.esFull.DeletePackage(ctx, wt, hash)
 }
 
 func (s *esBug) Append(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, evs []eventstore.Event, exp uint64) error {
@@ -1293,6 +1359,196 @@ func esCases() []struct {
 				return nil
 			}}
 		}},
+		{"rearm-silently-no-op", func() eventstore.Store {
+			m := newMem()
+			return &esBug{esFull: m, rearm: func(ctx context.Context, rows []eventstore.OutboxRow) error {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return nil
+			}}
+		}},
+		{"settle-workflow-current-run-only", func() eventstore.Store {
+			m := newMem()
+			var mu sync.Mutex
+			var staged []eventstore.OutboxRow
+			b := &esBug{esFull: m}
+			b.appendWithOutbox = func(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, evs []eventstore.Event, exp uint64, rows []eventstore.OutboxRow) error {
+				err := m.AppendWithOutbox(ctx, tok, wf, evs, exp, rows)
+				if err == nil {
+					mu.Lock()
+					for _, r := range rows {
+						r.WorkflowID = wf
+						staged = append(staged, r)
+					}
+					mu.Unlock()
+				}
+				return err
+			}
+			b.settleWorkflow = func(ctx context.Context, wf eventstore.WorkflowID) ([]string, error) {
+				if wf.IsZero() {
+					return m.SettleWorkflowOutboxRowsCancelled(ctx, wf)
+				}
+				chain, err := m.ReadRunChain(ctx, wf)
+				if err != nil || len(chain) == 0 {
+					return m.SettleWorkflowOutboxRowsCancelled(ctx, wf)
+				}
+				cur := chain[len(chain)-1].RunID
+				mu.Lock()
+				rows := slices.Clone(staged)
+				mu.Unlock()
+				var keys []string
+				for _, r := range rows {
+					if r.WorkflowID == wf && r.RunID == cur {
+						if m.SettleOutboxRowCancelled(ctx, r.DispatchKey) == nil {
+							keys = append(keys, r.DispatchKey)
+						}
+					}
+				}
+				return keys, nil
+			}
+			return b
+		}},
+		{"schedule-rearm-ignored", func() eventstore.Store {
+			m := newMem()
+			return &esBug{esFull: m, scheduleTimer: func(ctx context.Context, wf eventstore.WorkflowID, id eventstore.TimerID, fireAt time.Time, seq uint64) error {
+				if _, ok := armedTimer(ctx, m, wf, id); ok {
+					return nil
+				}
+				return m.ScheduleTimer(ctx, wf, id, fireAt, seq)
+			}}
+		}},
+		{"expired-zero-as-of-means-all", func() eventstore.Store {
+			m := newMem()
+			return &esBug{esFull: m, expiredTimers: func(ctx context.Context, asOf time.Time) ([]eventstore.TimerEntry, error) {
+				if asOf.IsZero() {
+					asOf = farFuture
+				}
+				return m.ExpiredTimers(ctx, asOf)
+			}}
+		}},
+		{"delete-package-deletes-every-version", func() eventstore.Store {
+			m := newMem()
+			return &esBug{esFull: m, deletePackage: func(ctx context.Context, wt, hash string) error {
+				if err := m.DeletePackage(ctx, wt, hash); err != nil {
+					return err
+				}
+				recs, _ := m.ListPackages(ctx)
+				for _, r := range recs {
+					if r.WorkflowType == wt {
+						_ = m.DeletePackage(ctx, r.WorkflowType, r.ContentHash)
+					}
+				}
+				return nil
+			}}
+		}},
+		{"put-package-keeps-old", func() eventstore.Store {
+			m := newMem()
+			return &esBug{esFull: m, putPackage: func(ctx context.Context, rec eventstore.PackageRecord) error {
+				recs, _ := m.ListPackages(ctx)
+				for _, r := range recs {
+					if r.WorkflowType == rec.WorkflowType && r.ContentHash == rec.ContentHash {
+						return nil
+					}
+				}
+				return m.PutPackage(ctx, rec)
+			}}
+		}},
+		{"read-from-zero-reads-nothing", func() eventstore.Store {
+			m := newMem()
+			return &esBug{esFull: m, readHistoryFrom: func(ctx context.Context, wf eventstore.WorkflowID, from uint64) ([]eventstore.Event, error) {
+				if from == 0 {
+					_, err := m.ReadHistoryFrom(ctx, wf, from)
+					return nil, err
+				}
+				return m.ReadHistoryFrom(ctx, wf, from)
+			}}
+		}},
+		{"list-ids-once-per-run", func() eventstore.Store {
+			m := newMem()
+			return &esBug{esFull: m, listWorkflowIDs: func(ctx context.Context) ([]eventstore.WorkflowID, error) {
+				ids, err := m.ListWorkflowIDs(ctx)
+				var out []eventstore.WorkflowID
+				for _, id := range ids {
+					chain, _ := m.ReadRunChain(ctx, id)
+					for range max(1, len(chain)) {
+						out = append(out, id)
+					}
+				}
+				return out, err
+			}}
+		}},
+		{"query-closed-at-missing", func() eventstore.Store {
+			m := newMem()
+			return &esBug{esFull: m, query: func(ctx context.Context, f eventstore.WorkflowFilter) ([]eventstore.WorkflowSummary, error) {
+				out, err := m.Query(ctx, f)
+				for i := range out {
+					out[i].ClosedAt = time.Time{}
+				}
+				return out, err
+			}}
+		}},
+		{"query-head-of-current-run", func() eventstore.Store {
+			m := newMem()
+			return &esBug{esFull: m, query: func(ctx context.Context, f eventstore.WorkflowFilter) ([]eventstore.WorkflowSummary, error) {
+				out, err := m.Query(ctx, f)
+				for i := range out {
+					if chain, _ := m.ReadRunChain(ctx, out[i].WorkflowID); len(chain) > 0 {
+						r := chain[len(chain)-1]
+						out[i].Head = r.LastSeq - r.FirstSeq + 1
+					}
+				}
+				return out, err
+			}}
+		}},
+		{"list-active-misses-reopened", func() eventstore.Store {
+			m := newMem()
+			return &esBug{esFull: m, listActive: func(ctx context.Context) ([]eventstore.WorkflowID, error) {
+				ids, err := m.ListActive(ctx)
+				return slices.DeleteFunc(ids, func(id eventstore.WorkflowID) bool {
+					evs, _ := m.ReadHistory(ctx, id)
+					return slices.ContainsFunc(evs, func(ev eventstore.Event) bool { _, ok := ev.(eventstore.WorkflowReopened); return ok })
+				}), err
+			}}
+		}},
+		{"acquire-negative-shard-ok", func() eventstore.Store {
+			m := newMem()
+			return &esBug{esFull: m, acquireOne: func(ctx context.Context, shard int) error {
+				if shard < 0 {
+					return nil
+				}
+				return m.AcquireOwnedShard(ctx, shard)
+			}}
+		}},
+		{"is-owner-of-everything-once-any", func() eventstore.Store {
+			m := newMem()
+			var mu sync.Mutex
+			acquired := false
+			return &esBug{esFull: m,
+				acquireOne: func(ctx context.Context, shard int) error {
+					err := m.AcquireOwnedShard(ctx, shard)
+					if err == nil {
+						mu.Lock()
+						acquired = true
+						mu.Unlock()
+					}
+					return err
+				},
+				isCurrentOwner: func(ctx context.Context, shard int) bool {
+					mu.Lock()
+					defer mu.Unlock()
+					return acquired || m.IsCurrentOwner(ctx, shard)
+				}}
+		}},
+		{"publish-without-acquire-ok", func() eventstore.Store {
+			m := newMem()
+			return &esBug{esFull: m, publishOwner: func(ctx context.Context, shard int) error {
+				if err := m.PublishShardOwner(ctx, shard); err != nil && !errors.Is(err, eventstore.ErrNotOwner) {
+					return err
+				}
+				return nil
+			}}
+		}},
 		{"recorded-at-always-store-clock", func() eventstore.Store {
 			return esMapEvents(&esBug{esFull: newMem()}, func(ev eventstore.Event) eventstore.Event {
 				env := ev.EventEnvelope()
@@ -1805,6 +2061,32 @@ func decCases() []struct {
 					from = 1
 				}
 				return in.ReadHistoryFrom(ctx, wf, from)
+			}}
+		})},
+		{"short-circuits-done-context", decWrap(func() *decHooks {
+			return &decHooks{readHistory: func(in eventstore.Store, ctx context.Context, wf eventstore.WorkflowID) ([]eventstore.Event, error) {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				return in.ReadHistory(ctx, wf)
+			}}
+		})},
+		{"query-type-lowercased", decWrap(func() *decHooks {
+			return &decHooks{query: func(in eventstore.Store, ctx context.Context, f eventstore.WorkflowFilter) ([]eventstore.WorkflowSummary, error) {
+				f.WorkflowType = strings.ToLower(f.WorkflowType)
+				return in.Query(ctx, f)
+			}}
+		})},
+		{"fire-at-truncated-to-ms", decWrap(func() *decHooks {
+			return &decHooks{scheduleTimer: func(in eventstore.Store, ctx context.Context, wf eventstore.WorkflowID, id eventstore.TimerID, fireAt time.Time, seq uint64) error {
+				return in.ScheduleTimer(ctx, wf, id, fireAt.Truncate(time.Millisecond), seq)
+			}}
+		})},
+		{"list-ids-sorted", decWrap(func() *decHooks {
+			return &decHooks{listWorkflowIDs: func(in eventstore.Store, ctx context.Context) ([]eventstore.WorkflowID, error) {
+				ids, err := in.ListWorkflowIDs(ctx)
+				slices.SortFunc(ids, func(a, b eventstore.WorkflowID) int { return strings.Compare(a.String(), b.String()) })
+				return ids, err
 			}}
 		})},
 		{"caches-read-history", decWrap(func() *decHooks {

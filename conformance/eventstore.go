@@ -910,6 +910,10 @@ func esTimers(ctx context.Context, s eventstore.Store) error {
 	if err := wantTimers(t0.Add(-time.Second)); err != nil {
 		return fmt.Errorf("before it is due: %w", err)
 	}
+	// The zero time is a time like any other, the earliest: not "no bound".
+	if err := wantTimers(time.Time{}); err != nil {
+		return fmt.Errorf("as of the zero time: %w", err)
+	}
 	if err := wantTimers(t0, entry(timer, t0, 1)); err != nil {
 		return fmt.Errorf("due exactly now (FireAt <= asOf): %w", err)
 	}
