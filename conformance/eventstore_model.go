@@ -890,7 +890,8 @@ func (m *esModel) query(ctx context.Context, s eventstore.Store, o esOp, rng *ra
 	case 6:
 		f.Status = eventstore.StatusPaused
 	default:
-		f.WorkflowType, f.Limit = m.wfTypes[rng.IntN(len(m.wfTypes))], -rng.IntN(3)
+		// Negative: no limit, like 0 (which the other variants use).
+		f.WorkflowType, f.Limit = m.wfTypes[rng.IntN(len(m.wfTypes))], -1-rng.IntN(2)
 	}
 	want := map[eventstore.WorkflowID]eventstore.WorkflowSummary{}
 	for _, w := range started {

@@ -493,11 +493,12 @@ func ksEmptyBatch(ctx context.Context, s keyspace.Store) error {
 }
 
 func ksAttemptsDisjoint(ctx context.Context, s keyspace.Store) error {
-	// Attempts 0, 1, 1<<16 and the largest: a store keeping the attempt in
-	// a narrower column folds 1<<16 onto 0 (16 bits) or the largest onto a
-	// small one (a signed or narrower type).
+	// Attempts 0, 1, 1<<16 and the largest, and activity 3+1<<32: a store
+	// keeping a coordinate in a narrower column folds 1<<16 onto 0 (16
+	// bits), the largest attempt onto a small one (a signed or narrower
+	// type), or the activity onto 3 (32 bits).
 	a0 := newRunKey(3, 0)
-	keys := []keyspace.StreamKey{a0, withCoords(a0, 3, 1), withCoords(a0, 3, 1<<16), withCoords(a0, 3, math.MaxUint32)}
+	keys := []keyspace.StreamKey{a0, withCoords(a0, 3, 1), withCoords(a0, 3, 1<<16), withCoords(a0, 3, math.MaxUint32), withCoords(a0, 3+1<<32, 0)}
 	batches := make([][]keyspace.ActivityEvent, len(keys))
 	for i, k := range keys {
 		batches[i] = ksBatch(k, 0, len(keys)-i, fmt.Sprintf("attempt-%d", k.Attempt))
