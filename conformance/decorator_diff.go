@@ -74,9 +74,13 @@ type diffCtxKey struct{}
 
 // args generates the arguments of m, a context first: plain, cancelled,
 // past its deadline, or with a deadline to come, always carrying a value.
+// It detaches from the rule's context (whose watchdog deadline every call
+// would otherwise carry), so the plain and cancelled kinds have no deadline
+// and a decorator that adds one of its own is seen; the spy never blocks,
+// so the watchdog loses nothing.
 func (g *diffGen) args(parent context.Context, m reflect.Method, ctxKind int) ([]reflect.Value, context.CancelFunc) {
 	g.n++
-	ctx := context.WithValue(parent, diffCtxKey{}, g.n)
+	ctx := context.WithValue(context.WithoutCancel(parent), diffCtxKey{}, g.n)
 	cancel := context.CancelFunc(func() {})
 	switch ctxKind {
 	case 1:

@@ -763,12 +763,39 @@ func esQuery(ctx context.Context, s eventstore.Store) error {
 		a2.wf: {a2.run, typeA, eventstore.StatusPaused, 2, false},
 		b1.wf: {b1.run, typeB, eventstore.StatusCompleted, 3, true},
 	}
+	// The time bounds at a workflow's own StartedAt, the boundary where an
+	// inclusive StartedBefore or an exclusive StartedAfter shows; the wanted
+	// sets come from the StartedAt each run reports.
+	startedAt := map[eventstore.WorkflowID]time.Time{}
+	for _, r := range []esRun{a1, a2, b1} {
+		chain, err := s.ReadRunChain(ctx, r.wf)
+		if err != nil {
+			return fmt.Errorf("ReadRunChain(%v): %w", r.wf, err)
+		}
+		if len(chain) != 1 || chain[0].StartedAt.IsZero() {
+			return fmt.Errorf("ReadRunChain(%v) = %+v, want one run with a StartedAt", r.wf, chain)
+		}
+		startedAt[r.wf] = chain[0].StartedAt
+	}
+	pivot := startedAt[a1.wf]
+	typeAWhere := func(keep func(time.Time) bool) []eventstore.WorkflowID {
+		var out []eventstore.WorkflowID
+		for _, wf := range []eventstore.WorkflowID{a1.wf, a2.wf} {
+			if keep(startedAt[wf]) {
+				out = append(out, wf)
+			}
+		}
+		return out
+	}
 	cases := []struct {
 		name   string
 		filter eventstore.WorkflowFilter
 		want   []eventstore.WorkflowID // exactly these among ours
 		limit  int                     // when > 0: this many of want
 	}{
+		{"started-after-inclusive", eventstore.WorkflowFilter{WorkflowType: typeA, StartedAfter: pivot}, typeAWhere(func(t time.Time) bool { return !t.Before(pivot) }), 0},
+		{"started-before-exclusive", eventstore.WorkflowFilter{WorkflowType: typeA, StartedBefore: pivot}, typeAWhere(func(t time.Time) bool { return t.Before(pivot) }), 0},
+		{"started-window-of-one-instant", eventstore.WorkflowFilter{WorkflowType: typeA, StartedAfter: pivot, StartedBefore: pivot.Add(time.Nanosecond)}, typeAWhere(func(t time.Time) bool { return t.Equal(pivot) }), 0},
 		{"type", eventstore.WorkflowFilter{WorkflowType: typeA}, []eventstore.WorkflowID{a1.wf, a2.wf}, 0},
 		{"type-and-status", eventstore.WorkflowFilter{WorkflowType: typeA, Status: eventstore.StatusPaused}, []eventstore.WorkflowID{a2.wf}, 0},
 		{"closed-status", eventstore.WorkflowFilter{WorkflowType: typeB, Status: eventstore.StatusCompleted}, []eventstore.WorkflowID{b1.wf}, 0},
@@ -882,6 +909,10 @@ func esTimers(ctx context.Context, s eventstore.Store) error {
 	}
 	if err := wantTimers(t0.Add(-time.Second)); err != nil {
 		return fmt.Errorf("before it is due: %w", err)
+	}
+	// The zero time is a time like any other, the earliest: not "no bound".
+	if err := wantTimers(time.Time{}); err != nil {
+		return fmt.Errorf("as of the zero time: %w", err)
 	}
 	if err := wantTimers(t0, entry(timer, t0, 1)); err != nil {
 		return fmt.Errorf("due exactly now (FireAt <= asOf): %w", err)

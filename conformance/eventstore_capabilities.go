@@ -241,6 +241,9 @@ func shardAcquireOne(ctx context.Context, _ eventstore.Store, so eventstore.Shar
 	if !so.IsCurrentOwner(ctx, 0) {
 		return errors.New("IsCurrentOwner(0) = false after AcquireOwnedShard(0) succeeded")
 	}
+	if err := notOwnerOfOthers(ctx, so); err != nil {
+		return fmt.Errorf("after AcquireOwnedShard(0): %w", err)
+	}
 	if err := so.PublishShardOwner(ctx, 0); err != nil {
 		return fmt.Errorf("PublishShardOwner(0) after acquiring it: %w", err)
 	}
@@ -254,8 +257,22 @@ func shardAcquireMany(ctx context.Context, _ eventstore.Store, so eventstore.Sha
 	if !so.IsCurrentOwner(ctx, 0) {
 		return errors.New("IsCurrentOwner(0) = false after AcquireOwnedShards([0]) succeeded")
 	}
+	if err := notOwnerOfOthers(ctx, so); err != nil {
+		return fmt.Errorf("after AcquireOwnedShards([0]): %w", err)
+	}
 	if err := so.PublishShardOwner(ctx, 0); err != nil {
 		return fmt.Errorf("PublishShardOwner(0) after acquiring it: %w", err)
+	}
+	return nil
+}
+
+// notOwnerOfOthers checks that holding shard 0 is not holding every shard:
+// shards 1 and -1 were never acquired, whether the store has them or not.
+func notOwnerOfOthers(ctx context.Context, so eventstore.ShardOwner) error {
+	for _, shard := range []int{1, -1} {
+		if so.IsCurrentOwner(ctx, shard) {
+			return fmt.Errorf("IsCurrentOwner(%d) = true, but shard %d was never acquired", shard, shard)
+		}
 	}
 	return nil
 }

@@ -13,10 +13,10 @@ import (
 )
 
 // The sizes of the event store model rule at scale 1: one history of
-// thousands of events, hundreds of workflows, a 1 MiB payload.
+// thousands of events, hundreds of workflows (past 256), a 1 MiB payload.
 const (
 	esModelLongHistory = 3000
-	esModelWorkflows   = 200
+	esModelWorkflows   = 300
 	esModelRandomOps   = 600
 	esModelBigPayload  = 1 << 20
 )
@@ -93,8 +93,8 @@ type esModel struct {
 	shard0    bool
 	outbox    eventstore.Outbox
 	shards    eventstore.ShardOwner
-	bigUsed   bool
-	reserved  *esWf // the workflow of the fixed scenario
+	bigUsed   map[string]bool // payload fields that got a big payload
+	reserved  *esWf           // the workflow of the fixed scenario
 	wfTypes   []string
 	pkgTypes  []string
 	routeTyps []string
@@ -133,6 +133,7 @@ func newESModel(ids *idGen, rng *rand.Rand, n int, s eventstore.Store) *esModel 
 		salt:      salt,
 		owned:     map[eventstore.WorkflowID]*esWf{},
 		rowByKey:  map[string]*eventstore.OutboxRow{},
+		bigUsed:   map[string]bool{},
 		clock:     time.Unix(1_650_000_000, 0).UTC(),
 		timers:    map[timerModelKey]eventstore.TimerEntry{},
 		packages:  map[[2]string]eventstore.PackageRecord{},
@@ -154,10 +155,9 @@ func newESModel(ids *idGen, rng *rand.Rand, n int, s eventstore.Store) *esModel 
 
 func genESOps(rng *rand.Rand, scale, nWfs int) []esOp {
 	var ops []esOp
-	bigAt := rng.IntN(6)
 	for total, i := 0, 0; total < esModelLongHistory*scale; i++ {
 		n := 1 + rng.IntN(200)
-		ops = append(ops, esOp{kind: esOpAppend, wf: 0, n: n, seed: rng.Uint64(), big: i == bigAt})
+		ops = append(ops, esOp{kind: esOpAppend, wf: 0, n: n, seed: rng.Uint64(), big: i < 6})
 		total += n
 	}
 	for _, w := range rng.Perm(nWfs - 1) {
@@ -273,10 +273,12 @@ func (m *esModel) genBatch(w *esWf, o esOp) (events []eventstore.Event, runOf []
 		return e
 	}
 	add := func(ev eventstore.Event) { events = append(events, ev); runOf = append(runOf, run) }
-	bigDone := !o.big || m.bigUsed
-	pl := func() eventstore.Payload {
-		if !bigDone {
-			bigDone = true
+	// A big op gives a 1 MiB payload to the first event of each payload
+	// field it meets, so a size limit on any one of them (a signal's input,
+	// an activity's result) shows, whichever kinds the batch holds.
+	pl := func(field string) eventstore.Payload {
+		if o.big && !m.bigUsed[field] {
+			m.bigUsed[field] = true
 			return eventstore.Payload{ContentType: "application/octet-stream", Data: []byte(strings.Repeat("\x00\xffü", esModelBigPayload/4))}
 		}
 		return genPayload(rng)
@@ -285,14 +287,14 @@ func (m *esModel) genBatch(w *esWf, o esOp) (events []eventstore.Event, runOf []
 		switch {
 		case status == "":
 			run, status = w.ids.run(), eventstore.StatusRunning
-			add(eventstore.WorkflowStarted{Envelope: env(true), WorkflowType: w.wfType, Input: pl(), PackageVersion: hostile(rng)})
+			add(eventstore.WorkflowStarted{Envelope: env(true), WorkflowType: w.wfType, Input: pl("started"), PackageVersion: hostile(rng)})
 			open, next = nil, 0
 		case status.Closed():
 			add(eventstore.WorkflowReopened{Envelope: env(true), Reason: hostile(rng)})
 			status = eventstore.StatusRunning
 		case status == eventstore.StatusPaused:
 			if rng.IntN(2) == 0 {
-				add(eventstore.SignalReceived{Envelope: env(rng.IntN(4) != 0), SignalName: hostile(rng), Input: pl()})
+				add(eventstore.SignalReceived{Envelope: env(rng.IntN(4) != 0), SignalName: hostile(rng), Input: pl("signal")})
 			} else {
 				add(eventstore.WorkflowResumed{Envelope: env(true)})
 				status = eventstore.StatusRunning
@@ -304,9 +306,9 @@ func (m *esModel) genBatch(w *esWf, o esOp) (events []eventstore.Event, runOf []
 			}
 			switch {
 			case r < 20:
-				add(eventstore.SignalReceived{Envelope: env(rng.IntN(4) != 0), SignalName: hostile(rng), Input: pl()})
+				add(eventstore.SignalReceived{Envelope: env(rng.IntN(4) != 0), SignalName: hostile(rng), Input: pl("signal")})
 			case r < 40:
-				add(eventstore.ActivityScheduled{Envelope: env(rng.IntN(4) != 0), ActivityID: next, ActivityType: hostile(rng), Input: pl(), TaskQueue: hostile(rng), Node: hostile(rng)})
+				add(eventstore.ActivityScheduled{Envelope: env(rng.IntN(4) != 0), ActivityID: next, ActivityType: hostile(rng), Input: pl("scheduled"), TaskQueue: hostile(rng), Node: hostile(rng)})
 				open = append(open, next)
 				next++
 			case r < 60 && len(open) > 0:
@@ -316,9 +318,9 @@ func (m *esModel) genBatch(w *esWf, o esOp) (events []eventstore.Event, runOf []
 				var ev eventstore.Event
 				switch rng.IntN(5) {
 				case 0:
-					ev = eventstore.ActivityCompleted{Envelope: env(true), ActivityID: id, Result: pl(), Attempt: att}
+					ev = eventstore.ActivityCompleted{Envelope: env(true), ActivityID: id, Result: pl("activity-result"), Attempt: att}
 				case 1:
-					ev = eventstore.ActivityFailed{Envelope: env(true), ActivityID: id, Error: eventstore.ActivityError{Kind: eventstore.Terminal, Message: hostile(rng), Details: pl()}, Attempt: att}
+					ev = eventstore.ActivityFailed{Envelope: env(true), ActivityID: id, Error: eventstore.ActivityError{Kind: eventstore.Terminal, Message: hostile(rng), Details: pl("activity-details")}, Attempt: att}
 				case 2:
 					ev = eventstore.ActivityCancelled{Envelope: env(true), ActivityID: id, Attempt: att}
 				case 3:
@@ -343,9 +345,9 @@ func (m *esModel) genBatch(w *esWf, o esOp) (events []eventstore.Event, runOf []
 				var ev eventstore.Event
 				switch rng.IntN(4) {
 				case 0:
-					ev, status = eventstore.WorkflowCompleted{Envelope: env(true), Result: pl()}, eventstore.StatusCompleted
+					ev, status = eventstore.WorkflowCompleted{Envelope: env(true), Result: pl("workflow-result")}, eventstore.StatusCompleted
 				case 1:
-					ev, status = eventstore.WorkflowFailed{Envelope: env(true), Message: hostile(rng), Details: pl()}, eventstore.StatusFailed
+					ev, status = eventstore.WorkflowFailed{Envelope: env(true), Message: hostile(rng), Details: pl("workflow-details")}, eventstore.StatusFailed
 				case 2:
 					ev, status = eventstore.WorkflowCancelled{Envelope: env(true), Reason: hostile(rng)}, eventstore.StatusCancelled
 				default:
@@ -354,9 +356,9 @@ func (m *esModel) genBatch(w *esWf, o esOp) (events []eventstore.Event, runOf []
 				add(ev)
 			default:
 				newRun := w.ids.run()
-				add(eventstore.WorkflowContinuedAsNew{Envelope: env(true), NewRunID: newRun, Input: pl()})
+				add(eventstore.WorkflowContinuedAsNew{Envelope: env(true), NewRunID: newRun, Input: pl("continued")})
 				run = newRun
-				add(eventstore.WorkflowStarted{Envelope: env(true), WorkflowType: w.wfType, Input: pl()})
+				add(eventstore.WorkflowStarted{Envelope: env(true), WorkflowType: w.wfType, Input: pl("started")})
 				status, open, next = eventstore.StatusRunning, nil, 0
 			}
 		}
@@ -607,9 +609,6 @@ func (m *esModel) step(ctx context.Context, s eventstore.Store, o esOp) error {
 		if err != nil {
 			return fmt.Errorf("%d events, %d rows at head %d: %w", len(events), len(rows), w.head(), err)
 		}
-		if o.big {
-			m.bigUsed = true
-		}
 		m.apply(w, events, rows)
 		// The call has returned: the caller may reuse its memory.
 		scribble(caller)
@@ -617,6 +616,11 @@ func (m *esModel) step(ctx context.Context, s eventstore.Store, o esOp) error {
 			for j := range rows[i].Input.Data {
 				rows[i].Input.Data[j] = '#'
 			}
+		}
+		if o.big {
+			// Read the big payloads straight back: the random reads
+			// may never reach them.
+			return m.readFrom(ctx, s, w, w.head()-uint64(len(events))+1)
 		}
 		return nil
 	case esOpStale:
@@ -877,15 +881,17 @@ func (m *esModel) query(ctx context.Context, s eventstore.Store, o esOp, rng *ra
 	case 2:
 		f.WorkflowType, f.Limit = m.wfTypes[rng.IntN(len(m.wfTypes))], 1+rng.IntN(20)
 	case 3:
-		f.WorkflowType, f.StartedAfter = m.wfTypes[rng.IntN(len(m.wfTypes))], pivot.StartedAt
+		// The pivot's own type, so the bound's own workflow is in play.
+		f.WorkflowType, f.StartedAfter = pivot.WorkflowType, pivot.StartedAt
 	case 4:
-		f.WorkflowType, f.StartedBefore = m.wfTypes[rng.IntN(len(m.wfTypes))], pivot.StartedAt
+		f.WorkflowType, f.StartedBefore = pivot.WorkflowType, pivot.StartedAt
 	case 5:
 		f.StartedAfter, f.StartedBefore = pivot.StartedAt, pivot.StartedAt.Add(time.Duration(rng.IntN(3000))*time.Second)
 	case 6:
 		f.Status = eventstore.StatusPaused
 	default:
-		f.WorkflowType, f.Limit = m.wfTypes[rng.IntN(len(m.wfTypes))], -rng.IntN(3)
+		// Negative: no limit, like 0 (which the other variants use).
+		f.WorkflowType, f.Limit = m.wfTypes[rng.IntN(len(m.wfTypes))], -1-rng.IntN(2)
 	}
 	want := map[eventstore.WorkflowID]eventstore.WorkflowSummary{}
 	for _, w := range started {

@@ -405,6 +405,13 @@ func (m *esModel) shardOp(ctx context.Context, o esOp) error {
 	if got := so.IsCurrentOwner(ctx, 0); got != m.shard0 {
 		return fmt.Errorf("IsCurrentOwner(0) = %v, want %v", got, m.shard0)
 	}
+	// The rule acquires shard 0 only: no other shard is held, whether the
+	// store has it or not.
+	for _, shard := range []int{1, -1} {
+		if so.IsCurrentOwner(ctx, shard) {
+			return fmt.Errorf("IsCurrentOwner(%d) = true, but shard %d was never acquired", shard, shard)
+		}
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -55,7 +56,7 @@ type ksOp struct {
 	limit  int
 	at     int    // index of the ephemeral event
 	seed   uint64 // content of the generated events
-	big    bool   // one event carries a 1 MiB text
+	big    bool   // events carry a 1 MiB message text, tool output and tool arguments
 }
 
 func (o ksOp) String() string {
@@ -99,13 +100,14 @@ type ksModel struct {
 // long one; most streams are in one run of workflow A, a few in a second
 // run of A (same activities: the run axis) and in workflow B with the same
 // run ID as A's first (the workflow axis). Activity and attempt numbers
-// include 2, 9, 10, 100, 1000 and 1<<40, so ordering them as text, or in
-// insertion order, is visible.
+// include 2, 9, 10, 100, 1000 and 1<<40 (attempts 1<<16 and the largest),
+// so ordering them as text or in insertion order, or keeping them in a
+// narrower column, is visible.
 func ksKeys(ids *idGen, rng *rand.Rand, n int) []keyspace.StreamKey {
 	wfA, wfB := ids.workflow(), ids.workflow()
 	run1, run2 := ids.run(), ids.run()
 	activities := []eventstore.ActivityID{0, 1, 2, 9, 10, 11, 99, 100, 101, 1000, 1 << 40}
-	attempts := []uint32{0, 1, 2, 9, 10}
+	attempts := []uint32{0, 1, 2, 9, 10, 1 << 16, 1<<16 + 1, math.MaxUint32}
 	seen := map[keyspace.StreamKey]bool{}
 	var keys []keyspace.StreamKey
 	add := func(k keyspace.StreamKey) {
@@ -239,7 +241,16 @@ func (o ksOp) batch(key keyspace.StreamKey) []keyspace.ActivityEvent {
 		out[i] = ksGenEvent(key, rng, i)
 	}
 	if o.big && len(out) > 0 {
-		out[len(out)/2].Content = keyspace.Message{Role: "assistant", Text: strings.Repeat("\x00ü\xff", ksModelBigText/4)}
+		// Each large text field gets the big text, so a size limit on any
+		// one of them (a tool's output above all) shows.
+		big := strings.Repeat("\x00ü\xff", ksModelBigText/4)
+		for j, c := range []keyspace.Content{
+			keyspace.Message{Role: "assistant", Text: big},
+			keyspace.ToolResult{CallID: "big", Output: big},
+			keyspace.ToolCall{CallID: "big", Name: "big", Arguments: big},
+		} {
+			out[(len(out)/2+j)%len(out)].Content = c
+		}
 	}
 	return out
 }
@@ -309,6 +320,11 @@ func (m *ksModel) step(ctx context.Context, s keyspace.Store, o ksOp) error {
 		// reach the store.
 		for i := range evs {
 			evs[i].AgentID, evs[i].Content = "scribbled", keyspace.Message{Text: "scribbled"}
+		}
+		if o.big {
+			// Read the big texts straight back: the random reads may
+			// never reach them.
+			return m.read(ctx, s, key, head, 0)
 		}
 	case ksOpStale:
 		expected := addDelta(head, o.delta)

@@ -19,7 +19,7 @@ const (
 	RuleKSEphemeral = "ephemeral-refused"
 	// RuleKSEmptyBatch: an empty batch returns expectedSeq, whatever it is, and writes nothing.
 	RuleKSEmptyBatch = "empty-batch-noop"
-	// RuleKSAttemptsDisjoint: two attempts of one activity are two streams.
+	// RuleKSAttemptsDisjoint: attempts of one activity (0, 1, 1<<16, the largest), and activities 3 and 3+1<<32, are distinct streams.
 	RuleKSAttemptsDisjoint = "attempts-disjoint"
 	// RuleKSRunAxis: two runs with the same activity and attempt are two streams.
 	RuleKSRunAxis = "run-axis"
@@ -37,13 +37,13 @@ const (
 	RuleKSConcurrentAppends = "concurrent-appends"
 	// RuleKSContextCancelled: every method answers a cancelled context with an error matching context.Canceled; nothing written.
 	RuleKSContextCancelled = "context-cancelled"
-	// RuleKSZeroIDs: a zero workflow or run ID matches eventstore.ErrInvalidArgument; nothing written.
+	// RuleKSZeroIDs: a zero workflow or run ID matches eventstore.ErrInvalidArgument in every method, reads too; nothing written.
 	RuleKSZeroIDs = "zero-ids-refused"
 	// RuleKSAppendEvent: keyspace.AppendEvent returns the assigned StoreSeq.
 	RuleKSAppendEvent = "append-event"
 	// RuleKSValidation: nil content pointers and foreign content kinds (eventstore.ErrInvalidArgument), mixed streams, ephemeral events, zero IDs, first or last in the batch, on a written or unwritten stream: refused alike by every store, nothing written.
 	RuleKSValidation = "validation"
-	// RuleKSModel (seeded): appends good and bad, reads at every offset and limit and listings, over a 3000-record stream and 400 streams (most in one run), a 1 MiB text and hostile strings, each result compared with a reference model; caller and returned memory scribbled on after every call.
+	// RuleKSModel (seeded): appends good and bad, reads at every offset and limit and listings, over a 3000-record stream and 400 streams (most in one run), 1 MiB in the message text, tool output and tool arguments (read straight back) and hostile strings, each result compared with a reference model; caller and returned memory scribbled on after every call.
 	RuleKSModel = "model"
 	// RuleKSConcurrentBatches (seeded): racers append multi-event batches at one expectedSeq, round after round: one winner, the stream exactly the winners' batches.
 	RuleKSConcurrentBatches = "concurrent-batches"
@@ -76,17 +76,17 @@ const (
 	RuleESListings = "listings-follow-lifecycle"
 	// RuleESStreamHeads: each workflow once, with its history length.
 	RuleESStreamHeads = "stream-heads"
-	// RuleESQuery: by type, status, both, with Limit, the zero filter; the summary fields.
+	// RuleESQuery: by type, status, both, with Limit, the zero filter, time bounds at a workflow's own StartedAt; the summary fields.
 	RuleESQuery = "query"
-	// RuleESTimers: due when FireAt <= asOf, earliest first; re-arming replaces; retirement fenced by fireAt and armedSeq.
+	// RuleESTimers: due when FireAt <= asOf (none as of the zero time), earliest first; re-arming replaces; retirement fenced by fireAt and armedSeq.
 	RuleESTimers = "timers-fencing"
 	// RuleESPackages: replacing, routing and re-routing, ErrNotFound for what is not stored, ErrInvalidArgument for empty names.
 	RuleESPackages = "packages-and-routes"
 	// RuleESContextCancelled: every error-returning method answers a cancelled context with context.Canceled and writes nothing.
 	RuleESContextCancelled = "context-cancelled"
-	// RuleESModel (seeded): appends good and bad, reads at boundary offsets of a 3000-event history, run chains, listings, StreamHeads and Query over 200 workflows through start, pause, resume, close, reopen and continue-as-new; with the capabilities, the outbox lifecycle (history terminals settle rows, retryable failures do not, oldest-first claims, re-arm, cancel, across continue-as-new), fenced timers where only fireAt or only armedSeq changes, packages with routes and many-shard elections; a 1 MiB payload, hostile strings, caller and returned memory scribbled on; each result compared with a reference model.
+	// RuleESModel (seeded): appends good and bad, reads at boundary offsets of a 3000-event history, run chains, listings, StreamHeads and Query over 300 workflows through start, pause, resume, close, reopen and continue-as-new; with the capabilities, the outbox lifecycle (history terminals settle rows, retryable failures do not, oldest-first claims, re-arm, cancel, across continue-as-new), fenced timers where only fireAt or only armedSeq changes, packages with routes and many-shard elections; 1 MiB payloads in every payload field, read straight back, hostile strings, caller and returned memory scribbled on; each result compared with a reference model.
 	RuleESModel = "model"
-	// RuleESConcurrentAppends (seeded): racers append multi-event batches (with outbox rows, for an Outbox) at one expectedSeq, round after round: one winner, losers told its head, the history exactly the winners' batches, only the winners' rows staged.
+	// RuleESConcurrentAppends (seeded): racers append multi-event batches (through Append, and every other round, for an Outbox, AppendWithOutbox with rows) at one expectedSeq, round after round: one winner, losers told its head, the history exactly the winners' batches, only the winners' rows staged.
 	RuleESConcurrentAppends = "concurrent-appends"
 	// RuleESAliasing: editing the payload bytes of appended events, a put package or staged rows after the call, or of what a read returned, changes nothing stored.
 	RuleESAliasing = "aliasing"
@@ -100,7 +100,7 @@ const (
 	RuleOutboxSettle = "outbox/settle-cancelled"
 	// RuleOutboxSettleWorkflow: exactly the workflow's open rows' keys, nothing the second time.
 	RuleOutboxSettleWorkflow = "outbox/settle-workflow"
-	// RuleShardAcquireOne: after AcquireOwnedShard, IsCurrentOwner is true and PublishShardOwner succeeds.
+	// RuleShardAcquireOne: after AcquireOwnedShard(0), IsCurrentOwner(0) is true (of shards 1 and -1 false) and PublishShardOwner succeeds.
 	RuleShardAcquireOne = "shardowner/acquire-one"
 	// RuleShardAcquireMany: the same through AcquireOwnedShards.
 	RuleShardAcquireMany = "shardowner/acquire-many"
@@ -121,7 +121,7 @@ const (
 	RuleDecCapabilities = "capabilities"
 	// RuleDecUnwrap: Unwrap() eventstore.Store returns the inner store.
 	RuleDecUnwrap = "unwrap"
-	// RuleDecDifferential (seeded): generated calls (nil, empty, zero, negative and boundary arguments, cancelled, expired and deadline-bound contexts, repeated calls) against fresh Spy answers (nil, empty and multi-element results, errors): the inner sees the caller's arguments, context values, Err and Deadline; the caller gets exactly the inner's answer.
+	// RuleDecDifferential (seeded): generated calls (nil, empty, zero, negative and boundary arguments, cancelled, expired, deadline-bound and deadline-free contexts, repeated calls) against fresh Spy answers (nil, empty and multi-element results, errors): the inner sees the caller's arguments, context values, Err and Deadline; the caller gets exactly the inner's answer.
 	RuleDecDifferential = "differential"
 	// RuleDecForward, followed by a method name: one call with distinctive arguments reaches the inner once, unchanged, with the caller's context values; results come back unchanged.
 	RuleDecForward = "forward/"
