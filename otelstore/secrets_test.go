@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
@@ -76,31 +75,11 @@ func TestNoPayloadInTelemetry(t *testing.T) {
 		}
 	}
 	for name, m := range h.metrics(t) {
-		for _, attrs := range metricAttributeSets(m) {
+		for _, attrs := range pointAttrs(m) {
 			check("metric "+name, attrs.ToSlice())
 		}
 	}
 	if seen < 50 {
 		t.Fatalf("scanned only %d attributes; the scan is not looking at the telemetry", seen)
 	}
-}
-
-// metricAttributeSets returns the attribute set of every data point.
-func metricAttributeSets(m metricdata.Metrics) []attribute.Set {
-	var out []attribute.Set
-	switch d := m.Data.(type) {
-	case metricdata.Sum[int64]:
-		for _, dp := range d.DataPoints {
-			out = append(out, dp.Attributes)
-		}
-	case metricdata.Histogram[float64]:
-		for _, dp := range d.DataPoints {
-			out = append(out, dp.Attributes)
-		}
-	case metricdata.Histogram[int64]:
-		for _, dp := range d.DataPoints {
-			out = append(out, dp.Attributes)
-		}
-	}
-	return out
 }
