@@ -52,10 +52,9 @@ type config struct {
 	dbSystem       string
 	conflictError  bool
 
-	// Seams for tests inside the package: now stands in for time.Now and
-	// since for time.Since; both nil outside tests.
+	// Seams for tests inside the package: now stands in for time.Now (and
+	// for time.Since); nil outside tests.
 	now    func() time.Time
-	since  func(time.Time) time.Duration
 	handle func(error)
 }
 

@@ -18,10 +18,7 @@ import (
 
 // withClock and withHandler reach the config's test seams.
 func withClock(now func() time.Time) SharedOption {
-	return sharedFunc(func(c *config) {
-		c.now = now
-		c.since = func(start time.Time) time.Duration { return now().Sub(start) }
-	})
+	return sharedFunc(func(c *config) { c.now = now })
 }
 func withHandler(h func(error)) SharedOption { return sharedFunc(func(c *config) { c.handle = h }) }
 

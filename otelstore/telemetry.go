@@ -27,8 +27,7 @@ import (
 type telemetry struct {
 	tracer   trace.Tracer
 	filter   func(context.Context, Operation) bool
-	now      func() time.Time              // nil: time.Now
-	since    func(time.Time) time.Duration // nil: time.Since
+	now      func() time.Time // nil: time.Now
 	classify classifier
 	duration metric.Float64Histogram
 	// conflictError is whether a sequence conflict sets status Error.
@@ -69,7 +68,6 @@ func newTelemetry(c *config, meter *instrument.Meter, from, to opID, name, desc 
 			trace.WithSchemaURL(catalog.SchemaURL)),
 		filter:        c.spanFilter,
 		now:           c.now,
-		since:         c.since,
 		classify:      newClassifier(c.classify),
 		duration:      meter.Float64Histogram(name, catalog.UnitSeconds, desc, catalog.DurationBoundaries),
 		conflictError: c.conflictError,
@@ -186,10 +184,10 @@ func (c *call) end(errp *error) {
 func (c *call) finish(err error) {
 	c.finished = true
 	var took time.Duration
-	if c.t.since != nil {
-		took = c.t.since(c.start)
+	if c.t.now != nil {
+		took = c.t.now().Sub(c.start)
 	} else {
-		took = time.Since(c.start)
+		took = time.Since(c.start) // the monotonic reading: no second wall-clock read
 	}
 	opts := c.t.ops[c.op].okOpts
 	if !c.annotated && c.recording() {
