@@ -429,17 +429,8 @@ func TestWithAttributesOnEveryMetric(t *testing.T) {
 		t.Fatalf("exported %d pairing metrics, want all 6", len(sm.Metrics))
 	}
 	for _, m := range sm.Metrics {
-		var sets []attribute.Set
-		switch d := m.Data.(type) {
-		case metricdata.Sum[int64]:
-			for _, dp := range d.DataPoints {
-				sets = append(sets, dp.Attributes)
-			}
-		case metricdata.Histogram[float64]:
-			for _, dp := range d.DataPoints {
-				sets = append(sets, dp.Attributes)
-			}
-		default:
+		sets, ok := pointSets(m)
+		if !ok {
 			t.Fatalf("%s: unexpected data type %T", m.Name, m.Data)
 		}
 		for _, s := range sets {
@@ -775,17 +766,7 @@ func TestHostileValuesCleaned(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, m := range sm.Metrics {
-		var sets []attribute.Set
-		switch d := m.Data.(type) {
-		case metricdata.Sum[int64]:
-			for _, dp := range d.DataPoints {
-				sets = append(sets, dp.Attributes)
-			}
-		case metricdata.Histogram[float64]:
-			for _, dp := range d.DataPoints {
-				sets = append(sets, dp.Attributes)
-			}
-		}
+		sets, _ := pointSets(m)
 		for _, set := range sets {
 			for _, kv := range set.ToSlice() {
 				vals := []string{kv.Value.String()}
@@ -810,4 +791,22 @@ func TestHostileValuesCleaned(t *testing.T) {
 			t.Errorf("no series carries %.40q", want)
 		}
 	}
+}
+
+// pointSets returns the attribute sets of m's points, for the data types the
+// tracker exports (int64 sums, float64 histograms); ok is false for another.
+func pointSets(m metricdata.Metrics) (sets []attribute.Set, ok bool) {
+	switch d := m.Data.(type) {
+	case metricdata.Sum[int64]:
+		for _, dp := range d.DataPoints {
+			sets = append(sets, dp.Attributes)
+		}
+	case metricdata.Histogram[float64]:
+		for _, dp := range d.DataPoints {
+			sets = append(sets, dp.Attributes)
+		}
+	default:
+		return nil, false
+	}
+	return sets, true
 }
