@@ -3,13 +3,12 @@ package keyspace
 import (
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sync"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/guard"
 )
 
 // Sequencer is the single writer in front of a [Store]: the read-head,
@@ -129,7 +128,7 @@ func WithMaxCachedStreams(n int) SequencerOption {
 // [eventstore.ErrInvalidArgument]. A typed nil (a nil *Memory, or a nil
 // pointer, map, slice, func or channel of another Store type) counts as nil.
 func NewSequencer(store Store, opts ...SequencerOption) *Sequencer {
-	if isNilStore(store) {
+	if guard.IsNil(store) {
 		store = nil
 	}
 	cfg := sequencerConfig{maxRetries: defaultMaxRetries, maxCachedStreams: defaultMaxCachedStreams}
@@ -139,19 +138,6 @@ func NewSequencer(store Store, opts ...SequencerOption) *Sequencer {
 		}
 	}
 	return &Sequencer{store: store, cfg: cfg, streams: make(map[StreamKey]*seqStream)}
-}
-
-// isNilStore reports whether s is nil or a typed nil that would panic on
-// first use.
-func isNilStore(s Store) bool {
-	if s == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(s); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
-		return v.IsNil()
-	}
-	return false
 }
 
 // AppendResult is what [Sequencer.Append] did with a batch.
@@ -398,7 +384,7 @@ func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []Ac
 		// the next attempt and is read then.
 		// A typed nil *SequenceConflictError says no head: it is returned
 		// as the store gave it, like any other store error.
-		conflict := conflictIn(err)
+		conflict := guard.Conflict(err)
 		if conflict == nil {
 			return StreamResult{}, err
 		}
@@ -416,21 +402,6 @@ func (s *Sequencer) appendStream(ctx context.Context, key StreamKey, events []Ac
 		// cache must get its chance.
 		pending = st.dedupe(events)
 	}
-}
-
-// conflictIn returns the sequence conflict in err's chain, or nil: also for
-// a typed nil one and for a chain whose Unwrap panics (a typed nil
-// *fs.PathError reads its receiver).
-func conflictIn(err error) (conflict *eventstore.SequenceConflictError) {
-	defer func() {
-		if recover() != nil {
-			conflict = nil
-		}
-	}()
-	if !errors.As(err, &conflict) {
-		return nil
-	}
-	return conflict
 }
 
 // lockCtx takes the stream's lock, or returns ctx.Err() once ctx is done

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
+	"github.com/aionotel/aionotel/internal/guard"
 	"github.com/aionotel/aionotel/internal/version"
 	"github.com/aionotel/aionotel/pairing"
 )
@@ -75,7 +76,7 @@ func newConfig(dbSystem string) config {
 // buildConfig is the common start of both constructors: the nil check, the
 // defaults, the options in order, and validation.
 func buildConfig[O any](inner any, opts []O, apply func(O, *config), dbSystem string) (*config, error) {
-	if isNil(inner) {
+	if guard.IsNil(inner) {
 		return nil, ErrNilStore
 	}
 	cfg := newConfig(dbSystem)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -94,19 +93,6 @@ func New(inner eventstore.Store, opts ...Option) (eventstore.Store, error) {
 	default:
 		return &plainStore{c}, nil
 	}
-}
-
-// isNil reports whether v is nil or a typed nil that would panic (or fail)
-// on first use.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // The four shapes New returns, one per capability combination: the methods

@@ -2,7 +2,6 @@ package otelstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -13,9 +12,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
+	"github.com/aionotel/aionotel/internal/guard"
 	"github.com/aionotel/aionotel/internal/instrument"
 	"github.com/aionotel/aionotel/internal/version"
 )
@@ -212,7 +211,7 @@ func (c *call) finish(err error) {
 // would add, with the cleaned message) and the status description.
 func (c *call) failSpan(err error, errorType string) {
 	attrs := []attribute.KeyValue{catalog.ErrorType.String(errorType)}
-	conflict := conflictOf(err)
+	conflict := guard.Conflict(err)
 	if conflict != nil {
 		attrs = append(attrs, catalog.FoundSeq.Int64(clampInt64(conflict.Found)))
 	}
@@ -225,20 +224,6 @@ func (c *call) failSpan(err error, errorType string) {
 		catalog.ExceptionType.String(attrvalue.String(typeName(err))),
 		catalog.ExceptionMessage.String(msg)))
 	c.span.SetStatus(codes.Error, msg)
-}
-
-// conflictOf returns the sequence conflict in err's chain, or nil: also for
-// a typed nil one (it has no Found) and for a chain whose Unwrap panics.
-func conflictOf(err error) (conflict *eventstore.SequenceConflictError) {
-	defer func() {
-		if recover() != nil {
-			conflict = nil
-		}
-	}()
-	if !errors.As(err, &conflict) {
-		return nil
-	}
-	return conflict
 }
 
 // errorText is err's message as fmt prints it: an Error method that panics
