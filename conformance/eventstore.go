@@ -77,6 +77,7 @@ var eventStoreSuite = suite[eventstore.Store]{
 		{name: RuleOutboxClaim, check: withOutbox(outboxClaim)},
 		{name: RuleOutboxRearm, check: withOutbox(outboxRearm)},
 		{name: RuleOutboxSettle, check: withOutbox(outboxSettle)},
+		{name: RuleOutboxTerminalSettles, check: withOutbox(outboxTerminalSettles)},
 		{name: RuleOutboxSettleWorkflow, check: withOutbox(outboxSettleWorkflow)},
 		{name: RuleShardAcquireOne, check: withShardOwner(shardAcquireOne)},
 		{name: RuleShardAcquireMany, check: withShardOwner(shardAcquireMany)},

@@ -100,6 +100,8 @@ const (
 	RuleOutboxSettle = "outbox/settle-cancelled"
 	// RuleOutboxSettleWorkflow: exactly the workflow's open rows' keys, nothing the second time.
 	RuleOutboxSettleWorkflow = "outbox/settle-workflow"
+	// RuleOutboxTerminalSettles: a fixed history: completed and terminally failed activities' claimed rows stop being counted, a retryable failure's row stays claimed, a cancelled activity's pending row stops being claimable.
+	RuleOutboxTerminalSettles = "outbox/terminal-settles"
 	// RuleShardAcquireOne: after AcquireOwnedShard(0), IsCurrentOwner(0) is true (of shards 1 and -1 false) and PublishShardOwner succeeds.
 	RuleShardAcquireOne = "shardowner/acquire-one"
 	// RuleShardAcquireMany: the same through AcquireOwnedShards.

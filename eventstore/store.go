@@ -94,7 +94,7 @@ type Outbox interface {
 	// AppendWithOutbox is Append that also stages rows, all in one commit:
 	// events and rows land together or not at all. An activity terminal
 	// event (not a Retryable failure) settles the open rows of its
-	// activity and run. Conformance rules: outbox/append-atomic,
+	// activity and run. Conformance rules: outbox/append-atomic, outbox/terminal-settles,
 	// concurrent-appends, aliasing, model.
 	AppendWithOutbox(ctx context.Context, token WriteToken, workflowID WorkflowID, events []Event, expectedSeq uint64, rows []OutboxRow) error
 	// RearmOutboxPending returns claimed rows (named by DispatchKey) to pending,
