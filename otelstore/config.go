@@ -52,6 +52,7 @@ type config struct {
 	typeLimit      int
 	dbSystem       string
 	conflictError  bool
+	timeline       bool
 
 	// Seams for tests inside the package: now stands in for time.Now (and
 	// for time.Since); nil outside tests.
@@ -69,6 +70,7 @@ func newConfig(dbSystem string) config {
 		typeLimit:      DefaultTypeCardinalityLimit,
 		dbSystem:       dbSystem,
 		conflictError:  true,
+		timeline:       true,
 		handle:         otel.Handle,
 	}
 }
@@ -258,6 +260,18 @@ func WithPairing(t *pairing.Tracker) Option {
 			c.tracker = t
 		}
 	})
+}
+
+// WithTimelineSpans turns the timeline on or off: for each run whose
+// WorkflowStarted the decorator observes, a run span from that event's
+// RecordedAt to the run's closing event, and for each activity whose
+// ActivityScheduled it observes, an activity span from then to its first
+// terminal (or its run's close), as a child of the run span (see [New]).
+// They are on by default. The setting is the tracker's: with [WithPairing],
+// the shared tracker's own (pairing.WithTimelineSpans) applies and this
+// option is ignored.
+func WithTimelineSpans(on bool) Option {
+	return optionFunc(func(c *config) { c.timeline = on })
 }
 
 // WithTypeCardinalityLimit bounds the distinct aion.workflow.type (and, for

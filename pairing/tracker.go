@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/aionotel/aionotel/eventstore"
 )
 
@@ -20,6 +22,7 @@ type Tracker struct {
 	handle func(error)
 	attrs  *attrCache
 	inst   instruments
+	spans  *spans // nil: no timeline spans
 	live   *table
 }
 
@@ -31,17 +34,23 @@ type Tracker struct {
 // is a misused option: [WithAttributes] given an empty key or a key the
 // tracker sets itself, matching [ErrInvalidOption] with errors.Is. (The
 // design contract fixes the (T, error) signature; this is its one use.)
+//
+// The oldest-in-flight gauge is an observable instrument: its callback stays
+// registered with the MeterProvider (and keeps the tracker reachable) for
+// the provider's lifetime.
 func New(opts ...Option) (*Tracker, error) {
 	c, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Tracker{
+	t := &Tracker{
 		handle: c.handle,
 		attrs:  newAttrCache(c.attrs, c.nsLimit, c.typeLimit),
-		inst:   newInstruments(c.meterProvider, c.handle),
+		spans:  newSpans(c.tracerProvider, c.timeline),
 		live:   newTable(c.maxInFlight),
-	}, nil
+	}
+	t.inst = newInstruments(c.meterProvider, c.handle, t.observeAges)
+	return t, nil
 }
 
 // Dispatched records the dispatch of the activity key, of type activityType,
@@ -75,20 +84,47 @@ func (t *Tracker) Dispatched(ctx context.Context, key Key, activityType string, 
 		return false
 	}
 	key.normalize()
+	if at.IsZero() {
+		at = time.Now()
+	}
 	ta := t.attrs.forType(key.Namespace, activityType)
-	// No instrument is called under the table's lock.
+	// No instrument or span is made under the table's lock.
 	t.inst.inflight.Add(ctx, 1, ta.base...)
-	added, evicted := t.live.add(key, ta, at)
+	var span trace.Span
+	if t.spans != nil {
+		runSpan, live := t.live.parentOf(key)
+		if !live {
+			var parent trace.SpanContext
+			if runSpan != nil {
+				parent = runSpan.SpanContext()
+			}
+			span = t.spans.startActivity(ctx, key, ta, parent, at)
+		}
+	}
+	added, evicted := t.live.add(key, ta, at, span)
 	if !added {
-		t.inst.inflight.Add(ctx, -1, ta.base...) // a duplicate: take it back
+		// A duplicate: take the increment back. Its span, if one was
+		// started, is dropped without ending, so it is never exported.
+		t.inst.inflight.Add(ctx, -1, ta.base...)
 		return false
 	}
 	t.inst.dispatched.Add(ctx, 1, ta.base...)
-	if evicted != nil {
-		t.inst.inflight.Add(ctx, -1, evicted.base...)
-		t.inst.evicted.Add(ctx, 1, evicted.ns.evicted...)
-	}
+	t.evicted(ctx, evicted)
 	return true
+}
+
+// evicted records what one eviction removed: an activity releases its gauge
+// slot and counts on aion.activity.pairing.evicted, an open run counts on
+// aion.workflow.pairing.evicted; neither span is ended (so neither is
+// exported).
+func (t *Tracker) evicted(ctx context.Context, ev evicted) {
+	switch {
+	case ev.attrs != nil:
+		t.inst.inflight.Add(ctx, -1, ev.attrs.base...)
+		t.inst.evicted.Add(ctx, 1, ev.attrs.ns.evicted...)
+	case ev.ns != nil:
+		t.inst.runEvicted.Add(ctx, 1, ev.ns.evicted...)
+	}
 }
 
 // Finished records the terminal of the activity key with outcome at time at.
@@ -114,19 +150,24 @@ func (t *Tracker) Finished(ctx context.Context, key Key, outcome Outcome, at tim
 		return false
 	}
 	key.normalize()
-	ta, dispatchedAt, ok := t.live.take(key)
+	if at.IsZero() {
+		at = time.Now()
+	}
+	e, ok := t.live.take(key)
 	if !ok {
 		return false
 	}
-	t.settle(ctx, ta, oi, dispatchedAt, at)
+	t.settle(ctx, e, oi, at)
 	return true
 }
 
-// settle records the end of one removed entry.
-func (t *Tracker) settle(ctx context.Context, ta *typeAttrs, outcome int, dispatchedAt, at time.Time) {
+// settle records the end of one removed entry and ends its span.
+func (t *Tracker) settle(ctx context.Context, e taken, outcome int, at time.Time) {
+	ta := e.attrs
 	t.inst.inflight.Add(ctx, -1, ta.base...)
 	t.inst.completed.Add(ctx, 1, ta.completed[outcome]...)
-	t.inst.duration.Record(ctx, seconds(dispatchedAt, at), ta.duration[outcome]...)
+	t.inst.duration.Record(ctx, seconds(e.at, at), ta.duration[outcome]...)
+	endActivity(ctx, e, outcomes[outcome], at)
 }
 
 // seconds returns to - from in seconds, never negative.
@@ -152,11 +193,15 @@ func (t *Tracker) Retried(ctx context.Context, key Key, at time.Time) bool {
 		return false
 	}
 	key.normalize()
-	ta := t.live.attrsOf(key)
+	if at.IsZero() {
+		at = time.Now()
+	}
+	ta, span, n := t.live.retry(key)
 	if ta == nil {
 		return false
 	}
 	t.inst.retried.Add(ctx, 1, ta.base...)
+	retried(span, n, at)
 	return true
 }
 
@@ -171,12 +216,19 @@ func (t *Tracker) AbandonRun(ctx context.Context, namespace string, workflowID e
 	if t == nil || t.live == nil {
 		return 0
 	}
+	if at.IsZero() {
+		at = time.Now()
+	}
 	rk := runKey{namespace: namespaceOf(namespace), workflowID: workflowID, runID: runID}
-	var buf [16]settled
-	done := t.live.takeRun(rk, buf[:0])
+	var buf [16]taken
+	return t.abandon(ctx, t.live.takeRun(rk, buf[:0]), at)
+}
+
+// abandon settles entries removed from the table as abandoned at at.
+func (t *Tracker) abandon(ctx context.Context, done []taken, at time.Time) int {
 	oi := OutcomeAbandoned.index()
-	for _, s := range done {
-		t.settle(ctx, s.attrs, oi, s.at, at)
+	for _, e := range done {
+		t.settle(ctx, e, oi, at)
 	}
 	return len(done)
 }
