@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/internal/attrcache"
 	"github.com/aionotel/aionotel/internal/catalog"
@@ -34,10 +35,10 @@ type typeAttrs struct {
 	duration  [numOutcomes][]metric.RecordOption
 	// age observes the oldest-in-flight gauge.
 	age []metric.ObserveOption
-	// spanName and spanAttrs start an activity span: "activity <type>",
-	// aion.namespace, aion.activity.type and the extra attributes.
+	// spanName and spanStart start an activity span: "activity <type>",
+	// with aion.namespace, aion.activity.type and the extra attributes.
 	spanName  string
-	spanAttrs []attribute.KeyValue
+	spanStart trace.SpanStartOption
 }
 
 // workflowAttrs holds the precomputed options of one (recorded namespace,
@@ -46,7 +47,7 @@ type typeAttrs struct {
 type workflowAttrs struct {
 	ns        *nsAttrs
 	spanName  string
-	spanAttrs []attribute.KeyValue
+	spanStart trace.SpanStartOption // aion.namespace, aion.workflow.type, extra
 	duration  [numStatuses][]metric.RecordOption
 }
 
@@ -101,7 +102,7 @@ func (c *attrCache) buildWorkflow(na *nsAttrs, ns, typ string) *workflowAttrs {
 	wa := &workflowAttrs{
 		ns:        na,
 		spanName:  catalog.RunSpanPrefix + " " + typ,
-		spanAttrs: append(append([]attribute.KeyValue(nil), c.extra...), base...),
+		spanStart: trace.WithAttributes(append(append([]attribute.KeyValue(nil), c.extra...), base...)...),
 	}
 	for i, s := range statuses {
 		wa.duration[i] = []metric.RecordOption{metric.WithAttributeSet(c.set(append(base, catalog.WorkflowStatus.String(string(s)))...))}
@@ -118,7 +119,7 @@ func (c *attrCache) buildType(na *nsAttrs, ns, typ string) *typeAttrs {
 		base:      []metric.AddOption{metric.WithAttributeSet(set)},
 		age:       []metric.ObserveOption{metric.WithAttributeSet(set)},
 		spanName:  catalog.ActivitySpanPrefix + " " + typ,
-		spanAttrs: append(append([]attribute.KeyValue(nil), c.extra...), base...),
+		spanStart: trace.WithAttributes(append(append([]attribute.KeyValue(nil), c.extra...), base...)...),
 	}
 	for i, o := range outcomes {
 		opt := metric.WithAttributeSet(c.set(append(base, catalog.ActivityOutcome.String(string(o)))...))

@@ -52,29 +52,31 @@ func anchorOf(rk runKey) trace.SpanContext {
 	return timeline.Anchor(rk.namespace, rk.workflowID, rk.runID)
 }
 
+// internalKind is the kind of every timeline span, made once: an option
+// built per span would cost an allocation.
+var internalKind = trace.WithSpanKind(trace.SpanKindInternal)
+
 // startActivity starts the span of the activity key, dispatched at at, as a
 // child of parent (the run span) or, when the tracker holds no run span,
-// of the run's anchor, linked to the store call of ctx.
+// of the run's anchor, linked to the store call of ctx. The type's
+// attributes go to the sampler; the IDs are set only on a recording span.
 func (s *spans) startActivity(ctx context.Context, key Key, ta *typeAttrs, parent trace.SpanContext, at time.Time) trace.Span {
 	if !parent.IsValid() {
 		parent = anchorOf(key.run())
 	}
-	attrs := make([]attribute.KeyValue, 0, len(ta.spanAttrs)+3)
-	attrs = append(attrs, ta.spanAttrs...)
-	attrs = append(attrs,
+	_, span := s.tracer.Start(trace.ContextWithSpanContext(ctx, parent), ta.spanName,
+		internalKind, ta.spanStart, trace.WithTimestamp(at))
+	if !span.IsRecording() {
+		return span
+	}
+	span.SetAttributes(
 		catalog.WorkflowID.String(key.WorkflowID.String()),
 		catalog.RunID.String(key.RunID.String()),
 		catalog.ActivityID.Int64(clampInt64(uint64(key.ActivityID))),
 	)
-	opts := []trace.SpanStartOption{
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(at),
-		trace.WithAttributes(attrs...),
-	}
 	if l, ok := callLink(ctx, linkScheduled); ok {
-		opts = append(opts, trace.WithLinks(l))
+		span.AddLink(l)
 	}
-	_, span := s.tracer.Start(trace.ContextWithSpanContext(ctx, parent), ta.spanName, opts...)
 	return span
 }
 
@@ -112,25 +114,21 @@ func retried(span trace.Span, n uint32, at time.Time) {
 // run's anchor, linked to the store call of ctx and to prev, the run span of
 // the run it continues (if known).
 func (s *spans) startRun(ctx context.Context, rk runKey, wa *workflowAttrs, prev trace.SpanContext, at time.Time) trace.Span {
-	attrs := make([]attribute.KeyValue, 0, len(wa.spanAttrs)+2)
-	attrs = append(attrs, wa.spanAttrs...)
-	attrs = append(attrs,
+	_, span := s.tracer.Start(trace.ContextWithSpanContext(ctx, anchorOf(rk)), wa.spanName,
+		internalKind, wa.spanStart, trace.WithTimestamp(at))
+	if !span.IsRecording() {
+		return span
+	}
+	span.SetAttributes(
 		catalog.WorkflowID.String(rk.workflowID.String()),
 		catalog.RunID.String(rk.runID.String()),
 	)
-	links := make([]trace.Link, 0, 2)
 	if l, ok := callLink(ctx, linkStarted); ok {
-		links = append(links, l)
+		span.AddLink(l)
 	}
 	if prev.IsValid() {
-		links = append(links, trace.Link{SpanContext: prev, Attributes: linkPreviousRun})
+		span.AddLink(trace.Link{SpanContext: prev, Attributes: linkPreviousRun})
 	}
-	_, span := s.tracer.Start(trace.ContextWithSpanContext(ctx, anchorOf(rk)), wa.spanName,
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(at),
-		trace.WithAttributes(attrs...),
-		trace.WithLinks(links...),
-	)
 	return span
 }
 
