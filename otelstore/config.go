@@ -251,8 +251,10 @@ func WithErrorClassifier(classify func(error) string) SharedOption {
 
 // WithPairing shares one activity pairing tracker between decorators (several
 // stores of one namespace, or a tracker you read yourself). Without it, or
-// given nil, [New] makes a tracker on the same meter provider with the same
-// attributes and type cardinality limit. A zero pairing.Tracker (one not
+// given nil, [New] makes a tracker on the same meter and tracer providers
+// with the same attributes, type cardinality limit and [WithTimelineSpans]
+// setting; a shared tracker makes its timeline spans with its own tracer
+// provider (pairing.WithTracerProvider). A zero pairing.Tracker (one not
 // made by pairing.New) makes New fail with [ErrInvalidOption].
 func WithPairing(t *pairing.Tracker) Option {
 	return optionFunc(func(c *config) {

@@ -67,18 +67,26 @@ func New(opts ...Option) (*Tracker, error) {
 // 0-valued point for it and uses up a place under the type limit).
 //
 // Memory bound: if the tracker already holds [WithMaxInFlight] live
-// entries, the oldest one (first in, first out in the order dispatches
-// reached the tracker, not by their times; a retry does not make an entry
-// younger) is evicted to make room: its gauge slot is released under its
-// own type and aion.activity.pairing.evicted counted under its namespace; no
-// completion or duration is recorded for it, and its later terminal is a
-// no-op. The bound is exact, also under concurrent calls.
+// entries (activities and open runs), the oldest one (first in, first out
+// in the order they reached the tracker, not by their times; a retry does
+// not make an entry younger) is evicted to make room. An evicted activity's
+// gauge slot is released under its own type and
+// aion.activity.pairing.evicted counted under its namespace; no completion,
+// duration or span is recorded for it, and its later terminal is a no-op.
+// An evicted open run is counted on aion.workflow.pairing.evicted and gets
+// neither run span nor duration. The bound is exact, also under concurrent
+// calls.
 //
 // The activity type and the namespace become attribute values only after
 // cleaning (invalid UTF-8 replaced by U+FFFD, cut to 256 bytes); an empty
 // type is recorded as "_unknown", a type past [WithTypeCardinalityLimit] as
 // "_other", a namespace past [WithNamespaceCardinalityLimit] as "_other".
 // The key itself is kept as given. ctx is passed to the instruments.
+//
+// With the timeline on, a new entry's activity span starts at at: a child of
+// its run's span if this tracker holds it (else of the run's anchor),
+// linked to the span in ctx, the store call that appended the dispatch. An
+// evicted entry's span is dropped without ending.
 func (t *Tracker) Dispatched(ctx context.Context, key Key, activityType string, at time.Time) bool {
 	if t == nil || t.live == nil {
 		return false
@@ -140,6 +148,10 @@ func (t *Tracker) evicted(ctx context.Context, ev evicted) {
 // An outcome that is not one of the [Outcome] constants is refused: it is
 // reported to otel.Handle as [ErrInvalidOutcome], the entry stays live, and
 // Finished returns false. ctx is passed to the instruments.
+//
+// The entry's activity span, if it has one, ends at at (never before its
+// start) with aion.activity.outcome and aion.activity.retry_count, status
+// Error for failed and timed_out, linked to the span in ctx.
 func (t *Tracker) Finished(ctx context.Context, key Key, outcome Outcome, at time.Time) bool {
 	if t == nil || t.live == nil {
 		return false
@@ -186,8 +198,8 @@ func seconds(from, to time.Time) float64 {
 // retry does not make it younger for eviction. A retry of a key that is not
 // live is a no-op returning false.
 //
-// at is accepted for symmetry with the other events and is not recorded
-// today. ctx is passed to the instrument.
+// The entry's activity span, if it has one, gets an aion.activity.retry event
+// at at. ctx is passed to the instrument.
 func (t *Tracker) Retried(ctx context.Context, key Key, at time.Time) bool {
 	if t == nil || t.live == nil {
 		return false
@@ -211,7 +223,9 @@ func (t *Tracker) Retried(ctx context.Context, key Key, at time.Time) bool {
 // each. It returns the number of entries settled. Other runs, including
 // other runs of the same workflow, are untouched. The cost grows with the
 // run's entries (the most it has held at once), not with the tracker's. An
-// empty namespace is "default". ctx is passed to the instruments.
+// empty namespace is "default". ctx is passed to the instruments, and the
+// entries' spans end at at as abandoned, linked to the span in ctx. The
+// run itself stays open: closing it is [Tracker.RunClosed].
 func (t *Tracker) AbandonRun(ctx context.Context, namespace string, workflowID eventstore.WorkflowID, runID eventstore.RunID, at time.Time) int {
 	if t == nil || t.live == nil {
 		return 0
