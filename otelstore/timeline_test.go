@@ -89,7 +89,7 @@ func TestTimelineFromHistory(t *testing.T) {
 	for _, kv := range act.Attributes() {
 		if v, ok := want[kv.Key]; ok {
 			if v != kv.Value {
-				t.Errorf("activity %s = %v, want %v", kv.Key, kv.Value.Emit(), v.Emit())
+				t.Errorf("activity %s = %v, want %v", kv.Key, kv.Value.String(), v.String())
 			}
 			delete(want, kv.Key)
 		}
@@ -137,7 +137,7 @@ func TestTimelineContinueAsNew(t *testing.T) {
 		t.Fatal("the two runs share a trace")
 	}
 	if v, _ := attrValue(a, otelstore.AttrRunID); v.AsString() != first.String() {
-		t.Errorf("first run span is of run %v, want %v", v.Emit(), first)
+		t.Errorf("first run span is of run %v, want %v", v.String(), first)
 	}
 	if links(a)["next_run"].TraceID() != b.SpanContext().TraceID() || !links(b)["previous_run"].Equal(a.SpanContext()) {
 		t.Errorf("links %v and %v do not chain the runs", links(a), links(b))

@@ -74,7 +74,7 @@ func attrOf(s sdktrace.ReadOnlySpan, k attribute.Key) (attribute.Value, bool) {
 func wantAttr(t *testing.T, s sdktrace.ReadOnlySpan, kv attribute.KeyValue) {
 	t.Helper()
 	if v, ok := attrOf(s, kv.Key); !ok || v != kv.Value {
-		t.Errorf("%s: %s = %v (set %v), want %v", s.Name(), kv.Key, v.Emit(), ok, kv.Value.Emit())
+		t.Errorf("%s: %s = %v (set %v), want %v", s.Name(), kv.Key, v.String(), ok, kv.Value.String())
 	}
 }
 
