@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/internal/catalog"
@@ -63,8 +64,11 @@ func benchKeys(wf eventstore.WorkflowID) []Key {
 	return keys
 }
 
-func benchTracker(b *testing.B) *Tracker {
-	tr, err := New(WithMeterProvider(benchProvider(b)))
+// benchTracker is a tracker on the SDK with the timeline off: the metric
+// benchmarks compare with the bare SDK calls (BenchmarkDispatchFinishTimeline
+// measures the spans).
+func benchTracker(b *testing.B, opts ...Option) *Tracker {
+	tr, err := New(append([]Option{WithMeterProvider(benchProvider(b)), WithTimelineSpans(false)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -106,6 +110,38 @@ func BenchmarkDispatchFinish(b *testing.B) {
 	}
 }
 
+// BenchmarkDispatchFinishTimeline: BenchmarkDispatchFinish with the
+// timeline off and on, its activity spans sampled (built, ended and dropped
+// by an SDK provider without processor) or not sampled.
+func BenchmarkDispatchFinishTimeline(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts func(b *testing.B) []Option
+	}{
+		{"off", func(*testing.B) []Option { return nil }},
+		{"sampled", func(b *testing.B) []Option { return timelineOn(b, sdktrace.AlwaysSample()) }},
+		{"unsampled", func(b *testing.B) []Option { return timelineOn(b, sdktrace.NeverSample()) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			tr := benchTracker(b, tc.opts(b)...)
+			keys := benchKeys(wfID(1))
+			ctx := context.Background()
+			i := warm(ctx, tr, keys)
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for ; b.Loop(); i++ {
+				dispatchFinish(ctx, tr, keys, i)
+			}
+		})
+	}
+}
+
+func timelineOn(b *testing.B, sampler sdktrace.Sampler) []Option {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return []Option{WithTracerProvider(tp), WithTimelineSpans(true)}
+}
+
 // BenchmarkDispatchFinishPositions: BenchmarkDispatchFinish with activity
 // IDs that only increase, as positions in a run do (BenchmarkDispatchFinish
 // reuses its keys, so an ID comes back while its run is still live), on the
@@ -119,7 +155,7 @@ func BenchmarkDispatchFinishPositions(b *testing.B) {
 		{"noop", func(*testing.B) metric.MeterProvider { return noop.NewMeterProvider() }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			tr, err := New(WithMeterProvider(tc.mp(b)))
+			tr, err := New(WithMeterProvider(tc.mp(b)), WithTimelineSpans(false))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -235,7 +271,7 @@ func BenchmarkBareSDKRecordsParallel(b *testing.B) {
 // BenchmarkDispatchEvict: every dispatch past a bound of 64 evicts the
 // oldest entry (the eviction path: a dispatch, a release, an evicted count).
 func BenchmarkDispatchEvict(b *testing.B) {
-	tr, err := New(WithMeterProvider(benchProvider(b)), WithMaxInFlight(64))
+	tr, err := New(WithMeterProvider(benchProvider(b)), WithMaxInFlight(64), WithTimelineSpans(false))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -281,7 +317,7 @@ func BenchmarkAbandonRun(b *testing.B) {
 // MeterProvider: the tracker's own cost (locks, map, lists, cache), without
 // any SDK work.
 func BenchmarkDispatchFinishNoop(b *testing.B) {
-	tr, err := New(WithMeterProvider(noop.NewMeterProvider()))
+	tr, err := New(WithMeterProvider(noop.NewMeterProvider()), WithTimelineSpans(false))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -86,17 +86,19 @@ func endActivity(ctx context.Context, t taken, outcome Outcome, at time.Time) {
 	if t.span == nil {
 		return
 	}
-	if t.span.IsRecording() {
-		t.span.SetAttributes(
-			catalog.ActivityOutcome.String(string(outcome)),
-			catalog.RetryCount.Int64(int64(t.retries)),
-		)
-		if outcome == OutcomeFailed || outcome == OutcomeTimedOut {
-			t.span.SetStatus(codes.Error, string(outcome))
-		}
-		if l, ok := callLink(ctx, linkSettled); ok {
-			t.span.AddLink(l)
-		}
+	if !t.span.IsRecording() {
+		t.span.End() // nothing is recorded: spare the options
+		return
+	}
+	t.span.SetAttributes(
+		catalog.ActivityOutcome.String(string(outcome)),
+		catalog.RetryCount.Int64(int64(t.retries)),
+	)
+	if outcome == OutcomeFailed || outcome == OutcomeTimedOut {
+		t.span.SetStatus(codes.Error, string(outcome))
+	}
+	if l, ok := callLink(ctx, linkSettled); ok {
+		t.span.AddLink(l)
 	}
 	t.span.End(trace.WithTimestamp(notBefore(at, t.at)))
 }
@@ -139,17 +141,19 @@ func endRun(ctx context.Context, o openRun, status eventstore.WorkflowStatus, ne
 	if o.span == nil {
 		return
 	}
-	if o.span.IsRecording() {
-		o.span.SetAttributes(catalog.WorkflowStatus.String(string(status)))
-		if status == eventstore.StatusFailed || status == eventstore.StatusTimedOut {
-			o.span.SetStatus(codes.Error, string(status))
-		}
-		if l, ok := callLink(ctx, linkClosed); ok {
-			o.span.AddLink(l)
-		}
-		if next.IsValid() {
-			o.span.AddLink(trace.Link{SpanContext: next, Attributes: linkNextRun})
-		}
+	if !o.span.IsRecording() {
+		o.span.End()
+		return
+	}
+	o.span.SetAttributes(catalog.WorkflowStatus.String(string(status)))
+	if status == eventstore.StatusFailed || status == eventstore.StatusTimedOut {
+		o.span.SetStatus(codes.Error, string(status))
+	}
+	if l, ok := callLink(ctx, linkClosed); ok {
+		o.span.AddLink(l)
+	}
+	if next.IsValid() {
+		o.span.AddLink(trace.Link{SpanContext: next, Attributes: linkNextRun})
 	}
 	o.span.End(trace.WithTimestamp(notBefore(at, o.at)))
 }
