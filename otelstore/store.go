@@ -63,8 +63,10 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // RecordedAt. Each links to the append spans that wrote its first and last
 // events (aion.timeline.link says which); a continue-as-new chain is one
 // trace per run, linked in order, each trace ID derived from the run (see
-// the pairing package). The tracker also records aion.workflow.duration and
-// the aion.activity.oldest_inflight_age gauge.
+// the pairing package). A reopened run gets no second run span: activities
+// dispatched after WorkflowReopened hang under the run's anchor, in its
+// trace. The tracker also records aion.workflow.duration and the
+// aion.activity.oldest_inflight_age gauge.
 //
 // History order: two appends to one workflow can be in flight together and
 // return in either order, so a committed batch is observed only once no
