@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -78,7 +80,13 @@ type genai struct {
 	evictedOpts  []metric.AddOption
 	base         []attribute.KeyValue // aion.namespace, then WithAttributes
 
-	providers, requestModels, responseModels, operations, tools *attrcache.Cache[string]
+	providers, requestModels, responseModels, operations *attrcache.Cache[string]
+	// tools maps a raw tool name to its recorded name and measurement
+	// options; usageOpts a usage's recorded names (a usageKey) to the
+	// options of its two points, for at most maxUsageSets combinations.
+	tools     *attrcache.Cache[*toolOpts]
+	usageOpts sync.Map // usageKey -> *[2]metric.MeasurementOption
+	usageSets atomic.Int64
 
 	seed    maphash.Seed
 	pending pendingCalls
@@ -110,14 +118,16 @@ func newGenAI(cfg *config, g genaiConfig, meter *instrument.Meter) *genai {
 		requestModels:  attrcache.New(limit, "", catalog.OtherType, same),
 		responseModels: attrcache.New(limit, "", catalog.OtherType, same),
 		operations:     attrcache.New(limit, catalog.GenAIOperationChat, catalog.OtherType, same),
-		tools:          attrcache.New(limit, catalog.UnknownType, catalog.OtherType, same),
-		seed:           maphash.MakeSeed(),
-		pending:        pendingCalls{limit: max(g.maxPending, 1), m: map[callKey]*list.Element{}},
-		content:        g.content,
-		namespace:      g.namespace,
-		spans:          g.spans,
-		now:            g.now,
-		handle:         cfg.handle,
+		tools: attrcache.New(limit, catalog.UnknownType, catalog.OtherType, func(name string) *toolOpts {
+			return newToolOpts(base, name)
+		}),
+		seed:      maphash.MakeSeed(),
+		pending:   pendingCalls{limit: max(g.maxPending, 1), m: map[callKey]*list.Element{}},
+		content:   g.content,
+		namespace: g.namespace,
+		spans:     g.spans,
+		now:       g.now,
+		handle:    cfg.handle,
 	}
 	if g.logs && g.loggerProvider != nil {
 		ga.logger = g.loggerProvider.Logger(ScopeName, log.WithInstrumentationVersion(version.Version),
@@ -196,34 +206,86 @@ func contentOf(c keyspace.Content) keyspace.Content {
 	return nil
 }
 
-// usageAttrs are the attributes of a usage, after the base ones: operation
-// and provider always (the conventions require them: an empty operation is
-// "chat", an empty provider "_unknown"), each model when known. Every name
-// is cleaned and bounded ("_other" past the limit).
-func (g *genai) usageAttrs(u keyspace.Usage) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, len(g.base)+5)
-	attrs = append(attrs, g.base...)
-	attrs = append(attrs,
-		catalog.GenAIOperationName.String(g.operations.Recorded(u.Operation)),
-		catalog.GenAIProviderName.String(g.providers.Recorded(u.Provider)))
+// maxUsageSets bounds the cached attribute sets of token usage: each name
+// is bounded on its own, but their combinations need not be; past it a
+// usage's sets are built per call.
+const maxUsageSets = 4096
+
+// usageKey is a usage's recorded names; a model is "" when not given.
+type usageKey struct {
+	operation, provider, requestModel, responseModel string
+}
+
+// usageKeyOf cleans and bounds a usage's names: the operation and provider
+// always (the conventions require them: an empty operation is "chat", an
+// empty provider "_unknown"), each model when given ("_other" past the
+// limit).
+func (g *genai) usageKeyOf(u keyspace.Usage) usageKey {
+	k := usageKey{operation: g.operations.Get(u.Operation), provider: g.providers.Get(u.Provider)}
 	if u.RequestModel != "" {
-		attrs = append(attrs, catalog.GenAIRequestModel.String(g.requestModels.Recorded(u.RequestModel)))
+		k.requestModel = g.requestModels.Get(u.RequestModel)
 	}
 	if u.ResponseModel != "" {
-		attrs = append(attrs, catalog.GenAIResponseModel.String(g.responseModels.Recorded(u.ResponseModel)))
+		k.responseModel = g.responseModels.Get(u.ResponseModel)
+	}
+	return k
+}
+
+// attrs are the GenAI attributes of a usage, without the base ones.
+func (k usageKey) attrs() []attribute.KeyValue {
+	attrs := []attribute.KeyValue{catalog.GenAIOperationName.String(k.operation), catalog.GenAIProviderName.String(k.provider)}
+	if k.requestModel != "" {
+		attrs = append(attrs, catalog.GenAIRequestModel.String(k.requestModel))
+	}
+	if k.responseModel != "" {
+		attrs = append(attrs, catalog.GenAIResponseModel.String(k.responseModel))
 	}
 	return attrs
 }
 
+// usageOptions returns the measurement options of a usage's input and
+// output points.
+func (g *genai) usageOptions(k usageKey) *[2]metric.MeasurementOption {
+	if v, ok := g.usageOpts.Load(k); ok {
+		return v.(*[2]metric.MeasurementOption)
+	}
+	attrs := append(append(slices.Clone(g.base), k.attrs()...), attribute.KeyValue{})
+	var opts [2]metric.MeasurementOption
+	for i, typ := range [2]string{catalog.GenAITokenInput, catalog.GenAITokenOutput} {
+		attrs[len(attrs)-1] = catalog.GenAITokenType.String(typ)
+		opts[i] = metric.WithAttributeSet(attribute.NewSet(attrs...))
+	}
+	if g.usageSets.Load() >= maxUsageSets {
+		return &opts
+	}
+	v, loaded := g.usageOpts.LoadOrStore(k, &opts)
+	if !loaded {
+		g.usageSets.Add(1)
+	}
+	return v.(*[2]metric.MeasurementOption)
+}
+
 func (g *genai) recordUsage(ctx context.Context, u keyspace.Usage) {
-	attrs := g.usageAttrs(u)
-	n := len(attrs)
-	for _, tok := range [2]struct {
-		typ string
-		n   uint64
-	}{{catalog.GenAITokenInput, u.InputTokens}, {catalog.GenAITokenOutput, u.OutputTokens}} {
-		attrs = append(attrs[:n], catalog.GenAITokenType.String(tok.typ))
-		g.tokens.Record(ctx, clampInt64(tok.n), metric.WithAttributeSet(attribute.NewSet(attrs...)))
+	opts := g.usageOptions(g.usageKeyOf(u))
+	g.tokens.Record(ctx, clampInt64(u.InputTokens), opts[0])
+	g.tokens.Record(ctx, clampInt64(u.OutputTokens), opts[1])
+}
+
+// toolOpts is a recorded tool name with the measurement options of its
+// calls that succeeded and failed.
+type toolOpts struct {
+	name       string
+	ok, failed metric.MeasurementOption
+}
+
+func newToolOpts(base []attribute.KeyValue, name string) *toolOpts {
+	attrs := append(slices.Clone(base),
+		catalog.GenAIOperationName.String(catalog.GenAIOperationExecuteTool),
+		catalog.GenAIToolName.String(name))
+	return &toolOpts{
+		name:   name,
+		ok:     metric.WithAttributeSet(attribute.NewSet(attrs...)),
+		failed: metric.WithAttributeSet(attribute.NewSet(append(attrs, catalog.ErrorType.String(catalog.OtherError))...)),
 	}
 }
 
@@ -239,7 +301,7 @@ func (g *genai) keyOf(ev *keyspace.ActivityEvent, callID string) callKey {
 }
 
 func (g *genai) callStarted(ev *keyspace.ActivityEvent, c keyspace.ToolCall) {
-	if n := g.pending.put(g.keyOf(ev, c.CallID), g.tools.Recorded(c.Name), ev.EmittedAt); n > 0 {
+	if n := g.pending.put(g.keyOf(ev, c.CallID), g.tools.Get(c.Name), ev.EmittedAt); n > 0 {
 		g.evicted.Add(context.Background(), int64(n), g.evictedOpts...)
 	}
 }
@@ -249,24 +311,19 @@ func (g *genai) callStarted(ev *keyspace.ActivityEvent, c keyspace.ToolCall) {
 // recorded tool name and whether the call was seen.
 func (g *genai) callEnded(ctx context.Context, ev *keyspace.ActivityEvent, r keyspace.ToolResult) (string, bool) {
 	call, seen := g.pending.take(g.keyOf(ev, r.CallID))
-	name := catalog.UnknownType
-	if seen {
-		name = call.name
+	tool := call.tool
+	if !seen {
+		tool = g.tools.Get("")
 	}
-	attrs := make([]attribute.KeyValue, 0, len(g.base)+3)
-	attrs = append(attrs, g.base...)
-	attrs = append(attrs,
-		catalog.GenAIOperationName.String(catalog.GenAIOperationExecuteTool),
-		catalog.GenAIToolName.String(name))
+	opt := tool.ok
 	if r.IsError {
-		attrs = append(attrs, catalog.ErrorType.String(catalog.OtherError))
+		opt = tool.failed
 	}
-	opt := metric.WithAttributeSet(attribute.NewSet(attrs...))
 	g.toolCalls.Add(ctx, 1, opt)
 	if seen && !call.at.IsZero() && !ev.EmittedAt.IsZero() && !ev.EmittedAt.Before(call.at) {
 		g.toolDuration.Record(ctx, ev.EmittedAt.Sub(call.at).Seconds(), opt)
 	}
-	return name, seen
+	return tool.name, seen
 }
 
 // pendingCalls remembers tool calls until their result, at most limit of
@@ -280,19 +337,19 @@ type pendingCalls struct {
 
 type pendingCall struct {
 	key  callKey
-	name string
+	tool *toolOpts
 	at   time.Time
 }
 
 // put remembers a call (a second call with the same key replaces the first)
 // and returns how many older calls it evicted.
-func (p *pendingCalls) put(key callKey, name string, at time.Time) (evicted int) {
+func (p *pendingCalls) put(key callKey, tool *toolOpts, at time.Time) (evicted int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if e, ok := p.m[key]; ok {
 		p.order.Remove(e)
 	}
-	p.m[key] = p.order.PushBack(&pendingCall{key: key, name: name, at: at})
+	p.m[key] = p.order.PushBack(&pendingCall{key: key, tool: tool, at: at})
 	for len(p.m) > p.limit {
 		oldest := p.order.Front()
 		delete(p.m, p.order.Remove(oldest).(*pendingCall).key)

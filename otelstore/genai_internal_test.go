@@ -3,15 +3,19 @@ package otelstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/log/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/pairing"
 )
 
 // TestPendingToolCallsBounded: past the bound the oldest pending call is
@@ -72,5 +76,29 @@ func TestPendingToolCallsBounded(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
+	}
+}
+
+type panickingSpans struct{}
+
+func (panickingSpans) ActivitySpanContext(pairing.Key) trace.SpanContext { panic("boom") }
+
+// TestGenAIPanicAfterCommitIsHandled: a panic inside the GenAI telemetry of
+// a committed batch (here a panicking ActivitySpanSource) goes to the error
+// handler; the caller gets the inner result.
+func TestGenAIPanicAfterCommitIsHandled(t *testing.T) {
+	var handled []error
+	ks, err := NewKeyspace(keyspace.NewMemory(), WithLoggerProvider(noop.NewLoggerProvider()), WithTranscriptLogs(true),
+		WithActivitySpans(panickingSpans{}), sharedFunc(func(c *config) { c.handle = func(err error) { handled = append(handled, err) } }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := keyspace.ActivityEvent{WorkflowID: eventstore.NewWorkflowID(), RunID: eventstore.NewRunID(), Content: keyspace.Message{Text: "x"}}
+	head, err := ks.AppendEvents(context.Background(), 0, []keyspace.ActivityEvent{ev})
+	if head != 1 || err != nil {
+		t.Fatalf("AppendEvents = %d, %v; want 1, nil", head, err)
+	}
+	if len(handled) != 1 || !strings.Contains(handled[0].Error(), "boom") {
+		t.Fatalf("handled %v, want the panic", handled)
 	}
 }

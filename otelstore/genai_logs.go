@@ -62,7 +62,7 @@ func (g *genai) emit(ctx context.Context, ev *keyspace.ActivityEvent, seq uint64
 		}
 	case keyspace.Usage:
 		name = catalog.EventUsage
-		attrs = append(attrs, g.usageAttrs(c)[len(g.base):]...)
+		attrs = append(attrs, g.usageKeyOf(c).attrs()...)
 		attrs = append(attrs,
 			catalog.GenAIUsageInput.Int64(clampInt64(c.InputTokens)),
 			catalog.GenAIUsageOutput.Int64(clampInt64(c.OutputTokens)))

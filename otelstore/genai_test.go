@@ -639,3 +639,48 @@ func TestGenAIKeysAreReserved(t *testing.T) {
 		})
 	}
 }
+
+// TestGenAILogValuesExportable puts hostile strings (invalid UTF-8, NUL,
+// huge) in every field with content capture on: every string of every
+// record is valid UTF-8, content is cut to MaxContentLen and every other
+// value to 256 bytes.
+func TestGenAILogValuesExportable(t *testing.T) {
+	h := newHarness(t)
+	lp, logs := newLogs(t)
+	ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp),
+		otelstore.WithTranscriptLogs(true), otelstore.WithContentCapture(true))
+	wf, run := ids()
+	bad := "x\xff\x00\xc3" + strings.Repeat("ü", otelstore.MaxContentLen)
+	events := agentEvents(wf, run,
+		keyspace.Message{Role: bad, Text: bad},
+		keyspace.ToolCall{CallID: bad, Name: bad, Arguments: bad},
+		keyspace.ToolResult{CallID: bad, Output: bad, IsError: true},
+		keyspace.Status{State: bad, Detail: bad},
+		keyspace.Usage{Provider: bad, RequestModel: bad, ResponseModel: bad, Operation: bad},
+	)
+	for i := range events {
+		events[i].AgentID, events[i].AgentRole = bad, bad
+	}
+	if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
+		t.Fatal(err)
+	}
+	recs := logs.records()
+	if len(recs) != len(events) {
+		t.Fatalf("%d records, want %d", len(recs), len(events))
+	}
+	long := 0
+	for _, r := range recs {
+		for _, s := range recordStrings(r) {
+			if !utf8.ValidString(s) || len(s) > otelstore.MaxContentLen {
+				t.Fatalf("%s: a string of %d bytes, valid UTF-8 %v", r.EventName(), len(s), utf8.ValidString(s))
+			}
+			if len(s) > 256 {
+				long++
+			}
+		}
+	}
+	// The content fields: message text, arguments, output, state, detail.
+	if long != 5 {
+		t.Errorf("%d strings longer than 256 bytes, want the 5 content fields only", long)
+	}
+}
