@@ -114,6 +114,9 @@ func runFor(t *testing.T, d time.Duration, cfg Config) (observed, map[string]int
 		srv.Run(ctx)
 		o, stats, spans = collect(t, reader), srv.Stats(), rec.Ended()
 		o.committed, o.logs = srv.Tokens(), int(logs.n.Load())
+		if n := logs.untraced.Load(); n > 0 {
+			t.Errorf("%d log records in no trace", n)
+		}
 	})
 	return o, stats, spans
 }
@@ -198,11 +201,17 @@ func checkGenAI(t *testing.T, o observed, stats map[string]int64) {
 	}
 }
 
-// countingExporter counts the log records exported.
-type countingExporter struct{ n atomic.Int64 }
+// countingExporter counts the log records exported, and those outside any
+// trace.
+type countingExporter struct{ n, untraced atomic.Int64 }
 
 func (c *countingExporter) Export(_ context.Context, recs []sdklog.Record) error {
 	c.n.Add(int64(len(recs)))
+	for _, r := range recs {
+		if !r.TraceID().IsValid() {
+			c.untraced.Add(1)
+		}
+	}
 	return nil
 }
 func (c *countingExporter) Shutdown(context.Context) error   { return nil }
