@@ -23,8 +23,8 @@ import (
 // aion.store.event_count. Results and errors are inner's, unchanged; Unwrap
 // on the result returns inner. It takes the options that concern it
 // ([KeyspaceOption]: the providers, the span filter, the extra attributes,
-// the db.system.name, the conflict status and the error classifier), and
-// fails for a nil inner store ([ErrNilStore]) or an option it cannot honour
+// the db.system.name, the conflict status and the error classifier, and
+// the GenAI ones below), and fails for a nil inner store ([ErrNilStore]) or an option it cannot honour
 // ([ErrInvalidOption]).
 //
 // # GenAI telemetry
@@ -47,7 +47,8 @@ import (
 //     gen_ai.operation.name execute_tool and, for IsError, error.type
 //     _OTHER; and, when its ToolCall (same stream and CallID) was seen, a
 //     gen_ai.client.operation.duration point of the time between their
-//     EmittedAt. At most [DefaultMaxPendingToolCalls] calls wait for their
+//     EmittedAt (no gen_ai.provider.name: the agent runs a tool, not a
+//     provider). At most [DefaultMaxPendingToolCalls] calls wait for their
 //     result; past it the oldest is forgotten and counted on
 //     aion.gen_ai.tool.pairing.evicted. A call whose result never commits
 //     is not counted.

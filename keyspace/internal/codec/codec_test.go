@@ -324,7 +324,12 @@ func TestDecodeEventRefusesBadValues(t *testing.T) {
 func FuzzDecodeEvent(f *testing.F) {
 	golden, _ := hex.DecodeString(goldenHex)
 	f.Add(golden)
-	for _, c := range []keyspace.Content{nil, keyspace.Message{Text: "x"}, keyspace.ToolCall{Name: "n"}, keyspace.Status{}, keyspace.Usage{InputTokens: 1 << 40}} {
+	for _, line := range []string{goldenUsageHex, "01076167656e742d3709617373697374616e74b287c4e30c959aef3a0003555443ac02057573616765ac0205"} {
+		b, _ := hex.DecodeString(line)
+		f.Add(b)
+	}
+	for _, c := range []keyspace.Content{nil, keyspace.Message{Text: "x"}, keyspace.ToolCall{Name: "n"}, keyspace.Status{}, keyspace.Usage{InputTokens: 1 << 40},
+		keyspace.Usage{Provider: "p", RequestModel: "m\xff", ResponseModel: "r", Operation: "chat"}} {
 		b, err := AppendEvent(nil, &keyspace.ActivityEvent{AgentID: "a", EmittedAt: time.Unix(1, 2), Content: c})
 		if err != nil {
 			f.Fatal(err)
