@@ -110,10 +110,30 @@ type Status struct {
 	Detail string
 }
 
-// Usage reports tokens consumed.
+// Usage reports the tokens one model call consumed, and which model and
+// provider served it: what the GenAI semantic conventions'
+// gen_ai.client.token.usage needs (package otelstore records it).
+//
+// The names are free text as the agent reports them; any of them may be
+// empty when unknown. Every store keeps them exactly as given (records
+// written before these fields existed read back with them empty); telemetry
+// cleans and bounds them before recording (see otelstore.NewKeyspace).
 type Usage struct {
 	InputTokens  uint64
 	OutputTokens uint64
+	// Provider is the GenAI provider as the conventions'
+	// gen_ai.provider.name names it: "openai", "anthropic", "aws.bedrock",
+	// "gcp.vertex_ai" and so on.
+	Provider string
+	// RequestModel is the model the call asked for (gen_ai.request.model);
+	// ResponseModel the one that answered (gen_ai.response.model), when the
+	// provider says.
+	RequestModel  string
+	ResponseModel string
+	// Operation is the conventions' gen_ai.operation.name of the call:
+	// "chat", "text_completion", "generate_content", "embeddings" and so
+	// on. Empty means "chat", the operation of an agent's turn.
+	Operation string
 }
 
 func (Message) ContentKind() string    { return "message" }

@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -315,4 +316,80 @@ func WithDBSystem(name string) SharedOption {
 // aion.store.found_seq. The duration point has error.type either way.
 func WithConflictAsError(asError bool) SharedOption {
 	return sharedFunc(func(c *config) { c.conflictError = asError })
+}
+
+// ActivitySpanSource gives the span context of an activity's live span, so
+// that [NewKeyspace]'s log records join the activity's trace. It returns an
+// invalid span context when it holds no span for the key. A
+// *pairing.Tracker that tracks activity spans is one; the source must be
+// safe for concurrent use.
+type ActivitySpanSource interface {
+	ActivitySpanContext(key pairing.Key) trace.SpanContext
+}
+
+// genaiFunc is a KeyspaceOption that sets only what the GenAI telemetry of
+// [NewKeyspace] reads.
+type genaiFunc func(*genaiConfig)
+
+func (genaiFunc) applyKeyspace(*config)       {}
+func (f genaiFunc) applyGenAI(g *genaiConfig) { f(g) }
+
+// WithLoggerProvider sets the LoggerProvider the transcript log records
+// ([WithTranscriptLogs]) are emitted through. Without it, or given nil, the
+// global provider (otel.GetLoggerProvider) is used. It emits
+// nothing by itself: log records are off until WithTranscriptLogs(true).
+func WithLoggerProvider(lp log.LoggerProvider) KeyspaceOption {
+	return genaiFunc(func(g *genaiConfig) {
+		if lp != nil {
+			g.loggerProvider = lp
+		}
+	})
+}
+
+// WithTranscriptLogs turns on one log record per committed transcript
+// event, named and shaped by the GenAI conventions (see [NewKeyspace]).
+// Without it, or given false, no log record is emitted. Records carry no
+// content unless [WithContentCapture] is on too.
+func WithTranscriptLogs(enabled bool) KeyspaceOption {
+	return genaiFunc(func(g *genaiConfig) { g.logs = enabled })
+}
+
+// WithContentCapture lets transcript content into the log records: message
+// text, tool arguments and output, status state and detail (each made valid
+// UTF-8 and cut to [MaxContentLen] bytes). It is the conventions'
+// content-capture setting (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
+// in instrumentations that read the environment; a program may map that
+// variable onto this option). Without it, or given false, no content leaves
+// the process: not in log records, spans or metrics. Content never goes
+// into spans or metrics, with it or without.
+func WithContentCapture(enabled bool) KeyspaceOption {
+	return genaiFunc(func(g *genaiConfig) { g.content = enabled })
+}
+
+// WithKeyspaceNamespace sets the namespace of the runs whose transcripts
+// the keyspace holds: the aion.namespace attribute of the GenAI metrics and
+// log records, and the namespace of the activity keys asked of
+// [WithActivitySpans] and of the run's trace anchor. Invalid UTF-8 is
+// replaced by U+FFFD and the value is cut to 256 bytes. Without it, or
+// given "", the namespace is "default". The keyspace call metrics carry no
+// namespace either way.
+func WithKeyspaceNamespace(namespace string) KeyspaceOption {
+	return genaiFunc(func(g *genaiConfig) {
+		if namespace != "" {
+			g.namespace = namespace
+		}
+	})
+}
+
+// WithActivitySpans sets where the log records find the live span of the
+// activity whose transcript they belong to, to be emitted in its context.
+// Without it, or given nil, or when the source has no span for the
+// activity, a record is emitted in the context of its run's derived trace
+// anchor (the trace the run span is in), so it is still in the run's trace.
+func WithActivitySpans(src ActivitySpanSource) KeyspaceOption {
+	return genaiFunc(func(g *genaiConfig) {
+		if !guard.IsNil(src) {
+			g.spans = src
+		}
+	})
 }

@@ -23,9 +23,53 @@ import (
 // aion.store.event_count. Results and errors are inner's, unchanged; Unwrap
 // on the result returns inner. It takes the options that concern it
 // ([KeyspaceOption]: the providers, the span filter, the extra attributes,
-// the db.system.name, the conflict status and the error classifier), and
-// fails for a nil inner store ([ErrNilStore]) or an option it cannot honour
+// the db.system.name, the conflict status and the error classifier, and
+// the GenAI ones below), and fails for a nil inner store ([ErrNilStore]) or an option it cannot honour
 // ([ErrInvalidOption]).
+//
+// # GenAI telemetry
+//
+// The events of every committed AppendEvents (never those of a refused,
+// conflicting or failed call: wrapped by a [keyspace.Sequencer], as the
+// README wires it, the decorator sees only what the Sequencer commits, so a
+// re-delivery it drops records nothing) become GenAI telemetry by the
+// OpenTelemetry GenAI conventions, on by default:
+//
+//   - a [keyspace.Usage]: two gen_ai.client.token.usage points (an int64
+//     histogram, {token}, the conventions' advised boundaries), one per
+//     gen_ai.token.type (input, output), with gen_ai.operation.name (the
+//     Usage's Operation, "chat" when empty), gen_ai.provider.name ("_unknown"
+//     when empty: the conventions require both), gen_ai.request.model and
+//     gen_ai.response.model when given, aion.namespace
+//     ([WithKeyspaceNamespace]) and the [WithAttributes] attributes;
+//   - a [keyspace.ToolResult]: one aion.gen_ai.tool.calls, by gen_ai.tool.name
+//     (its ToolCall's, "_unknown" when that call was not seen here) with
+//     gen_ai.operation.name execute_tool and, for IsError, error.type
+//     _OTHER; and, when its ToolCall (same stream and CallID) was seen, a
+//     gen_ai.client.operation.duration point of the time between their
+//     EmittedAt (no gen_ai.provider.name: the agent runs a tool, not a
+//     provider). At most [DefaultMaxPendingToolCalls] calls wait for their
+//     result; past it the oldest is forgotten and counted on
+//     aion.gen_ai.tool.pairing.evicted. A call whose result never commits
+//     is not counted.
+//
+// Names (provider, models, operation, tool) are made valid UTF-8 and cut to
+// 256 bytes; past 512 distinct values of one key, further ones are recorded
+// as "_other". Ephemeral events are not transcript entries and record
+// nothing.
+//
+// With [WithTranscriptLogs], every committed event with a content also
+// becomes one log record (severity INFO, timestamp its EmittedAt), named as
+// the conventions' per-message events: a Message gen_ai.user.message,
+// gen_ai.system.message, gen_ai.tool.message or gen_ai.assistant.message by
+// its role; a ToolCall gen_ai.assistant.message with its call in the body's
+// tool_calls; a ToolResult gen_ai.tool.message; a Usage aion.gen_ai.usage
+// (gen_ai.usage.input_tokens and output_tokens); a Status aion.gen_ai.status.
+// Records carry the stream's coordinates, store seq, gen_ai.agent.id and
+// aion.agent.role, and are emitted in the context of the activity's live
+// span ([WithActivitySpans]) or else its run's trace anchor. Message text,
+// tool arguments and output and status text are in the body only with
+// [WithContentCapture]; spans and metrics never carry them.
 func NewKeyspace(inner keyspace.Store, opts ...KeyspaceOption) (keyspace.Store, error) {
 	cfg, err := buildConfig(inner, opts, KeyspaceOption.applyKeyspace, catalog.DefaultKeyspaceSystem)
 	if err != nil {
@@ -34,6 +78,7 @@ func NewKeyspace(inner keyspace.Store, opts ...KeyspaceOption) (keyspace.Store, 
 	meter := newMeter(cfg)
 	return &keyspaceStore{
 		inner: inner,
+		genai: newGenAI(cfg, newGenAIConfig(opts), meter),
 		t:     newTelemetry(cfg, meter, firstKeyspaceOp, numOps, catalog.KeyspaceOperationDuration, "Duration of transcript keyspace calls."),
 		batchSize: meter.Int64Histogram(catalog.KeyspaceAppendBatchSize, catalog.UnitEvent,
 			"Events per committed keyspace append.", catalog.BatchSizeBoundaries),
@@ -43,6 +88,7 @@ func NewKeyspace(inner keyspace.Store, opts ...KeyspaceOption) (keyspace.Store, 
 
 type keyspaceStore struct {
 	inner     keyspace.Store
+	genai     *genai
 	t         *telemetry
 	batchSize metric.Int64Histogram
 	batchOpts []metric.RecordOption
@@ -71,6 +117,7 @@ func (k *keyspaceStore) AppendEvents(ctx context.Context, expectedSeq uint64, ev
 	c.finish(err)
 	if err == nil && len(events) > 0 {
 		k.batchSize.Record(c.ctx, int64(len(events)), k.batchOpts...)
+		k.genai.observe(c.ctx, expectedSeq, events)
 	}
 	return head, err
 }

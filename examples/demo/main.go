@@ -3,7 +3,10 @@
 // closed by every status, reopened, signals, schedules, activities by every
 // outcome, retries, the in-flight gauge, pairing evictions, store and
 // keyspace call durations, including real sequence conflicts between racing
-// writers of one workflow, the outbox wake and agent transcripts.
+// writers of one workflow, the outbox wake and agent transcripts, with their
+// GenAI telemetry: token usage by model, tool calls and their failures, and
+// one log record per transcript event (without content: set
+// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true to capture it).
 //
 //	go run ./examples/demo                           # Prometheus at 127.0.0.1:9464/metrics, until Ctrl-C
 //	go run ./examples/demo -exporter otlp            # OTLP to a Collector (collector-config.yaml)
@@ -29,16 +32,16 @@
 //
 // Exporters are built by go.opentelemetry.io/contrib/exporters/autoexport, so
 // the standard variables apply: OTEL_METRICS_EXPORTER, OTEL_TRACES_EXPORTER,
-// OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf by default, or grpc),
+// OTEL_LOGS_EXPORTER, OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf by default, or grpc),
 // OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_EXPORTER_OTLP_* variables
 // (when none of the endpoint or insecure ones is set, OTLP goes without TLS
 // to the Collector of collector-config.yaml on 127.0.0.1: port 4318 for
 // http/protobuf, 4317 for grpc),
 // OTEL_METRIC_EXPORT_INTERVAL (the demo's default is 5000 ms, not the SDK's
-// 60 s). -exporter, when given, sets OTEL_METRICS_EXPORTER and
-// OTEL_TRACES_EXPORTER (prometheus: metrics only; stdout: console). Without
-// -exporter the variables decide, metrics defaulting to prometheus and spans
-// to none. -listen sets OTEL_EXPORTER_PROMETHEUS_HOST and _PORT, unless they
+// 60 s). -exporter, when given, sets OTEL_METRICS_EXPORTER,
+// OTEL_TRACES_EXPORTER and OTEL_LOGS_EXPORTER (prometheus: metrics only;
+// stdout: console). Without -exporter the variables decide, metrics
+// defaulting to prometheus, spans and log records to none. -listen sets OTEL_EXPORTER_PROMETHEUS_HOST and _PORT, unless they
 // are set and -listen is not given. The resource has service.name
 // (OTEL_SERVICE_NAME, default aionotel-demo), service.version,
 // service.instance.id (a fresh UUID unless OTEL_RESOURCE_ATTRIBUTES gives one)
@@ -47,7 +50,10 @@
 // # Running and stopping
 //
 // A progress line shows the counts every second (a plain line every 10 s when
-// stdout is not a terminal); a summary is printed at the end. -duration, or
+// stdout is not a terminal); a summary is printed at the end, after it one
+// line per request model and token type of the tokens the transcripts
+// committed ("demo: gen_ai tokens model=M type=input|output total=N", what
+// gen_ai.client.token.usage sums to). -duration, or
 // the first SIGINT/SIGTERM, stops starting workflows and drains; a second
 // signal exits at once. The whole shutdown is bounded: the drain, then at most
 // 3 s for the exporters' final flush. What could not be flushed is printed
@@ -205,7 +211,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "demo:", err)
 		return 1
 	}
-	srv, err := sim.New(sim.Config{MeterProvider: tel.Meter, TracerProvider: tel.Tracer, Keyspace: keys, KeyspaceSystem: dbSystem(o.keyspace),
+	// Log records on, content capture off unless the conventions' variable
+	// asks for it.
+	capture := os.Getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") == "true"
+	srv, err := sim.New(sim.Config{MeterProvider: tel.Meter, TracerProvider: tel.Tracer, LoggerProvider: tel.Logger,
+		ContentCapture: capture, Keyspace: keys, KeyspaceSystem: dbSystem(o.keyspace),
 		Rate: o.rate, Workers: o.workers, MaxInFlight: o.maxInFlight, Seed: o.seed, Drain: o.drain, Retention: o.retention})
 	if err != nil {
 		fmt.Fprintln(stderr, "demo:", err)
@@ -235,6 +245,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, name := range sim.StatNames(stats) {
 		fmt.Fprintf(stdout, "  %-32s %d\n", name, stats[name])
 	}
+	for _, tok := range srv.Tokens() {
+		fmt.Fprintf(stdout, "demo: gen_ai tokens model=%s type=%s total=%d\n", tok.Model, tok.Type, tok.Total)
+	}
 	flushCtx, stopFlush := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer stopFlush()
 	for _, warning := range tel.Shutdown(flushCtx) {
@@ -253,6 +266,7 @@ func configureEnv(o options, set map[string]bool) {
 	}
 	setenv("OTEL_METRICS_EXPORTER", names[0], set["exporter"])
 	setenv("OTEL_TRACES_EXPORTER", names[1], set["exporter"])
+	setenv("OTEL_LOGS_EXPORTER", names[2], set["exporter"])
 	setenv("OTEL_METRIC_EXPORT_INTERVAL", "5000", false)
 	host, port, _ := net.SplitHostPort(o.listen)
 	force := set["listen"] || os.Getenv("OTEL_EXPORTER_PROMETHEUS_HOST") == "" && os.Getenv("OTEL_EXPORTER_PROMETHEUS_PORT") == ""
@@ -260,9 +274,10 @@ func configureEnv(o options, set map[string]bool) {
 	setenv("OTEL_EXPORTER_PROMETHEUS_PORT", port, force)
 	// OTLP defaults to the Collector of collector-config.yaml on loopback,
 	// without TLS, unless an endpoint or TLS setting says otherwise.
-	if names[0] == "otlp" || names[1] == "otlp" || os.Getenv("OTEL_METRICS_EXPORTER") == "otlp" || os.Getenv("OTEL_TRACES_EXPORTER") == "otlp" {
+	if names[0] == "otlp" || names[1] == "otlp" || names[2] == "otlp" || os.Getenv("OTEL_METRICS_EXPORTER") == "otlp" ||
+		os.Getenv("OTEL_TRACES_EXPORTER") == "otlp" || os.Getenv("OTEL_LOGS_EXPORTER") == "otlp" {
 		for _, key := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_INSECURE"} {
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_INSECURE"} {
 			if os.Getenv(key) != "" {
 				return
 			}

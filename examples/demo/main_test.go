@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +23,8 @@ func isolateEnv(t *testing.T, kv ...string) {
 	for _, k := range []string{"OTEL_METRICS_EXPORTER", "OTEL_TRACES_EXPORTER", "OTEL_METRIC_EXPORT_INTERVAL",
 		"OTEL_EXPORTER_PROMETHEUS_HOST", "OTEL_EXPORTER_PROMETHEUS_PORT", "OTEL_EXPORTER_OTLP_ENDPOINT",
 		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES",
-		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_INSECURE"} {
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_INSECURE",
+		"OTEL_LOGS_EXPORTER", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"} {
 		t.Setenv(k, "")
 	}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -222,7 +224,40 @@ func TestOTLPHTTPProtobuf(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if got["/v1/metrics"] == 0 || got["/v1/traces"] == 0 {
-		t.Errorf("protobuf posts by path = %v, want /v1/metrics and /v1/traces", got)
+	if got["/v1/metrics"] == 0 || got["/v1/traces"] == 0 || got["/v1/logs"] == 0 {
+		t.Errorf("protobuf posts by path = %v, want /v1/metrics, /v1/traces and /v1/logs", got)
+	}
+}
+
+// tokenLine is the format of the token totals the pipeline's end-to-end
+// test parses; it must not change.
+var tokenLine = regexp.MustCompile(`^demo: gen_ai tokens model=(\S+) type=(input|output) total=([0-9]+)$`)
+
+// TestPrintsTokenTotals checks that the demo ends with one line per request
+// model and token type of the tokens it committed, in the exact format the
+// pipeline test reads.
+func TestPrintsTokenTotals(t *testing.T) {
+	isolateEnv(t)
+	code, stdout, stderr := runBounded(t, 20*time.Second, "-exporter", "none", "-duration", "1s", "-drain", "300ms")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(stdout, "\n") {
+		if !strings.HasPrefix(line, "demo: gen_ai tokens") {
+			continue
+		}
+		m := tokenLine.FindStringSubmatch(line)
+		if m == nil {
+			t.Errorf("token line %q is not in the format %s", line, tokenLine)
+			continue
+		}
+		if seen[m[1]+" "+m[2]] || m[3] == "0" {
+			t.Errorf("token line %q repeats a model and type, or counts nothing", line)
+		}
+		seen[m[1]+" "+m[2]] = true
+	}
+	if len(seen) == 0 || len(seen)%2 != 0 {
+		t.Errorf("token lines for %v, want input and output of each model:\n%s", seen, stdout)
 	}
 }

@@ -35,8 +35,10 @@ const LayoutVersion byte = 1
 // kept); a pointer content (*keyspace.Message and so on) is read back as the
 // value type. Ephemeral, StoreSeq and Persisted are not stored: ephemeral
 // events are refused, the other two are set from the key on reading.
-// Reading a value of any other version fails with [ErrCorruptRecord] naming
-// the version.
+// Version 2 added a usage's provider, request model, response model and
+// operation; a value of version 1 is still read (a usage then has them
+// empty), so existing data needs no migration. Reading a value of any
+// other version fails with [ErrCorruptRecord] naming the version.
 const FormatVersion = codec.Version
 
 // Bucket names. Records live in dataBucket under keys starting with

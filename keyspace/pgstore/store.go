@@ -23,8 +23,10 @@ import (
 // kind's fields. It is bytea rather than jsonb so every string is kept
 // exactly: jsonb refuses NUL characters, and JSON text cannot carry invalid
 // UTF-8.
-// Reading a payload of any other version fails with [ErrCorruptRecord]
-// naming the version.
+// Version 2 added a usage's provider, request model, response model and
+// operation; a payload of version 1 is still read (a usage then has them
+// empty), so existing data needs no migration. Reading a payload of any
+// other version fails with [ErrCorruptRecord] naming the version.
 const FormatVersion = codec.Version
 
 // Store is a [keyspace.Store] in a PostgreSQL table. Every AppendEvents is

@@ -11,9 +11,15 @@ import (
 )
 
 // Version is the format version this package writes, stored as the first
-// byte of every encoding. [DecodeEvent] refuses any other version with an
-// error naming it.
-const Version byte = 1
+// byte of every encoding. [DecodeEvent] reads it and every older version
+// (from [OldestVersion]), and refuses any other with an error naming it.
+//
+// Version 2 added the provider, request model, response model and
+// operation of a usage content; a version 1 usage decodes with them empty.
+const Version byte = 2
+
+// OldestVersion is the oldest format version [DecodeEvent] still reads.
+const OldestVersion byte = 1
 
 // ErrCorrupt is wrapped by every error of [DecodeEvent]: the bytes are not an
 // encoding this package reads (see the package documentation).
@@ -116,7 +122,11 @@ func appendStatus(dst []byte, c keyspace.Status) []byte {
 func appendUsage(dst []byte, c keyspace.Usage) []byte {
 	dst = appendString(dst, kindUsage)
 	dst = binary.AppendUvarint(dst, c.InputTokens)
-	return binary.AppendUvarint(dst, c.OutputTokens)
+	dst = binary.AppendUvarint(dst, c.OutputTokens)
+	dst = appendString(dst, c.Provider)
+	dst = appendString(dst, c.RequestModel)
+	dst = appendString(dst, c.ResponseModel)
+	return appendString(dst, c.Operation)
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -146,8 +156,9 @@ func DecodeEvent(b []byte) (keyspace.ActivityEvent, error) {
 	if len(b) == 0 {
 		return ev, fmt.Errorf("%w: empty value", ErrCorrupt)
 	}
-	if b[0] != Version {
-		return ev, fmt.Errorf("%w: format version %d is not supported (this build reads version %d)", ErrCorrupt, b[0], Version)
+	version := b[0]
+	if version < OldestVersion || version > Version {
+		return ev, fmt.Errorf("%w: format version %d is not supported (this build reads versions %d to %d)", ErrCorrupt, version, OldestVersion, Version)
 	}
 	d := decoder{b: b[1:]}
 	ev.AgentID = d.string("agent id")
@@ -165,7 +176,14 @@ func DecodeEvent(b []byte) (keyspace.ActivityEvent, error) {
 	case kindStatus:
 		ev.Content = keyspace.Status{State: d.string("status state"), Detail: d.string("status detail")}
 	case kindUsage:
-		ev.Content = keyspace.Usage{InputTokens: d.uvarint("usage input tokens"), OutputTokens: d.uvarint("usage output tokens")}
+		u := keyspace.Usage{InputTokens: d.uvarint("usage input tokens"), OutputTokens: d.uvarint("usage output tokens")}
+		if version >= 2 {
+			u.Provider = d.string("usage provider")
+			u.RequestModel = d.string("usage request model")
+			u.ResponseModel = d.string("usage response model")
+			u.Operation = d.string("usage operation")
+		}
+		ev.Content = u
 	default:
 		if d.err == nil {
 			d.err = fmt.Errorf("unknown content kind %q", kind)

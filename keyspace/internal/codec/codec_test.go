@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -45,6 +47,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{"tool-result-ok", keyspace.ActivityEvent{EmittedAt: at, Content: keyspace.ToolResult{CallID: "c1", Output: "fine"}}},
 		{"status", keyspace.ActivityEvent{EmittedAt: at, Content: keyspace.Status{State: "thinking", Detail: "step 2"}}},
 		{"usage-max", keyspace.ActivityEvent{EmittedAt: at, WorkerSeq: math.MaxUint64, Content: keyspace.Usage{InputTokens: math.MaxUint64, OutputTokens: 0}}},
+		{"usage-models", keyspace.ActivityEvent{EmittedAt: at, Content: keyspace.Usage{InputTokens: 1, OutputTokens: 2, Provider: "anthropic", RequestModel: "claude\xff\x00", ResponseModel: strings.Repeat("m", 1000), Operation: "chat"}}},
 		{"pointer-message", keyspace.ActivityEvent{EmittedAt: at, Content: &keyspace.Message{Role: "r", Text: "t"}}},
 		{"pointer-tool-call", keyspace.ActivityEvent{EmittedAt: at, Content: &keyspace.ToolCall{CallID: "c", Name: "n", Arguments: "a"}}},
 		{"pointer-tool-result", keyspace.ActivityEvent{EmittedAt: at, Content: &keyspace.ToolResult{CallID: "c", IsError: true}}},
@@ -103,10 +106,10 @@ func TestCodecZeroTimeDecodesToTheZeroTime(t *testing.T) {
 	}
 }
 
-// goldenEvent and goldenHex pin format version 1 byte for byte. Both
+// goldenEvent and goldenHex pin format version 2 byte for byte. Both
 // backends (boltstore and pgstore) store these bytes, so a record can move
 // between them, and a change here is a format change that needs a new
-// Version.
+// Version. The version 1 bytes are pinned by testdata/v1-records.txt.
 var goldenEvent = keyspace.ActivityEvent{
 	AgentID:   "agent-7",
 	AgentRole: "assistant",
@@ -115,7 +118,7 @@ var goldenEvent = keyspace.ActivityEvent{
 	Content:   keyspace.ToolResult{CallID: "call-1", Output: "ok", IsError: true},
 }
 
-const goldenHex = "01" + // version
+const goldenHex = "02" + // version
 	"07" + "6167656e742d37" + // agent id "agent-7"
 	"09" + "617373697374616e74" + // agent role "assistant"
 	"f296c3e30c" + // varint Unix seconds 1714972089
@@ -127,6 +130,96 @@ const goldenHex = "01" + // version
 	"06" + "63616c6c2d31" + // call id "call-1"
 	"02" + "6f6b" + // output "ok"
 	"01" // is error
+
+// goldenUsage and goldenUsageHex pin the version 2 usage content.
+var goldenUsage = keyspace.ActivityEvent{
+	EmittedAt: time.Unix(0, 0).UTC(),
+	Content:   keyspace.Usage{InputTokens: 300, OutputTokens: 5, Provider: "openai", RequestModel: "gpt-4o", ResponseModel: "gpt-4o-1", Operation: "chat"},
+}
+
+const goldenUsageHex = "02" + // version
+	"00" + "00" + // agent id, agent role ""
+	"00" + "00" + "00" + "03" + "555443" + // Unix seconds 0, nanoseconds 0, offset 0, zone "UTC"
+	"00" + // worker seq 0
+	"05" + "7573616765" + // kind "usage"
+	"ac02" + "05" + // input tokens 300, output tokens 5
+	"06" + "6f70656e6169" + // provider "openai"
+	"06" + "6770742d346f" + // request model "gpt-4o"
+	"08" + "6770742d346f2d31" + // response model "gpt-4o-1"
+	"04" + "63686174" // operation "chat"
+
+func TestCodecGoldenUsage(t *testing.T) {
+	b, err := AppendEvent(nil, &goldenUsage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hex.EncodeToString(b); got != goldenUsageHex {
+		t.Fatalf("encoding of the golden usage\n got %s\nwant %s", got, goldenUsageHex)
+	}
+	raw, _ := hex.DecodeString(goldenUsageHex)
+	ev, err := DecodeEvent(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Content != goldenUsage.Content {
+		t.Fatalf("decoded golden usage = %#v, want %#v", ev.Content, goldenUsage.Content)
+	}
+}
+
+// TestCodecReadsVersion1 decodes records written by the version 1 encoder
+// (testdata/v1-records.txt: one per content kind, as a version 1 build
+// stored them) and checks each is what was written, a usage with its
+// version 2 fields empty. A record stored before the format change must
+// stay readable in place.
+func TestCodecReadsVersion1(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "v1-records.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]keyspace.Content{
+		"message":     keyspace.Message{Role: "user", Text: "hello"},
+		"tool_call":   keyspace.ToolCall{CallID: "c1", Name: "search", Arguments: `{"q":"x"}`},
+		"tool_result": keyspace.ToolResult{CallID: "call-1", Output: "ok", IsError: true},
+		"status":      keyspace.Status{State: "thinking", Detail: "step 2"},
+		"usage":       keyspace.Usage{InputTokens: 300, OutputTokens: 5},
+		"nil":         nil,
+	}
+	seen := 0
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, hexBytes, ok := strings.Cut(line, " ")
+		if !ok {
+			t.Fatalf("testdata line %q is not \"name hex\"", line)
+		}
+		t.Run(name, func(t *testing.T) {
+			raw, err := hex.DecodeString(hexBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if raw[0] != 1 {
+				t.Fatalf("testdata record has version %d, want 1", raw[0])
+			}
+			ev, err := DecodeEvent(raw)
+			if err != nil {
+				t.Fatalf("DecodeEvent of a version 1 record: %v", err)
+			}
+			if ev.Content != want[name] {
+				t.Errorf("content %#v, want %#v", ev.Content, want[name])
+			}
+			if ev.AgentID != "agent-7" || ev.AgentRole != "assistant" || ev.WorkerSeq != 300 ||
+				!ev.EmittedAt.Equal(time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)) {
+				t.Errorf("envelope fields %#v", ev)
+			}
+		})
+		seen++
+	}
+	if seen != len(want) {
+		t.Fatalf("testdata holds %d records, want %d", seen, len(want))
+	}
+}
 
 func TestCodecGolden(t *testing.T) {
 	b, err := AppendEvent(nil, &goldenEvent)
@@ -200,7 +293,7 @@ func TestDecodeEventRefusesBadValues(t *testing.T) {
 	}{
 		{"empty", nil, "empty value"},
 		{"version-0", withVersion(0), "format version 0 is not supported"},
-		{"version-2", withVersion(2), "format version 2 is not supported"},
+		{"version-3", withVersion(3), "format version 3 is not supported"},
 		{"trailing-bytes", append(append([]byte(nil), valid...), 0), "trailing"},
 		{"unknown-kind", unknownKind, `unknown content kind "nope"`},
 		{"bad-bool", badBool, "neither 0 nor 1"},
@@ -231,7 +324,12 @@ func TestDecodeEventRefusesBadValues(t *testing.T) {
 func FuzzDecodeEvent(f *testing.F) {
 	golden, _ := hex.DecodeString(goldenHex)
 	f.Add(golden)
-	for _, c := range []keyspace.Content{nil, keyspace.Message{Text: "x"}, keyspace.ToolCall{Name: "n"}, keyspace.Status{}, keyspace.Usage{InputTokens: 1 << 40}} {
+	for _, line := range []string{goldenUsageHex, "01076167656e742d3709617373697374616e74b287c4e30c959aef3a0003555443ac02057573616765ac0205"} {
+		b, _ := hex.DecodeString(line)
+		f.Add(b)
+	}
+	for _, c := range []keyspace.Content{nil, keyspace.Message{Text: "x"}, keyspace.ToolCall{Name: "n"}, keyspace.Status{}, keyspace.Usage{InputTokens: 1 << 40},
+		keyspace.Usage{Provider: "p", RequestModel: "m\xff", ResponseModel: "r", Operation: "chat"}} {
 		b, err := AppendEvent(nil, &keyspace.ActivityEvent{AgentID: "a", EmittedAt: time.Unix(1, 2), Content: c})
 		if err != nil {
 			f.Fatal(err)

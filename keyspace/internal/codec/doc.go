@@ -12,11 +12,11 @@
 //
 // An encoding holds the event's stored fields; the stream key and the store
 // seq are not part of it (each backend keeps them as the record's key). The
-// first byte is the format version ([Version], 1); the rest is a compact
+// first byte is the format version ([Version], 2); the rest is a compact
 // binary form, in this order (uvarint and varint as in encoding/binary; a
 // string is its length as a uvarint, then its bytes):
 //
-//	version                                  byte, 1
+//	version                                  byte, 2
 //	agent id, agent role                     strings
 //	emitted at                               varint Unix seconds, uvarint
 //	                                         nanoseconds (0..999,999,999),
@@ -30,7 +30,9 @@
 //	  tool_call    call id, name, arguments  strings
 //	  tool_result  call id, output, is error strings, one byte 0 or 1
 //	  status       state, detail             strings
-//	  usage        input, output tokens      uvarints
+//	  usage        input, output tokens      uvarints, then provider,
+//	               request model, response   strings
+//	               model, operation
 //
 // Strings are stored as their exact bytes, valid UTF-8 or not (NUL
 // characters included). Times keep their instant to the nanosecond for any
@@ -44,7 +46,10 @@
 // reading.
 //
 // A change to these bytes is a format change: it needs a new [Version], and
-// a decoder that still reads the old one.
+// a decoder that still reads the old one. Version 1 is version 2 without the
+// four usage strings; [DecodeEvent] reads it, giving a usage content with
+// them empty, so records written before version 2 stay readable in place.
+// Encoding always writes the newest version.
 //
 // # Errors
 //
@@ -52,7 +57,7 @@
 // (another type, or a nil pointer to one of them) with an error wrapping
 // [eventstore.ErrInvalidArgument]; the backends never reach that error, as
 // [keyspace.ValidateBatch] refuses the same contents first. [DecodeEvent] refuses anything it did not
-// write: an empty value, another format version, an unknown content kind, a
+// write: an empty value, a format version outside 1 to [Version], an unknown content kind, a
 // truncated or overlong field, an out-of-range time, a flag byte other than 0
 // or 1, or trailing bytes. Its errors wrap [ErrCorrupt] and say what is
 // wrong; each backend wraps them in turn with its own corrupt-record error,

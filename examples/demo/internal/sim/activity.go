@@ -116,11 +116,26 @@ func (s *Server) report(ctx context.Context, row eventstore.OutboxRow, ev events
 	})
 }
 
+// models are the simulated agents' models: the request model, the
+// provider (gen_ai.provider.name) and the model version that answers.
+var models = []struct{ request, provider, response string }{
+	{"gpt-4o", "openai", "gpt-4o-2024-08-06"},
+	{"claude-sonnet-4", "anthropic", "claude-sonnet-4-20250514"},
+	{"gemini-2.5-flash", "gcp.gemini", "gemini-2.5-flash"},
+}
+
+// tools are the simulated agents' tools.
+var tools = []string{"lookup_account", "search_orders", "send_email"}
+
 // transcript writes an agent's three turns through the Sequencers of two
 // nodes. The second turn goes through the other node, which re-sends the
 // first turn as a worker does after reconnecting elsewhere: the re-sent
 // events are dropped as duplicates. The first node's cached head is then
 // stale, so its third turn meets a sequence conflict and retries.
+//
+// Each turn is a user message, a status (ephemeral), a tool call and its
+// result (one in eight fails), the assistant's answer and the model call's
+// usage; the agent uses one of three models for the whole transcript.
 //
 // A transcript once started is finished even when the server stops: its
 // appends run on a context that stopping does not cancel, bounded by
@@ -129,20 +144,37 @@ func (s *Server) transcript(ctx context.Context, row eventstore.OutboxRow) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), transcriptTimeout)
 	defer cancel()
 	agent := "agent-" + row.ActivityType
+	model := models[s.weighted(5, 3, 2)]
+	var failed [3]bool
+	var tool [3]string
+	for i := range failed {
+		failed[i] = s.chance(12)
+		tool[i] = tools[s.weighted(5, 3, 2)]
+	}
+	start := time.Now()
 	turn := func(n uint64) []keyspace.ActivityEvent {
+		callID := fmt.Sprintf("call-%d", n)
+		output := "found"
+		if failed[n] {
+			output = "upstream timeout"
+		}
 		contents := []keyspace.Content{
 			keyspace.Message{Role: "user", Text: fmt.Sprintf("step %d, please", n+1)},
 			keyspace.Status{State: "thinking"},
-			keyspace.ToolCall{CallID: fmt.Sprint(n), Name: "lookup", Arguments: `{"q":"account"}`},
-			keyspace.ToolResult{CallID: fmt.Sprint(n), Output: "found"},
+			keyspace.ToolCall{CallID: callID, Name: tool[n], Arguments: `{"q":"account"}`},
+			keyspace.ToolResult{CallID: callID, Output: output, IsError: failed[n]},
 			keyspace.Message{Role: "assistant", Text: "done"},
-			keyspace.Usage{InputTokens: 120 + n, OutputTokens: 40},
+			keyspace.Usage{InputTokens: 120 + 40*n, OutputTokens: 40 + n, Provider: model.provider,
+				RequestModel: model.request, ResponseModel: model.response, Operation: "chat"},
 		}
 		events := make([]keyspace.ActivityEvent, len(contents))
 		for i, c := range contents {
 			_, ephemeral := c.(keyspace.Status)
+			// Emitted 50 ms apart: a tool call takes 50 ms. The times are
+			// fixed per turn, so a re-sent event is the same event.
+			at := start.Add(time.Duration(int(n)*len(contents)+i) * 50 * time.Millisecond)
 			events[i] = keyspace.ActivityEvent{WorkflowID: row.WorkflowID, RunID: row.RunID, ActivityID: row.Ordinal, Attempt: 1,
-				AgentID: agent, AgentRole: "assistant", EmittedAt: time.Now(), WorkerSeq: n*uint64(len(contents)) + uint64(i),
+				AgentID: agent, AgentRole: "assistant", EmittedAt: at, WorkerSeq: n*uint64(len(contents)) + uint64(i),
 				Ephemeral: ephemeral, Content: c}
 		}
 		return events
@@ -156,6 +188,11 @@ func (s *Server) transcript(ctx context.Context, row eventstore.OutboxRow) {
 		for _, st := range res.Streams {
 			s.count("transcript.events", int64(st.Written))
 			s.count("transcript.redelivered", int64(st.Duplicates))
+		}
+	}
+	for _, f := range failed {
+		if f {
+			s.count("transcript.tool_errors", 1)
 		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -44,6 +45,12 @@ import (
 type Config struct {
 	MeterProvider  metric.MeterProvider // required
 	TracerProvider trace.TracerProvider // required
+	// LoggerProvider receives one log record per committed transcript
+	// event (otelstore.WithTranscriptLogs); nil: no log records.
+	LoggerProvider log.LoggerProvider
+	// ContentCapture lets message text and tool arguments and output into
+	// the log records (otelstore.WithContentCapture).
+	ContentCapture bool
 	// Keyspace receives the transcripts. Nil: a keyspace.Memory owned by the
 	// server, whose closed runs are pruned like the histories. A given
 	// keyspace keeps its transcripts; the caller closes it after Run.
@@ -66,6 +73,7 @@ type Server struct {
 	store    eventstore.Store  // mem, decorated
 	outbox   eventstore.Outbox // store's Outbox capability
 	keysMem  *keyspace.Memory  // nil for a keyspace given in Config
+	tokens   *tokenCounter     // between the Sequencers and the decorated keyspace
 	nodes    [2]*keyspace.Sequencer
 	wake     chan struct{}
 	work     chan eventstore.OutboxRow
@@ -124,16 +132,25 @@ func New(cfg Config) (*Server, error) {
 		s.keysMem = keyspace.NewMemory()
 		inner = s.keysMem
 	}
-	kopts := []otelstore.KeyspaceOption{mp, tp}
+	kopts := []otelstore.KeyspaceOption{mp, tp, otelstore.WithContentCapture(cfg.ContentCapture)}
 	if cfg.KeyspaceSystem != "" {
 		kopts = append(kopts, otelstore.WithDBSystem(cfg.KeyspaceSystem))
+	}
+	if cfg.LoggerProvider != nil {
+		kopts = append(kopts, otelstore.WithLoggerProvider(cfg.LoggerProvider), otelstore.WithTranscriptLogs(true))
+	}
+	// The log records join the live activity span where the tracker keeps
+	// one (a tracker with ActivitySpanContext), else their run's trace.
+	if spans, ok := any(tracker).(otelstore.ActivitySpanSource); ok {
+		kopts = append(kopts, otelstore.WithActivitySpans(spans))
 	}
 	keys, err := otelstore.NewKeyspace(inner, kopts...)
 	if err != nil {
 		return nil, err
 	}
+	s.tokens = &tokenCounter{Store: keys, totals: map[TokenKey]uint64{}}
 	cache := keyspace.WithMaxCachedStreams(256) // a transcript is written within one activity
-	s.nodes = [2]*keyspace.Sequencer{keyspace.NewSequencer(keys, cache), keyspace.NewSequencer(keys, cache)}
+	s.nodes = [2]*keyspace.Sequencer{keyspace.NewSequencer(s.tokens, cache), keyspace.NewSequencer(s.tokens, cache)}
 	return s, nil
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -25,6 +27,7 @@ var catalog = []string{
 	"aion.activity.duration", "aion.activities.retried", "aion.activity.pairing.evicted",
 	"aion.keyspace.operation.duration", "aion.keyspace.append.batch_size",
 	"aion.workflow.duration", "aion.activity.oldest_inflight_age",
+	"gen_ai.client.token.usage", "aion.gen_ai.tool.calls", "gen_ai.client.operation.duration",
 }
 
 // observed is what a collection says, per instrument: the sum of its
@@ -32,6 +35,12 @@ var catalog = []string{
 type observed struct {
 	total  map[string]float64
 	values map[string]map[string]bool // "instrument attr" -> values
+	// tokens sums gen_ai.client.token.usage by request model and type.
+	tokens map[TokenKey]float64
+	// committed is what the server counted (Server.Tokens); logs the log
+	// records emitted.
+	committed []TokenTotal
+	logs      int
 }
 
 func collect(t *testing.T, reader *sdkmetric.ManualReader) observed {
@@ -40,7 +49,7 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) observed {
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	o := observed{total: map[string]float64{}, values: map[string]map[string]bool{}}
+	o := observed{total: map[string]float64{}, values: map[string]map[string]bool{}, tokens: map[TokenKey]float64{}}
 	note := func(name string, attrs attribute.Set, v float64) {
 		o.total[name] += v
 		for _, kv := range attrs.ToSlice() {
@@ -69,6 +78,11 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) observed {
 			case metricdata.Histogram[int64]:
 				for _, p := range d.DataPoints {
 					note(m.Name, p.Attributes, float64(p.Count))
+					if m.Name == "gen_ai.client.token.usage" {
+						model, _ := p.Attributes.Value("gen_ai.request.model")
+						typ, _ := p.Attributes.Value("gen_ai.token.type")
+						o.tokens[TokenKey{model.AsString(), typ.AsString()}] += float64(p.Sum)
+					}
 				}
 			case metricdata.Gauge[float64]:
 				for _, p := range d.DataPoints {
@@ -94,7 +108,9 @@ func runFor(t *testing.T, d time.Duration, cfg Config) (observed, map[string]int
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 		rec := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-		cfg.MeterProvider, cfg.TracerProvider = mp, tp
+		logs := &countingExporter{}
+		lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewSimpleProcessor(logs)))
+		cfg.MeterProvider, cfg.TracerProvider, cfg.LoggerProvider = mp, tp, lp
 		srv, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -103,6 +119,10 @@ func runFor(t *testing.T, d time.Duration, cfg Config) (observed, map[string]int
 		defer cancel()
 		srv.Run(ctx)
 		o, stats, spans = collect(t, reader), srv.Stats(), rec.Ended()
+		o.committed, o.logs = srv.Tokens(), int(logs.n.Load())
+		if n := logs.untraced.Load(); n > 0 {
+			t.Errorf("%d log records in no trace", n)
+		}
 	})
 	return o, stats, spans
 }
@@ -153,7 +173,61 @@ func TestRunMovesEveryInstrument(t *testing.T) {
 			t.Errorf("no %q span among %v", k, kinds)
 		}
 	}
+	checkGenAI(t, o, stats)
 }
+
+// checkGenAI checks the GenAI telemetry of a run: token usage by three
+// models and both types, summing to exactly what the server committed,
+// failed tool calls, and log records.
+func checkGenAI(t *testing.T, o observed, stats map[string]int64) {
+	t.Helper()
+	want := map[string][]string{
+		"gen_ai.client.token.usage gen_ai.request.model": {"gpt-4o", "claude-sonnet-4", "gemini-2.5-flash"},
+		"gen_ai.client.token.usage gen_ai.token.type":    {"input", "output"},
+		"gen_ai.client.token.usage gen_ai.provider.name": {"openai", "anthropic", "gcp.gemini"},
+		"aion.gen_ai.tool.calls error.type":              {"_OTHER"},
+		"aion.gen_ai.tool.calls gen_ai.tool.name":        {"lookup_account", "search_orders", "send_email"},
+	}
+	for key, values := range want {
+		for _, v := range values {
+			if !o.values[key][v] {
+				t.Errorf("%s: no %q in %v", key, v, o.values[key])
+			}
+		}
+	}
+	if len(o.committed) != 6 || len(o.tokens) != 6 {
+		t.Errorf("committed token totals %v, metric sums %v: want 3 models x 2 types", o.committed, o.tokens)
+	}
+	for _, c := range o.committed {
+		if got := o.tokens[c.TokenKey]; got != float64(c.Total) || c.Total == 0 {
+			t.Errorf("gen_ai.client.token.usage %v sums to %v, the server committed %d", c.TokenKey, got, c.Total)
+		}
+	}
+	// One record per committed transcript event, none for the ephemeral
+	// statuses.
+	if int64(o.logs) != stats["transcript.events"] || o.logs == 0 {
+		t.Errorf("%d log records for %d committed transcript events", o.logs, stats["transcript.events"])
+	}
+	if stats["transcript.tool_errors"] == 0 {
+		t.Errorf("no failed tool call: %v", stats)
+	}
+}
+
+// countingExporter counts the log records exported, and those outside any
+// trace.
+type countingExporter struct{ n, untraced atomic.Int64 }
+
+func (c *countingExporter) Export(_ context.Context, recs []sdklog.Record) error {
+	c.n.Add(int64(len(recs)))
+	for _, r := range recs {
+		if !r.TraceID().IsValid() {
+			c.untraced.Add(1)
+		}
+	}
+	return nil
+}
+func (c *countingExporter) Shutdown(context.Context) error   { return nil }
+func (c *countingExporter) ForceFlush(context.Context) error { return nil }
 
 // TestRunWithBoltKeyspace runs the simulation with its transcripts in a
 // bbolt file, which keeps them after the run.

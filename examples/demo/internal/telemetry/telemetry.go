@@ -1,7 +1,7 @@
 // Package telemetry sets up the demo's OpenTelemetry SDK the standard way:
-// contrib autoexport picks the metric reader and the span exporter from
-// OTEL_METRICS_EXPORTER and OTEL_TRACES_EXPORTER, on a resource built by the
-// SDK's standard detectors.
+// contrib autoexport picks the metric reader, the span exporter and the log
+// exporter from OTEL_METRICS_EXPORTER, OTEL_TRACES_EXPORTER and
+// OTEL_LOGS_EXPORTER, on a resource built by the SDK's standard detectors.
 package telemetry
 
 import (
@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"go.opentelemetry.io/contrib/exporters/autoexport"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -20,19 +21,20 @@ import (
 )
 
 // Exporters maps the demo's -exporter values onto autoexport's names for
-// the metric and the span exporter.
-var Exporters = map[string][2]string{
-	"prometheus": {"prometheus", "none"},
-	"otlp":       {"otlp", "otlp"},
-	"stdout":     {"console", "console"},
-	"none":       {"none", "none"},
+// the metric, the span and the log exporter.
+var Exporters = map[string][3]string{
+	"prometheus": {"prometheus", "none", "none"},
+	"otlp":       {"otlp", "otlp", "otlp"},
+	"stdout":     {"console", "console", "console"},
+	"none":       {"none", "none", "none"},
 }
 
-// Telemetry is the demo's meter and tracer providers.
+// Telemetry is the demo's meter, tracer and logger providers.
 type Telemetry struct {
 	Resource *resource.Resource
 	Meter    *sdkmetric.MeterProvider
 	Tracer   *sdktrace.TracerProvider
+	Logger   *sdklog.LoggerProvider
 }
 
 // Start builds the resource and the providers from the environment (see
@@ -65,6 +67,10 @@ func Start(ctx context.Context, serviceName string) (*Telemetry, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("traces exporter %q: %w", os.Getenv("OTEL_TRACES_EXPORTER"), err), reader.Shutdown(ctx))
 	}
+	logs, err := autoexport.NewLogExporter(ctx)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("logs exporter %q: %w", os.Getenv("OTEL_LOGS_EXPORTER"), err), reader.Shutdown(ctx), spans.Shutdown(ctx))
+	}
 	t := &Telemetry{
 		Resource: res,
 		Meter:    sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(reader)),
@@ -74,13 +80,18 @@ func Start(ctx context.Context, serviceName string) (*Telemetry, error) {
 		tpOpts = append(tpOpts, sdktrace.WithBatcher(spans))
 	}
 	t.Tracer = sdktrace.NewTracerProvider(tpOpts...)
+	lpOpts := []sdklog.LoggerProviderOption{sdklog.WithResource(res)}
+	if !autoexport.IsNoneLogExporter(logs) {
+		lpOpts = append(lpOpts, sdklog.WithProcessor(sdklog.NewBatchProcessor(logs)))
+	}
+	t.Logger = sdklog.NewLoggerProvider(lpOpts...)
 	return t, nil
 }
 
-// Shutdown flushes and stops both providers, at the same time, within
-// ctx. It returns one line per signal that could not be flushed.
+// Shutdown flushes and stops the providers, at the same time, within ctx.
+// It returns one line per signal that could not be flushed.
 func (t *Telemetry) Shutdown(ctx context.Context) []string {
-	errs := make(chan string, 2)
+	errs := make(chan string, 3)
 	go func() {
 		if err := t.Meter.Shutdown(ctx); err != nil {
 			errs <- "metrics not flushed: " + err.Error()
@@ -95,8 +106,15 @@ func (t *Telemetry) Shutdown(ctx context.Context) []string {
 		}
 		errs <- ""
 	}()
+	go func() {
+		if err := t.Logger.Shutdown(ctx); err != nil {
+			errs <- "log records not flushed: " + err.Error()
+			return
+		}
+		errs <- ""
+	}()
 	var out []string
-	for range 2 {
+	for range 3 {
 		if e := <-errs; e != "" {
 			out = append(out, e)
 		}

@@ -1,0 +1,128 @@
+package otelstore
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/log"
+
+	"github.com/aionotel/aionotel/internal/attrvalue"
+	"github.com/aionotel/aionotel/internal/catalog"
+	"github.com/aionotel/aionotel/keyspace"
+)
+
+// emit sends the log record of one committed transcript event. seq is its
+// store seq; toolName and paired say what callEnded found for a result.
+// Content (message text, tool arguments and output, status state and
+// detail) goes into the body only with content capture on.
+func (g *genai) emit(ctx context.Context, ev *keyspace.ActivityEvent, seq uint64, toolName string, paired bool) {
+	var (
+		name  string
+		body  []attribute.KeyValue
+		attrs []attribute.KeyValue
+	)
+	switch c := contentOf(ev.Content).(type) {
+	case keyspace.Message:
+		name = messageEvent(c.Role)
+		body = append(body, attribute.String(catalog.BodyRole, attrvalue.String(c.Role)))
+		if g.content {
+			body = append(body, attribute.String(catalog.BodyContent, content(c.Text)))
+		}
+	case keyspace.ToolCall:
+		name = catalog.EventAssistantMessage
+		function := []attribute.KeyValue{attribute.String(catalog.BodyName, attrvalue.String(c.Name))}
+		if g.content {
+			function = append(function, attribute.String(catalog.BodyArguments, content(c.Arguments)))
+		}
+		body = append(body,
+			attribute.String(catalog.BodyRole, "assistant"),
+			attribute.Slice(catalog.BodyToolCalls, attribute.MapValue(
+				attribute.String(catalog.BodyID, attrvalue.String(c.CallID)),
+				attribute.String(catalog.BodyType, catalog.ToolTypeFunc),
+				attribute.Map(catalog.BodyFunction, function...))))
+		attrs = append(attrs,
+			catalog.GenAIToolCallID.String(attrvalue.String(c.CallID)),
+			catalog.GenAIToolName.String(attrvalue.String(c.Name)))
+	case keyspace.ToolResult:
+		name = catalog.EventToolMessage
+		body = append(body,
+			attribute.String(catalog.BodyRole, "tool"),
+			attribute.String(catalog.BodyID, attrvalue.String(c.CallID)),
+			attribute.Bool(catalog.BodyIsError, c.IsError))
+		if g.content {
+			body = append(body, attribute.String(catalog.BodyContent, content(c.Output)))
+		}
+		attrs = append(attrs, catalog.GenAIToolCallID.String(attrvalue.String(c.CallID)))
+		if paired {
+			attrs = append(attrs, catalog.GenAIToolName.String(toolName))
+		}
+		if c.IsError {
+			attrs = append(attrs, catalog.ErrorType.String(catalog.OtherError))
+		}
+	case keyspace.Usage:
+		name = catalog.EventUsage
+		attrs = append(attrs, g.usageKeyOf(c).attrs()...)
+		attrs = append(attrs,
+			catalog.GenAIUsageInput.Int64(clampInt64(c.InputTokens)),
+			catalog.GenAIUsageOutput.Int64(clampInt64(c.OutputTokens)))
+	case keyspace.Status:
+		name = catalog.EventStatus
+		if g.content {
+			body = append(body,
+				attribute.String(catalog.BodyState, content(c.State)),
+				attribute.String(catalog.BodyDetail, content(c.Detail)))
+		}
+	default:
+		return
+	}
+	if !g.logger.Enabled(ctx, log.EnabledParameters{Severity: log.SeverityInfo, EventName: name}) {
+		return
+	}
+	var rec log.Record
+	rec.SetEventName(name)
+	rec.SetSeverity(log.SeverityInfo)
+	rec.SetSeverityText("INFO")
+	if !ev.EmittedAt.IsZero() {
+		rec.SetTimestamp(ev.EmittedAt)
+	}
+	if g.now != nil {
+		rec.SetObservedTimestamp(g.now())
+	} else {
+		rec.SetObservedTimestamp(time.Now())
+	}
+	rec.SetBody(attribute.MapValue(body...))
+	rec.AddAttributes(g.base...)
+	rec.AddAttributes(
+		catalog.WorkflowID.String(ev.WorkflowID.String()),
+		catalog.RunID.String(ev.RunID.String()),
+		catalog.ActivityID.Int64(clampInt64(uint64(ev.ActivityID))),
+		catalog.Attempt.Int64(int64(ev.Attempt)),
+		catalog.StoreSeq.Int64(clampInt64(seq)))
+	if ev.AgentID != "" {
+		rec.AddAttributes(catalog.GenAIAgentID.String(attrvalue.String(ev.AgentID)))
+	}
+	if ev.AgentRole != "" {
+		rec.AddAttributes(catalog.AgentRole.String(attrvalue.String(ev.AgentRole)))
+	}
+	rec.AddAttributes(attrs...)
+	g.logger.Emit(ctx, rec)
+}
+
+// messageEvent is the event name of a message said by role.
+func messageEvent(role string) string {
+	switch role {
+	case "user":
+		return catalog.EventUserMessage
+	case "system", "developer":
+		return catalog.EventSystemMessage
+	case "tool":
+		return catalog.EventToolMessage
+	default:
+		return catalog.EventAssistantMessage
+	}
+}
+
+// content is captured text made exportable: valid UTF-8, at most
+// MaxContentLen bytes.
+func content(s string) string { return attrvalue.Cut(s, MaxContentLen) }

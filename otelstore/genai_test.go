@@ -1,0 +1,686 @@
+package otelstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/timeline"
+	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/otelstore"
+	"github.com/aionotel/aionotel/pairing"
+)
+
+const (
+	tokenUsage   = "gen_ai.client.token.usage"
+	toolCalls    = "aion.gen_ai.tool.calls"
+	toolDuration = "gen_ai.client.operation.duration"
+)
+
+var (
+	tokenType     = attribute.Key("gen_ai.token.type")
+	opName        = attribute.Key("gen_ai.operation.name")
+	providerName  = attribute.Key("gen_ai.provider.name")
+	requestModel  = attribute.Key("gen_ai.request.model")
+	responseModel = attribute.Key("gen_ai.response.model")
+	toolName      = attribute.Key("gen_ai.tool.name")
+	errType       = attribute.Key("error.type")
+)
+
+// memLogs is an in-memory log exporter: every record the SDK exports.
+type memLogs struct {
+	mu   sync.Mutex
+	recs []sdklog.Record
+}
+
+func (m *memLogs) Export(_ context.Context, recs []sdklog.Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range recs {
+		m.recs = append(m.recs, r.Clone())
+	}
+	return nil
+}
+func (m *memLogs) Shutdown(context.Context) error   { return nil }
+func (m *memLogs) ForceFlush(context.Context) error { return nil }
+
+func (m *memLogs) records() []sdklog.Record {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.recs)
+}
+
+// newLogs returns a logger provider exporting synchronously into a memLogs.
+func newLogs(t *testing.T) (*sdklog.LoggerProvider, *memLogs) {
+	t.Helper()
+	exp := &memLogs{}
+	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewSimpleProcessor(exp)))
+	t.Cleanup(func() { _ = lp.Shutdown(context.Background()) })
+	return lp, exp
+}
+
+func newGenAIKeyspace(t *testing.T, h *harness, inner keyspace.Store, extra ...otelstore.KeyspaceOption) keyspace.Store {
+	t.Helper()
+	ks, err := otelstore.NewKeyspace(inner, h.keyspaceOptions(extra...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
+}
+
+// agentEvents turns contents into events of one stream, emitted a second
+// apart from t0.
+func agentEvents(wf eventstore.WorkflowID, run eventstore.RunID, contents ...keyspace.Content) []keyspace.ActivityEvent {
+	out := make([]keyspace.ActivityEvent, len(contents))
+	for i, c := range contents {
+		out[i] = keyspace.ActivityEvent{WorkflowID: wf, RunID: run, ActivityID: 2, Attempt: 1, AgentID: "agent-1",
+			AgentRole: "planner", WorkerSeq: uint64(i + 1), EmittedAt: t0.Add(time.Duration(i) * time.Second), Content: c}
+	}
+	return out
+}
+
+// histPoint is what a test asserts of one histogram point.
+type histPoint struct {
+	count uint64
+	sum   float64
+}
+
+// intHistogram returns an int64 histogram's points by attribute set, after
+// checking its bounds.
+func intHistogram(t *testing.T, h *harness, name string, bounds []float64) map[attribute.Distinct]histPoint {
+	t.Helper()
+	m, ok := h.metrics(t)[name]
+	if !ok {
+		return nil
+	}
+	hist, ok := m.Data.(metricdata.Histogram[int64])
+	if !ok {
+		t.Fatalf("metric %s is %T, want Histogram[int64]", name, m.Data)
+	}
+	out := map[attribute.Distinct]histPoint{}
+	for _, dp := range hist.DataPoints {
+		if !slices.Equal(dp.Bounds, bounds) {
+			t.Errorf("%s bounds %v, want %v", name, dp.Bounds, bounds)
+		}
+		out[dp.Attributes.Equivalent()] = histPoint{dp.Count, float64(dp.Sum)}
+	}
+	return out
+}
+
+func floatHistogram(t *testing.T, h *harness, name string) map[attribute.Distinct]histPoint {
+	t.Helper()
+	m, ok := h.metrics(t)[name]
+	if !ok {
+		return nil
+	}
+	hist, ok := m.Data.(metricdata.Histogram[float64])
+	if !ok {
+		t.Fatalf("metric %s is %T, want Histogram[float64]", name, m.Data)
+	}
+	out := map[attribute.Distinct]histPoint{}
+	for _, dp := range hist.DataPoints {
+		out[dp.Attributes.Equivalent()] = histPoint{dp.Count, dp.Sum}
+	}
+	return out
+}
+
+func assertPoints(t *testing.T, name string, got, want map[attribute.Distinct]histPoint) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s has %d attribute sets, want %d: %v", name, len(got), len(want), got)
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			t.Errorf("%s point %v = %+v (present %v), want %+v", name, k, g, ok, w)
+		}
+	}
+}
+
+var advisedTokenBounds = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
+
+// TestGenAITokenUsageWithDefaultOptions is what a user gets without asking:
+// one gen_ai.client.token.usage point per token type for every committed
+// Usage, with exact sums per model, the advised boundaries and the unit.
+func TestGenAITokenUsageWithDefaultOptions(t *testing.T) {
+	h := newHarness(t)
+	ks := newGenAIKeyspace(t, h, keyspace.NewMemory())
+	ctx := context.Background()
+	wf, run := ids()
+	events := agentEvents(wf, run,
+		keyspace.Message{Role: "user", Text: "hi"},
+		keyspace.Usage{InputTokens: 100, OutputTokens: 20, Provider: "openai", RequestModel: "gpt-4o", ResponseModel: "gpt-4o-2024-08-06"},
+		&keyspace.Usage{InputTokens: 50, OutputTokens: 5, Provider: "openai", RequestModel: "gpt-4o", ResponseModel: "gpt-4o-2024-08-06"},
+		keyspace.Usage{InputTokens: 7, OutputTokens: 3, Provider: "anthropic", RequestModel: "claude-sonnet", Operation: "text_completion"},
+		keyspace.Usage{InputTokens: 1},
+	)
+	if _, err := ks.AppendEvents(ctx, 0, events); err != nil {
+		t.Fatal(err)
+	}
+	m := h.metrics(t)[tokenUsage]
+	if m.Unit != "{token}" || m.Description == "" {
+		t.Errorf("unit %q description %q, want {token} and a description", m.Unit, m.Description)
+	}
+	gpt := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("openai"),
+		requestModel.String("gpt-4o"), responseModel.String("gpt-4o-2024-08-06")}
+	claude := []attribute.KeyValue{ns, opName.String("text_completion"), providerName.String("anthropic"), requestModel.String("claude-sonnet")}
+	unknown := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("_unknown")}
+	with := func(base []attribute.KeyValue, typ string) attribute.Distinct {
+		return distinct(append(slices.Clone(base), tokenType.String(typ))...)
+	}
+	assertPoints(t, tokenUsage, intHistogram(t, h, tokenUsage, advisedTokenBounds), map[attribute.Distinct]histPoint{
+		with(gpt, "input"):      {2, 150},
+		with(gpt, "output"):     {2, 25},
+		with(claude, "input"):   {1, 7},
+		with(claude, "output"):  {1, 3},
+		with(unknown, "input"):  {1, 1},
+		with(unknown, "output"): {1, 0},
+	})
+}
+
+// TestGenAIToolCalls counts tool calls by name and outcome when their
+// result commits, and records the duration of those whose call was seen.
+func TestGenAIToolCalls(t *testing.T) {
+	h := newHarness(t)
+	ks := newGenAIKeyspace(t, h, keyspace.NewMemory())
+	ctx := context.Background()
+	wf, run := ids()
+	events := agentEvents(wf, run,
+		keyspace.ToolCall{CallID: "a", Name: "search", Arguments: "{}"}, // t0
+		keyspace.ToolCall{CallID: "b", Name: "search"},                  // t0+1s
+		keyspace.ToolResult{CallID: "a", Output: "ok"},                  // t0+2s: 2s
+		keyspace.ToolCall{CallID: "c", Name: "charge"},                  // t0+3s
+		keyspace.ToolResult{CallID: "c", IsError: true},                 // t0+4s: 1s, failed
+		keyspace.ToolResult{CallID: "nobody", IsError: true},            // no call seen
+	)
+	// Split over two commits: pairing spans batches.
+	if _, err := ks.AppendEvents(ctx, 0, events[:3]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks.AppendEvents(ctx, 3, events[3:]); err != nil {
+		t.Fatal(err)
+	}
+	exec := opName.String("execute_tool")
+	ok := distinct(ns, exec, toolName.String("search"))
+	failed := distinct(ns, exec, toolName.String("charge"), errType.String("_OTHER"))
+	orphan := distinct(ns, exec, toolName.String("_unknown"), errType.String("_OTHER"))
+	got := sumPoints(t, h.metrics(t)[toolCalls])
+	want := map[attribute.Distinct]int64{ok: 1, failed: 1, orphan: 1}
+	if len(got) != len(want) {
+		t.Errorf("tool call points %v, want %v", got, want)
+	}
+	for set, v := range got {
+		if want[set.Equivalent()] != v {
+			t.Errorf("tool calls %v = %d, want %d", set.ToSlice(), v, want[set.Equivalent()])
+		}
+	}
+	assertPoints(t, toolDuration, floatHistogram(t, h, toolDuration), map[attribute.Distinct]histPoint{
+		ok:     {1, 2},
+		failed: {1, 1},
+	})
+}
+
+// brokenKeyspace commits nothing and fails every append.
+type brokenKeyspace struct{ keyspace.Store }
+
+func (brokenKeyspace) AppendEvents(context.Context, uint64, []keyspace.ActivityEvent) (uint64, error) {
+	return 0, errors.New("disk full")
+}
+
+// TestGenAIRecordsOnlyCommittedEvents: a batch the store refuses, one that
+// conflicts, one that fails and an empty one record no GenAI metric and no
+// log record.
+func TestGenAIRecordsOnlyCommittedEvents(t *testing.T) {
+	wf, run := ids()
+	usage := keyspace.Usage{InputTokens: 10, OutputTokens: 1, RequestModel: "m"}
+	good := agentEvents(wf, run, usage, keyspace.ToolCall{CallID: "x", Name: "t"}, keyspace.ToolResult{CallID: "x"})
+	otherWF, otherRun := ids()
+	mixed := append(slices.Clone(good), agentEvents(otherWF, otherRun, usage)...)
+	ephemeral := slices.Clone(good)
+	ephemeral[0].Ephemeral = true
+	testCases := []struct {
+		name        string
+		inner       func() keyspace.Store
+		expectedSeq uint64
+		events      []keyspace.ActivityEvent
+	}{
+		{"mixed-streams", func() keyspace.Store { return keyspace.NewMemory() }, 0, mixed},
+		{"ephemeral", func() keyspace.Store { return keyspace.NewMemory() }, 0, ephemeral},
+		{"zero-ids", func() keyspace.Store { return keyspace.NewMemory() }, 0, agentEvents(eventstore.WorkflowID{}, run, usage)},
+		{"conflict", func() keyspace.Store { return keyspace.NewMemory() }, 5, good},
+		{"failing-store", func() keyspace.Store { return brokenKeyspace{keyspace.NewMemory()} }, 0, good},
+		{"empty", func() keyspace.Store { return keyspace.NewMemory() }, 0, nil},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			lp, logs := newLogs(t)
+			ks := newGenAIKeyspace(t, h, tc.inner(), otelstore.WithLoggerProvider(lp), otelstore.WithTranscriptLogs(true))
+			if _, err := ks.AppendEvents(context.Background(), tc.expectedSeq, tc.events); err == nil && len(tc.events) > 0 {
+				t.Fatal("the append succeeded; the case tests nothing")
+			}
+			m := h.metrics(t)
+			for _, name := range []string{tokenUsage, toolCalls, toolDuration} {
+				if _, ok := m[name]; ok {
+					t.Errorf("%s recorded for a batch that did not commit", name)
+				}
+			}
+			if n := len(logs.records()); n != 0 {
+				t.Errorf("%d log records for a batch that did not commit", n)
+			}
+		})
+	}
+}
+
+// TestGenAIRedeliveryThroughSequencer follows the README's wiring (the
+// Sequencer in front of the decorated keyspace): a re-delivered batch the
+// Sequencer drops records nothing, a conflict it retries is recorded once,
+// and an ephemeral usage is not a transcript entry.
+func TestGenAIRedeliveryThroughSequencer(t *testing.T) {
+	h := newHarness(t)
+	mem := keyspace.NewMemory()
+	ks := newGenAIKeyspace(t, h, mem)
+	seq := keyspace.NewSequencer(ks)
+	ctx := context.Background()
+	wf, run := ids()
+	batch := agentEvents(wf, run, keyspace.Usage{InputTokens: 10, OutputTokens: 2, RequestModel: "m"},
+		keyspace.ToolCall{CallID: "1", Name: "t"}, keyspace.ToolResult{CallID: "1"})
+	for range 3 { // the first commits, the next two are re-deliveries
+		if _, err := seq.Append(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another writer appends behind the Sequencer's back: its next append
+	// conflicts and is retried; the retry commits once.
+	more := agentEvents(wf, run, keyspace.Usage{InputTokens: 5, OutputTokens: 1, RequestModel: "m"}, keyspace.Usage{InputTokens: 1000, OutputTokens: 1000, RequestModel: "m"})
+	for i := range more {
+		more[i].WorkerSeq = uint64(10 + i)
+	}
+	if _, err := ks.AppendEvents(ctx, 3, more[:1]); err != nil {
+		t.Fatal(err)
+	}
+	ephemeral := more[1]
+	ephemeral.Ephemeral = true
+	last := agentEvents(wf, run, keyspace.Usage{InputTokens: 3, OutputTokens: 3, RequestModel: "m"})
+	last[0].WorkerSeq = 20
+	if _, err := seq.Append(ctx, []keyspace.ActivityEvent{ephemeral, last[0]}); err != nil {
+		t.Fatal(err)
+	}
+	base := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("_unknown"), requestModel.String("m")}
+	assertPoints(t, tokenUsage, intHistogram(t, h, tokenUsage, advisedTokenBounds), map[attribute.Distinct]histPoint{
+		distinct(append(slices.Clone(base), tokenType.String("input"))...):  {3, 18},
+		distinct(append(slices.Clone(base), tokenType.String("output"))...): {3, 6},
+	})
+	got := sumPoints(t, h.metrics(t)[toolCalls])
+	if len(got) != 1 || got[attribute.NewSet(ns, opName.String("execute_tool"), toolName.String("t"))] != 1 {
+		t.Errorf("tool calls %v, want one call of t", got)
+	}
+}
+
+// TestGenAIHostileNames: model, provider, operation and tool names are made
+// valid UTF-8 and cut to 256 bytes, and past 512 distinct values of one key
+// further ones are recorded as _other; every exported string stays valid.
+func TestGenAIHostileNames(t *testing.T) {
+	h := newHarness(t)
+	ks := newGenAIKeyspace(t, h, keyspace.NewMemory())
+	ctx := context.Background()
+	wf, run := ids()
+	hostile := "m\xff\xfe" + strings.Repeat("é", 300)
+	contents := []keyspace.Content{
+		keyspace.Usage{InputTokens: 1, Provider: hostile, RequestModel: hostile, ResponseModel: hostile, Operation: hostile},
+		keyspace.ToolCall{CallID: hostile, Name: hostile},
+		keyspace.ToolResult{CallID: hostile},
+	}
+	for i := range 600 {
+		contents = append(contents, keyspace.Usage{InputTokens: 1, RequestModel: fmt.Sprintf("model-%d", i)})
+	}
+	if _, err := ks.AppendEvents(ctx, 0, agentEvents(wf, run, contents...)); err != nil {
+		t.Fatal(err)
+	}
+	models := map[string]bool{}
+	for name, m := range h.metrics(t) {
+		for _, set := range pointAttrs(m) {
+			for _, kv := range set.ToSlice() {
+				s := kv.Value.String()
+				if !utf8.ValidString(s) || len(s) > 256 {
+					t.Fatalf("%s: %s = %q is not valid UTF-8 of at most 256 bytes", name, kv.Key, s)
+				}
+				if name == tokenUsage && kv.Key == requestModel {
+					models[s] = true
+				}
+			}
+		}
+	}
+	if !models["_other"] || len(models) != 512+1 {
+		t.Errorf("%d distinct request models recorded (_other among them: %v), want 512 and _other", len(models), models["_other"])
+	}
+}
+
+// TestGenAILogsOffByDefault: a logger provider alone emits nothing.
+func TestGenAILogsOffByDefault(t *testing.T) {
+	h := newHarness(t)
+	lp, logs := newLogs(t)
+	ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp))
+	wf, run := ids()
+	if _, err := ks.AppendEvents(context.Background(), 0, agentEvents(wf, run, keyspace.Message{Role: "user", Text: "x"})); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(logs.records()); n != 0 {
+		t.Fatalf("%d log records without WithTranscriptLogs, want 0", n)
+	}
+}
+
+// spanSource is an ActivitySpanSource knowing one activity.
+type spanSource struct {
+	key pairing.Key
+	sc  trace.SpanContext
+}
+
+func (s spanSource) ActivitySpanContext(key pairing.Key) trace.SpanContext {
+	if key == s.key {
+		return s.sc
+	}
+	return trace.SpanContext{}
+}
+
+// TestGenAILogRecords: one record per committed event, named by the
+// conventions, with the stream's coordinates, in the activity's trace (its
+// live span when the source knows it, else the run's anchor).
+func TestGenAILogRecords(t *testing.T) {
+	wf, run := ids()
+	live := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled})
+	anchor := timeline.Anchor("payments", wf, run)
+	testCases := []struct {
+		name   string
+		source otelstore.ActivitySpanSource
+		want   trace.SpanContext
+	}{
+		{"no-source", nil, anchor},
+		{"source-without-span", spanSource{}, anchor},
+		{"live-span", spanSource{key: pairing.Key{Namespace: "payments", WorkflowID: wf, RunID: run, ActivityID: 2}, sc: live}, live},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			lp, logs := newLogs(t)
+			ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp), otelstore.WithTranscriptLogs(true),
+				otelstore.WithKeyspaceNamespace("payments"), otelstore.WithActivitySpans(tc.source))
+			events := agentEvents(wf, run,
+				keyspace.Message{Role: "user", Text: "a"},
+				keyspace.Message{Role: "system", Text: "b"},
+				keyspace.Message{Role: "assistant", Text: "c"},
+				keyspace.ToolCall{CallID: "1", Name: "search", Arguments: "{}"},
+				keyspace.ToolResult{CallID: "1", Output: "r", IsError: true},
+				keyspace.Status{State: "s"},
+				keyspace.Usage{InputTokens: 4, OutputTokens: 2, Provider: "openai", RequestModel: "gpt"},
+				nil,
+			)
+			if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
+				t.Fatal(err)
+			}
+			recs := logs.records()
+			wantNames := []string{"gen_ai.user.message", "gen_ai.system.message", "gen_ai.assistant.message",
+				"gen_ai.assistant.message", "gen_ai.tool.message", "aion.gen_ai.status", "aion.gen_ai.usage"}
+			if len(recs) != len(wantNames) {
+				t.Fatalf("%d records, want %d (none for the nil content)", len(recs), len(wantNames))
+			}
+			for i, r := range recs {
+				if r.EventName() != wantNames[i] {
+					t.Errorf("record %d is %q, want %q", i, r.EventName(), wantNames[i])
+				}
+				if r.TraceID() != tc.want.TraceID() || r.SpanID() != tc.want.SpanID() {
+					t.Errorf("record %d in trace %s span %s, want %s %s", i, r.TraceID(), r.SpanID(), tc.want.TraceID(), tc.want.SpanID())
+				}
+				if !r.Timestamp().Equal(events[i].EmittedAt) {
+					t.Errorf("record %d timestamp %v, want the event's %v", i, r.Timestamp(), events[i].EmittedAt)
+				}
+				attrs := recordAttrs(r)
+				for k, v := range map[string]string{"aion.namespace": "payments", "aion.workflow.id": wf.String(),
+					"aion.run.id": run.String(), "aion.activity.id": "2", "aion.keyspace.store_seq": fmt.Sprint(i),
+					"gen_ai.agent.id": "agent-1", "aion.agent.role": "planner"} {
+					if attrs[k] != v {
+						t.Errorf("record %d (%s): %s = %q, want %q", i, r.EventName(), k, attrs[k], v)
+					}
+				}
+			}
+			for k, v := range map[string]string{"gen_ai.tool.name": "search", "gen_ai.tool.call.id": "1", "error.type": "_OTHER"} {
+				if got := recordAttrs(recs[4])[k]; got != v {
+					t.Errorf("tool result record: %s = %q, want %q", k, got, v)
+				}
+			}
+			for k, v := range map[string]string{"gen_ai.usage.input_tokens": "4", "gen_ai.usage.output_tokens": "2",
+				"gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt", "gen_ai.operation.name": "chat"} {
+				if got := recordAttrs(recs[6])[k]; got != v {
+					t.Errorf("usage record: %s = %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}
+
+func recordAttrs(r sdklog.Record) map[string]string {
+	out := map[string]string{}
+	r.WalkAttributes(func(kv attribute.KeyValue) bool {
+		out[string(kv.Key)] = kv.Value.String()
+		return true
+	})
+	return out
+}
+
+// recordStrings returns every string in a record: event name, body (walked
+// through maps and slices) and attributes.
+func recordStrings(r sdklog.Record) []string {
+	out := []string{r.EventName(), r.SeverityText()}
+	var walk func(v attribute.Value)
+	walk = func(v attribute.Value) {
+		switch v.Type() {
+		case attribute.MAP:
+			for _, kv := range v.AsMap() {
+				out = append(out, string(kv.Key))
+				walk(kv.Value)
+			}
+		case attribute.SLICE:
+			for _, e := range v.AsSlice() {
+				walk(e)
+			}
+		default:
+			out = append(out, v.String())
+		}
+	}
+	walk(r.Body())
+	r.WalkAttributes(func(kv attribute.KeyValue) bool {
+		out = append(out, string(kv.Key))
+		walk(kv.Value)
+		return true
+	})
+	return out
+}
+
+// TestGenAIContentCapture puts a secret in every content field: with
+// capture off it is in no log record, span or metric point; with capture on
+// every field's content is in the records.
+func TestGenAIContentCapture(t *testing.T) {
+	for _, capture := range []bool{false, true} {
+		t.Run(fmt.Sprintf("capture=%v", capture), func(t *testing.T) {
+			h := newHarness(t)
+			lp, logs := newLogs(t)
+			ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp),
+				otelstore.WithTranscriptLogs(true), otelstore.WithContentCapture(capture))
+			wf, run := ids()
+			fields := []string{"user text", "assistant text", "arguments", "output", "error output", "state", "detail"}
+			secretOf := func(field string) string { return secret + "/" + field }
+			events := agentEvents(wf, run,
+				keyspace.Message{Role: "user", Text: secretOf("user text")},
+				keyspace.Message{Role: "assistant", Text: secretOf("assistant text")},
+				keyspace.ToolCall{CallID: "1", Name: "search", Arguments: secretOf("arguments")},
+				keyspace.ToolResult{CallID: "1", Output: secretOf("output")},
+				keyspace.ToolResult{CallID: "2", Output: secretOf("error output"), IsError: true},
+				keyspace.Status{State: secretOf("state"), Detail: secretOf("detail")},
+				keyspace.Usage{InputTokens: 1, OutputTokens: 1, RequestModel: "m"},
+			)
+			ctx := context.Background()
+			if _, err := ks.AppendEvents(ctx, 0, events); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ks.ReadFrom(ctx, keyspace.KeyOf(events[0]), 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			found := map[string]bool{}
+			scanned := 0
+			scan := func(where string, strs ...string) {
+				for _, s := range strs {
+					scanned++
+					for _, f := range fields {
+						if strings.Contains(s, secretOf(f)) {
+							found[f] = true
+							if !capture {
+								t.Errorf("%s carries the %s with content capture off", where, f)
+							}
+						}
+					}
+				}
+			}
+			recs := logs.records()
+			if len(recs) != len(events) {
+				t.Fatalf("%d records, want %d", len(recs), len(events))
+			}
+			for _, r := range recs {
+				scan("log record "+r.EventName(), recordStrings(r)...)
+			}
+			for _, sp := range h.spans.Ended() {
+				scan("span "+sp.Name(), sp.Name(), sp.Status().Description)
+				for _, kv := range sp.Attributes() {
+					scan("span attribute", kv.Value.String())
+				}
+				for _, ev := range sp.Events() {
+					for _, kv := range ev.Attributes {
+						scan("span event", kv.Value.String())
+					}
+				}
+			}
+			for name, m := range h.metrics(t) {
+				for _, set := range pointAttrs(m) {
+					for _, kv := range set.ToSlice() {
+						scan("metric "+name, kv.Value.String())
+					}
+				}
+			}
+			if scanned < 100 {
+				t.Fatalf("scanned only %d strings; the scan is not looking at the telemetry", scanned)
+			}
+			if capture {
+				for _, f := range fields {
+					if !found[f] {
+						t.Errorf("the %s is missing from the records with content capture on", f)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestGenAIConcurrentSafe appends transcripts to many streams at once: the
+// sums are exact and every tool call pairs with its result.
+func TestGenAIConcurrentSafe(t *testing.T) {
+	h := newHarness(t)
+	lp, logs := newLogs(t)
+	ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp), otelstore.WithTranscriptLogs(true))
+	const workers, turns = 8, 20
+	var wg sync.WaitGroup
+	for range workers {
+		wf, run := ids()
+		wg.Go(func() {
+			var seq uint64
+			for i := range turns {
+				id := fmt.Sprint(i)
+				events := agentEvents(wf, run, keyspace.Usage{InputTokens: 3, OutputTokens: 1, RequestModel: "m"},
+					keyspace.ToolCall{CallID: id, Name: "t"}, keyspace.ToolResult{CallID: id})
+				if _, err := ks.AppendEvents(context.Background(), seq, events); err != nil {
+					t.Error(err)
+					return
+				}
+				seq += uint64(len(events))
+			}
+		})
+	}
+	wg.Wait()
+	base := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("_unknown"), requestModel.String("m")}
+	assertPoints(t, tokenUsage, intHistogram(t, h, tokenUsage, advisedTokenBounds), map[attribute.Distinct]histPoint{
+		distinct(append(slices.Clone(base), tokenType.String("input"))...):  {workers * turns, 3 * workers * turns},
+		distinct(append(slices.Clone(base), tokenType.String("output"))...): {workers * turns, workers * turns},
+	})
+	paired := distinct(ns, opName.String("execute_tool"), toolName.String("t"))
+	assertPoints(t, toolDuration, floatHistogram(t, h, toolDuration), map[attribute.Distinct]histPoint{paired: {workers * turns, workers * turns}})
+	if n := len(logs.records()); n != 3*workers*turns {
+		t.Errorf("%d log records, want %d", n, 3*workers*turns)
+	}
+}
+
+// TestGenAIKeysAreReserved: WithAttributes may not set a key the GenAI
+// telemetry sets.
+func TestGenAIKeysAreReserved(t *testing.T) {
+	for _, key := range []string{"gen_ai.token.type", "gen_ai.request.model", "gen_ai_provider_name", "gen_ai.tool.name"} {
+		t.Run(key, func(t *testing.T) {
+			_, err := otelstore.NewKeyspace(keyspace.NewMemory(), otelstore.WithAttributes(attribute.String(key, "x")))
+			if !errors.Is(err, otelstore.ErrInvalidOption) {
+				t.Fatalf("NewKeyspace with WithAttributes(%s) = %v, want ErrInvalidOption", key, err)
+			}
+		})
+	}
+}
+
+// TestGenAILogValuesExportable puts hostile strings (invalid UTF-8, NUL,
+// huge) in every field with content capture on: every string of every
+// record is valid UTF-8, content is cut to MaxContentLen and every other
+// value to 256 bytes.
+func TestGenAILogValuesExportable(t *testing.T) {
+	h := newHarness(t)
+	lp, logs := newLogs(t)
+	ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp),
+		otelstore.WithTranscriptLogs(true), otelstore.WithContentCapture(true))
+	wf, run := ids()
+	bad := "x\xff\x00\xc3" + strings.Repeat("ü", otelstore.MaxContentLen)
+	events := agentEvents(wf, run,
+		keyspace.Message{Role: bad, Text: bad},
+		keyspace.ToolCall{CallID: bad, Name: bad, Arguments: bad},
+		keyspace.ToolResult{CallID: bad, Output: bad, IsError: true},
+		keyspace.Status{State: bad, Detail: bad},
+		keyspace.Usage{Provider: bad, RequestModel: bad, ResponseModel: bad, Operation: bad},
+	)
+	for i := range events {
+		events[i].AgentID, events[i].AgentRole = bad, bad
+	}
+	if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
+		t.Fatal(err)
+	}
+	recs := logs.records()
+	if len(recs) != len(events) {
+		t.Fatalf("%d records, want %d", len(recs), len(events))
+	}
+	long := 0
+	for _, r := range recs {
+		for _, s := range recordStrings(r) {
+			if !utf8.ValidString(s) || len(s) > otelstore.MaxContentLen {
+				t.Fatalf("%s: a string of %d bytes, valid UTF-8 %v", r.EventName(), len(s), utf8.ValidString(s))
+			}
+			if len(s) > 256 {
+				long++
+			}
+		}
+	}
+	// The content fields: message text, arguments, output, state, detail.
+	if long != 5 {
+		t.Errorf("%d strings longer than 256 bytes, want the 5 content fields only", long)
+	}
+}
