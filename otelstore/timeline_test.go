@@ -1,6 +1,7 @@
 package otelstore_test
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,7 +13,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/keyspace"
 	"github.com/aionotel/aionotel/otelstore"
+	"github.com/aionotel/aionotel/pairing"
 )
 
 // spansNamed returns the ended spans called name, in end order.
@@ -205,4 +208,47 @@ func TestOldestInflightAgeThroughDecorator(t *testing.T) {
 			t.Errorf("age with nothing in flight = %v, want 0", got)
 		}
 	})
+}
+
+// A pairing tracker is an ActivitySpanSource: shared by the store and the
+// keyspace decorators, it puts an agent's transcript log records into the
+// span of the activity they were written in.
+var _ otelstore.ActivitySpanSource = (*pairing.Tracker)(nil)
+
+func TestTranscriptLogsJoinActivitySpan(t *testing.T) {
+	h := newHarness(t)
+	tracker, err := pairing.New(pairing.WithMeterProvider(h.mp), pairing.WithTracerProvider(h.tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWriter(t, h.wrap(t, eventstore.NewMemory(), otelstore.WithPairing(tracker), otelstore.WithNamespace("shop")))
+	lp, logs := newLogs(t)
+	ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp), otelstore.WithTranscriptLogs(true),
+		otelstore.WithKeyspaceNamespace("shop"), otelstore.WithActivitySpans(tracker))
+
+	w.append(eventstore.WorkflowStarted{Envelope: w.env(0), WorkflowType: "agent", Input: payload}, w.scheduled(2, "plan", time.Second))
+	if _, err := ks.AppendEvents(context.Background(), 0, agentEvents(w.wf, w.run,
+		keyspace.Message{Role: "user", Text: "hi"}, keyspace.Usage{InputTokens: 3, OutputTokens: 1})); err != nil {
+		t.Fatal(err)
+	}
+	w.append(w.completed(2, time.Minute))
+	if _, err := ks.AppendEvents(context.Background(), 2, agentEvents(w.wf, w.run, keyspace.Message{Role: "user", Text: "late"})); err != nil {
+		t.Fatal(err)
+	}
+
+	acts := h.spansNamed("activity plan")
+	recs := logs.records()
+	if len(acts) != 1 || len(recs) != 3 {
+		t.Fatalf("%d activity spans and %d records, want 1 and 3", len(acts), len(recs))
+	}
+	act := acts[0].SpanContext()
+	for i, r := range recs[:2] {
+		if r.TraceID() != act.TraceID() || r.SpanID() != act.SpanID() {
+			t.Errorf("record %d in %s/%s, want the activity span %s/%s", i, r.TraceID(), r.SpanID(), act.TraceID(), act.SpanID())
+		}
+	}
+	// Written after the activity settled: in the run's trace, not its span.
+	if late := recs[2]; late.TraceID() != act.TraceID() || late.SpanID() == act.SpanID() {
+		t.Errorf("late record in %s/%s, want the run's trace outside the ended activity span", late.TraceID(), late.SpanID())
+	}
 }

@@ -139,11 +139,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.LoggerProvider != nil {
 		kopts = append(kopts, otelstore.WithLoggerProvider(cfg.LoggerProvider), otelstore.WithTranscriptLogs(true))
 	}
-	// The log records join the live activity span where the tracker keeps
-	// one (a tracker with ActivitySpanContext), else their run's trace.
-	if spans, ok := any(tracker).(otelstore.ActivitySpanSource); ok {
-		kopts = append(kopts, otelstore.WithActivitySpans(spans))
-	}
+	// The log records join the live activity span the shared tracker
+	// keeps, else their run's trace.
+	kopts = append(kopts, otelstore.WithActivitySpans(tracker))
 	keys, err := otelstore.NewKeyspace(inner, kopts...)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/keyspace/boltstore"
 )
@@ -123,6 +125,24 @@ func runFor(t *testing.T, d time.Duration, cfg Config) (observed, map[string]int
 		if n := logs.untraced.Load(); n > 0 {
 			t.Errorf("%d log records in no trace", n)
 		}
+		// Transcripts are written while their activity is in flight: their
+		// records are in the activity's span, unless a small bound evicted
+		// it.
+		activitySpans := map[trace.SpanID]bool{}
+		for _, s := range spans {
+			if strings.HasPrefix(s.Name(), "activity ") {
+				activitySpans[s.SpanContext().SpanID()] = true
+			}
+		}
+		in := 0
+		for _, id := range logs.spanIDs() {
+			if activitySpans[id] {
+				in++
+			}
+		}
+		if cfg.MaxInFlight == 0 && o.logs > 0 && in < o.logs*9/10 {
+			t.Errorf("%d of %d log records are in an activity span, want nearly all", in, o.logs)
+		}
 	})
 	return o, stats, spans
 }
@@ -215,11 +235,24 @@ func checkGenAI(t *testing.T, o observed, stats map[string]int64) {
 
 // countingExporter counts the log records exported, and those outside any
 // trace.
-type countingExporter struct{ n, untraced atomic.Int64 }
+type countingExporter struct {
+	n, untraced atomic.Int64
+	mu          sync.Mutex
+	spans       []trace.SpanID
+}
+
+func (c *countingExporter) spanIDs() []trace.SpanID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spans
+}
 
 func (c *countingExporter) Export(_ context.Context, recs []sdklog.Record) error {
 	c.n.Add(int64(len(recs)))
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, r := range recs {
+		c.spans = append(c.spans, r.SpanID())
 		if !r.TraceID().IsValid() {
 			c.untraced.Add(1)
 		}
