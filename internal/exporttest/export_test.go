@@ -187,6 +187,9 @@ func drive(tb testing.TB, p *pipeline, in inputs) {
 		eventstore.ActivityScheduled{Envelope: env, ActivityID: 0, ActivityType: in.activityType},
 		eventstore.ActivityCompleted{Envelope: env, ActivityID: 0},
 		eventstore.ActivityScheduled{Envelope: env, ActivityID: 1, ActivityType: in.activityType},
+		// Closes the run: the timeline's run span and the abandoned
+		// activity's span are exported too.
+		eventstore.WorkflowFailed{Envelope: env, Message: in.errorMessage},
 	}
 	if err := s.Append(ctx, tok, wf, events, 0); err != nil {
 		tb.Fatal(err)
@@ -203,6 +206,28 @@ func drive(tb testing.TB, p *pipeline, in inputs) {
 	}
 	if _, err := ks.Head(ctx, keyspace.StreamKey{WorkflowID: wf, RunID: run}); err == nil {
 		tb.Fatal("the failing keyspace did not fail")
+	}
+	// GenAI telemetry of a transcript: the same hostile values as tool,
+	// provider, model and operation names.
+	agents, err := otelstore.NewKeyspace(keyspace.NewMemory(),
+		otelstore.WithMeterProvider(p.mp), otelstore.WithTracerProvider(p.tp),
+		otelstore.WithKeyspaceNamespace(in.namespace))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	turn := []keyspace.Content{
+		keyspace.ToolCall{CallID: in.attribute, Name: in.workflowType},
+		keyspace.ToolResult{CallID: in.attribute, IsError: true},
+		keyspace.Usage{InputTokens: 3, OutputTokens: 1, Provider: in.namespace, RequestModel: in.activityType,
+			ResponseModel: in.attribute, Operation: in.errorType},
+	}
+	batch := make([]keyspace.ActivityEvent, len(turn))
+	for i, c := range turn {
+		batch[i] = keyspace.ActivityEvent{WorkflowID: wf, RunID: run, Attempt: 1, WorkerSeq: uint64(i + 1),
+			EmittedAt: time.Unix(int64(i+1), 0), Content: c}
+	}
+	if _, err := agents.AppendEvents(ctx, 0, batch); err != nil {
+		tb.Fatal(err)
 	}
 }
 
