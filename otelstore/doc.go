@@ -19,7 +19,9 @@
 // observed: workflow counters, and activity dispatches and terminals for the
 // [pairing.Tracker], in history order (see [New]), which also rebuilds each
 // run as a trace: a run span and its activity spans with the times history
-// recorded ([WithTimelineSpans]). IDs go on spans only,
+// recorded ([WithTimelineSpans]). The keyspace decorator turns committed
+// agent transcripts into GenAI telemetry: token usage, tool calls and,
+// opt-in, log records (see [NewKeyspace]). IDs go on spans only,
 // never on metrics; no payload, input, result or transcript text ever goes
 // into an attribute.
 //
