@@ -129,7 +129,11 @@ var reserved = map[attribute.Key]bool{
 	catalog.ActivityType: true, catalog.ActivityOutcome: true, catalog.WorkflowID: true,
 	catalog.RunID: true, catalog.ExpectedSeq: true, catalog.FoundSeq: true,
 	catalog.EventCount: true, catalog.OutboxRowCount: true, catalog.ActivityID: true,
-	catalog.Attempt: true, catalog.DBSystemName: true,
+	catalog.Attempt: true, catalog.DBSystemName: true, catalog.RetryCount: true,
+	catalog.TimelineLink: true,
+	// The GenAI telemetry of NewKeyspace.
+	catalog.GenAIOperationName: true, catalog.GenAIProviderName: true, catalog.GenAIRequestModel: true,
+	catalog.GenAIResponseModel: true, catalog.GenAITokenType: true, catalog.GenAIToolName: true,
 }
 
 // reservedLabels are the Prometheus label names of the reserved keys: a key

@@ -392,13 +392,3 @@ func (g *genai) traceContext(ctx context.Context, key keyspace.StreamKey) contex
 	}
 	return trace.ContextWithSpanContext(ctx, sc)
 }
-
-// The GenAI keys are set by the decorator: WithAttributes may not use them
-// (or their Prometheus label names), as for the other catalog keys.
-func init() {
-	for _, k := range []attribute.Key{catalog.GenAIOperationName, catalog.GenAIProviderName, catalog.GenAIRequestModel,
-		catalog.GenAIResponseModel, catalog.GenAITokenType, catalog.GenAIToolName} {
-		reserved[k] = true
-		reservedLabels[attrvalue.LabelName(string(k))] = true
-	}
-}
