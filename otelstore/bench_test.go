@@ -172,7 +172,9 @@ func benchBaseline(b *testing.B, m *eventstore.Memory, wf eventstore.WorkflowID,
 }
 
 // BenchmarkAppendPairing measures the lifecycle path: an append of one
-// ActivityScheduled and one ActivityCompleted, through the pairing tracker.
+// ActivityScheduled and one ActivityCompleted, through the pairing tracker,
+// with the timeline's activity span (sampled, built and dropped by a
+// provider without processor) and without it.
 func BenchmarkAppendPairing(b *testing.B) {
 	run := func(b *testing.B, s eventstore.Store) {
 		ctx := context.Background()
@@ -198,12 +200,18 @@ func BenchmarkAppendPairing(b *testing.B) {
 		}
 	}
 	b.Run("bare", func(b *testing.B) { run(b, eventstore.NewMemory()) })
-	b.Run("decorated", func(b *testing.B) {
-		s, err := otelstore.New(eventstore.NewMemory(), otelstore.WithMeterProvider(sdkMeter(b)),
-			otelstore.WithTracerProvider(sdkTracer(b, sdktrace.AlwaysSample())))
-		if err != nil {
-			b.Fatal(err)
-		}
-		run(b, s)
-	})
+	for _, tc := range []struct {
+		name     string
+		timeline bool
+	}{{"timeline=on", true}, {"timeline=off", false}} {
+		b.Run("decorated/"+tc.name, func(b *testing.B) {
+			s, err := otelstore.New(eventstore.NewMemory(), otelstore.WithMeterProvider(sdkMeter(b)),
+				otelstore.WithTracerProvider(sdkTracer(b, sdktrace.AlwaysSample())),
+				otelstore.WithTimelineSpans(tc.timeline))
+			if err != nil {
+				b.Fatal(err)
+			}
+			run(b, s)
+		})
+	}
 }

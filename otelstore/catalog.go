@@ -150,4 +150,10 @@ const (
 	AttrFoundSeq        = catalog.FoundSeq
 	AttrEventCount      = catalog.EventCount
 	AttrOutboxRowCount  = catalog.OutboxRowCount
+	// On the timeline's activity spans: the retries before the terminal.
+	AttrRetryCount = catalog.RetryCount
+	// On each link of a timeline span: what the linked span is, one of
+	// "scheduled", "settled" (activity spans), "started", "closed",
+	// "previous_run", "next_run" (run spans).
+	AttrTimelineLink = catalog.TimelineLink
 )

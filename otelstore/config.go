@@ -52,6 +52,7 @@ type config struct {
 	typeLimit      int
 	dbSystem       string
 	conflictError  bool
+	timeline       bool
 
 	// Seams for tests inside the package: now stands in for time.Now (and
 	// for time.Since); nil outside tests.
@@ -69,6 +70,7 @@ func newConfig(dbSystem string) config {
 		typeLimit:      DefaultTypeCardinalityLimit,
 		dbSystem:       dbSystem,
 		conflictError:  true,
+		timeline:       true,
 		handle:         otel.Handle,
 	}
 }
@@ -249,8 +251,10 @@ func WithErrorClassifier(classify func(error) string) SharedOption {
 
 // WithPairing shares one activity pairing tracker between decorators (several
 // stores of one namespace, or a tracker you read yourself). Without it, or
-// given nil, [New] makes a tracker on the same meter provider with the same
-// attributes and type cardinality limit. A zero pairing.Tracker (one not
+// given nil, [New] makes a tracker on the same meter and tracer providers
+// with the same attributes, type cardinality limit and [WithTimelineSpans]
+// setting; a shared tracker makes its timeline spans with its own tracer
+// provider (pairing.WithTracerProvider). A zero pairing.Tracker (one not
 // made by pairing.New) makes New fail with [ErrInvalidOption].
 func WithPairing(t *pairing.Tracker) Option {
 	return optionFunc(func(c *config) {
@@ -258,6 +262,18 @@ func WithPairing(t *pairing.Tracker) Option {
 			c.tracker = t
 		}
 	})
+}
+
+// WithTimelineSpans turns the timeline on or off: for each run whose
+// WorkflowStarted the decorator observes, a run span from that event's
+// RecordedAt to the run's closing event, and for each activity whose
+// ActivityScheduled it observes, an activity span from then to its first
+// terminal (or its run's close), as a child of the run span (see [New]).
+// They are on by default. The setting is the tracker's: with [WithPairing],
+// the shared tracker's own (pairing.WithTimelineSpans) applies and this
+// option is ignored.
+func WithTimelineSpans(on bool) Option {
+	return optionFunc(func(c *config) { c.timeline = on })
 }
 
 // WithTypeCardinalityLimit bounds the distinct aion.workflow.type (and, for

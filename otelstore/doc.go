@@ -17,7 +17,9 @@
 // that can fail is timed and traced under its [Operation]; the timed window
 // is the inner call alone. After an append committed, its events are
 // observed: workflow counters, and activity dispatches and terminals for the
-// [pairing.Tracker], in history order (see [New]). IDs go on spans only,
+// [pairing.Tracker], in history order (see [New]), which also rebuilds each
+// run as a trace: a run span and its activity spans with the times history
+// recorded ([WithTimelineSpans]). IDs go on spans only,
 // never on metrics; no payload, input, result or transcript text ever goes
 // into an attribute.
 //

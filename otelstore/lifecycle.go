@@ -48,6 +48,8 @@ func newLifecycle(c *config, meter *instrument.Meter) (*lifecycle, error) {
 	if l.tracker == nil {
 		t, err := pairing.New(
 			pairing.WithMeterProvider(c.meterProvider),
+			pairing.WithTracerProvider(c.tracerProvider),
+			pairing.WithTimelineSpans(c.timeline),
 			pairing.WithAttributes(c.attributes...),
 			pairing.WithTypeCardinalityLimit(c.typeLimit),
 		)
@@ -116,6 +118,7 @@ type fact struct {
 	kind     kind
 	activity eventstore.ActivityID
 	run      eventstore.RunID
+	next     eventstore.RunID // the new run of kindContinuedAsNew
 	at       time.Time
 	typ      string // workflow type of kindStarted, activity type of kindDispatched
 }
@@ -134,7 +137,7 @@ func factOf(ev eventstore.Event) fact {
 	case eventstore.WorkflowTimedOut:
 		f.kind = kindTimedOut
 	case eventstore.WorkflowContinuedAsNew:
-		f.kind = kindContinuedAsNew
+		f.kind, f.next = kindContinuedAsNew, e.NewRunID
 	case eventstore.WorkflowReopened:
 		f.kind = kindReopened
 	case eventstore.SignalReceived:
@@ -195,12 +198,16 @@ func (l *lifecycle) observe(ctx context.Context, workflowID eventstore.WorkflowI
 	switch f.kind {
 	case kindStarted:
 		l.started.Add(ctx, 1, l.types.Get(f.typ)...)
-	case kindCompleted, kindFailed, kindCancelled, kindTimedOut, kindContinuedAsNew:
+		l.tracker.RunStarted(ctx, l.namespace, workflowID, f.run, f.typ, f.at)
+	case kindContinuedAsNew:
+		l.completed.Add(ctx, 1, l.statusOpts[f.kind-kindCompleted]...)
+		l.tracker.RunContinued(ctx, l.namespace, workflowID, f.run, f.next, f.at)
+	case kindCompleted, kindFailed, kindCancelled, kindTimedOut:
 		// A closed run settles its activities still in flight as
 		// abandoned, so a run that ends without activity terminals leaks
 		// no gauge slot.
 		l.completed.Add(ctx, 1, l.statusOpts[f.kind-kindCompleted]...)
-		l.tracker.AbandonRun(ctx, l.namespace, workflowID, f.run, f.at)
+		l.tracker.RunClosed(ctx, l.namespace, workflowID, f.run, statuses[f.kind-kindCompleted], f.at)
 	case kindReopened:
 		l.reopened.Add(ctx, 1, l.nsOpts...)
 	case kindSignal:

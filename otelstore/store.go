@@ -53,6 +53,19 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // is kept after the call returns, nor of its context but the span context
 // (for exemplars of a batch observed later).
 //
+// Timeline (on by default, [WithTimelineSpans]): the tracker also rebuilds
+// each run as spans with the times of its history. WorkflowStarted starts
+// the run span "workflow <type>", its closing event ends it (status Error
+// for failed and timed_out); ActivityScheduled starts the activity span
+// "activity <type>", a child of the run span, which its first terminal (or
+// the run's close, as abandoned) ends, with retryable failures as
+// aion.activity.retry events. Span start and end are the events'
+// RecordedAt. Each links to the append spans that wrote its first and last
+// events (aion.timeline.link says which); a continue-as-new chain is one
+// trace per run, linked in order, each trace ID derived from the run (see
+// the pairing package). The tracker also records aion.workflow.duration and
+// the aion.activity.oldest_inflight_age gauge.
+//
 // History order: two appends to one workflow can be in flight together and
 // return in either order, so a committed batch is observed only once no
 // append of that workflow with a smaller expected seq is still in flight in

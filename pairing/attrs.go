@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/internal/attrcache"
 	"github.com/aionotel/aionotel/internal/catalog"
@@ -14,8 +15,10 @@ import (
 // namespace and the cache of its activity types. Immutable once built,
 // except for the type cache, which is safe for concurrent use.
 type nsAttrs struct {
-	evicted []metric.AddOption // aion.namespace (+ extra)
-	types   *attrcache.Cache[*typeAttrs]
+	name      string             // the recorded namespace
+	evicted   []metric.AddOption // aion.namespace (+ extra)
+	types     *attrcache.Cache[*typeAttrs]
+	workflows *attrcache.Cache[*workflowAttrs]
 }
 
 // typeAttrs holds the precomputed measurement options of one (recorded
@@ -30,6 +33,22 @@ type typeAttrs struct {
 	// Outcome.index.
 	completed [numOutcomes][]metric.AddOption
 	duration  [numOutcomes][]metric.RecordOption
+	// age observes the oldest-in-flight gauge.
+	age []metric.ObserveOption
+	// spanName and spanStart start an activity span: "activity <type>",
+	// with aion.namespace, aion.activity.type and the extra attributes.
+	spanName  string
+	spanStart trace.SpanStartOption
+}
+
+// workflowAttrs holds the precomputed options of one (recorded namespace,
+// recorded workflow type) pair: the run span's name and attributes and the
+// workflow duration's options by status. Immutable once built.
+type workflowAttrs struct {
+	ns        *nsAttrs
+	spanName  string
+	spanStart trace.SpanStartOption // aion.namespace, aion.workflow.type, extra
+	duration  [numStatuses][]metric.RecordOption
 }
 
 // attrCache maps (namespace, activity type) to its precomputed options in
@@ -61,18 +80,47 @@ func (c *attrCache) forType(ns, activityType string) *typeAttrs {
 
 func (c *attrCache) buildNamespace(ns string) *nsAttrs {
 	na := &nsAttrs{
+		name:    ns,
 		evicted: []metric.AddOption{metric.WithAttributeSet(c.set(catalog.Namespace.String(ns)))},
 	}
 	na.types = attrcache.New(c.typeLimit, catalog.UnknownType, catalog.OtherType, func(typ string) *typeAttrs {
 		return c.buildType(na, ns, typ)
 	})
+	na.workflows = attrcache.New(c.typeLimit, catalog.UnknownType, catalog.OtherType, func(typ string) *workflowAttrs {
+		return c.buildWorkflow(na, ns, typ)
+	})
 	return na
+}
+
+// forWorkflow returns the options for workflowType in namespace ns.
+func (c *attrCache) forWorkflow(ns, workflowType string) *workflowAttrs {
+	return c.namespaces.Get(ns).workflows.Get(workflowType)
+}
+
+func (c *attrCache) buildWorkflow(na *nsAttrs, ns, typ string) *workflowAttrs {
+	base := []attribute.KeyValue{catalog.Namespace.String(ns), catalog.WorkflowType.String(typ)}
+	wa := &workflowAttrs{
+		ns:        na,
+		spanName:  catalog.RunSpanPrefix + " " + typ,
+		spanStart: trace.WithAttributes(append(append([]attribute.KeyValue(nil), c.extra...), base...)...),
+	}
+	for i, s := range statuses {
+		wa.duration[i] = []metric.RecordOption{metric.WithAttributeSet(c.set(append(base, catalog.WorkflowStatus.String(string(s)))...))}
+	}
+	return wa
 }
 
 func (c *attrCache) buildType(na *nsAttrs, ns, typ string) *typeAttrs {
 	c.built.Add(1)
 	base := []attribute.KeyValue{catalog.Namespace.String(ns), catalog.ActivityType.String(typ)}
-	ta := &typeAttrs{ns: na, base: []metric.AddOption{metric.WithAttributeSet(c.set(base...))}}
+	set := c.set(base...)
+	ta := &typeAttrs{
+		ns:        na,
+		base:      []metric.AddOption{metric.WithAttributeSet(set)},
+		age:       []metric.ObserveOption{metric.WithAttributeSet(set)},
+		spanName:  catalog.ActivitySpanPrefix + " " + typ,
+		spanStart: trace.WithAttributes(append(append([]attribute.KeyValue(nil), c.extra...), base...)...),
+	}
 	for i, o := range outcomes {
 		opt := metric.WithAttributeSet(c.set(append(base, catalog.ActivityOutcome.String(string(o)))...))
 		ta.completed[i] = []metric.AddOption{opt}

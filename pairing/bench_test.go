@@ -168,7 +168,7 @@ func newBareSDK(b *testing.B) *bareSDK {
 	s.inflight, _ = meter.Int64UpDownCounter(catalog.InflightActivities, metric.WithUnit(catalog.UnitActivity))
 	s.completed, _ = meter.Int64Counter(catalog.ActivitiesCompleted, metric.WithUnit(catalog.UnitActivity))
 	s.duration, _ = meter.Float64Histogram(catalog.ActivityDuration, metric.WithUnit(catalog.UnitSeconds),
-		metric.WithExplicitBucketBoundaries(catalog.DurationBoundaries...))
+		metric.WithExplicitBucketBoundaries(catalog.WorkflowDurationBoundaries...))
 	base := metric.WithAttributeSet(attrs("bench", "charge"))
 	outcome := metric.WithAttributeSet(attrs("bench", "charge", OutcomeSucceeded))
 	s.base = []metric.AddOption{base}

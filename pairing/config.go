@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
@@ -26,11 +27,13 @@ const (
 
 // config is what the options set; New fills in the defaults first.
 type config struct {
-	meterProvider metric.MeterProvider
-	maxInFlight   int
-	attrs         []attribute.KeyValue
-	typeLimit     int
-	nsLimit       int
+	meterProvider  metric.MeterProvider
+	tracerProvider trace.TracerProvider
+	timeline       bool
+	maxInFlight    int
+	attrs          []attribute.KeyValue
+	typeLimit      int
+	nsLimit        int
 	// handle receives telemetry errors (instrument creation, invalid
 	// outcomes). It is otel.Handle outside tests.
 	handle func(error)
@@ -38,11 +41,13 @@ type config struct {
 
 func newConfig(opts []Option) (config, error) {
 	c := config{
-		meterProvider: otel.GetMeterProvider(),
-		maxInFlight:   DefaultMaxInFlight,
-		typeLimit:     DefaultTypeCardinalityLimit,
-		nsLimit:       DefaultNamespaceCardinalityLimit,
-		handle:        otel.Handle,
+		meterProvider:  otel.GetMeterProvider(),
+		tracerProvider: otel.GetTracerProvider(),
+		timeline:       true,
+		maxInFlight:    DefaultMaxInFlight,
+		typeLimit:      DefaultTypeCardinalityLimit,
+		nsLimit:        DefaultNamespaceCardinalityLimit,
+		handle:         otel.Handle,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -68,7 +73,7 @@ func cleanAttributes(attrs []attribute.KeyValue) ([]attribute.KeyValue, error) {
 			return nil, fmt.Errorf("%w: WithAttributes: key %q cannot be an attribute key of every exporter (empty, not valid UTF-8, over 256 bytes, or a reserved Prometheus label)", ErrInvalidOption, kv.Key)
 		}
 		label := attrvalue.LabelName(string(kv.Key))
-		for _, own := range []attribute.Key{catalog.Namespace, catalog.ActivityType, catalog.ActivityOutcome} {
+		for _, own := range []attribute.Key{catalog.Namespace, catalog.ActivityType, catalog.ActivityOutcome, catalog.WorkflowType, catalog.WorkflowStatus} {
 			if label == attrvalue.LabelName(string(own)) {
 				return nil, fmt.Errorf("%w: WithAttributes: key %q is (or shares a Prometheus label with) %q, which the tracker sets on every measurement", ErrInvalidOption, kv.Key, own)
 			}
@@ -100,9 +105,31 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	})
 }
 
-// WithMaxInFlight bounds the number of live (dispatched, not yet terminated)
-// entries the tracker keeps. Once the bound is reached, each new dispatch
-// evicts the oldest live entry (see [Tracker.Dispatched]). Without it, or
+// WithTracerProvider sets the TracerProvider the tracker creates its
+// timeline spans from (see [WithTimelineSpans]). Without it (or with nil),
+// the global provider returned by otel.GetTracerProvider at the time [New]
+// runs is used.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *config) {
+		if tp != nil {
+			c.tracerProvider = tp
+		}
+	})
+}
+
+// WithTimelineSpans turns the timeline spans on or off: one span per run
+// (from [Tracker.RunStarted] to its close) and one per activity (from its
+// dispatch to its first terminal), with the times of history rather than of
+// the clock. They are on by default; with false the tracker creates no
+// tracer and holds no span, and only the metrics remain.
+func WithTimelineSpans(on bool) Option {
+	return optionFunc(func(c *config) { c.timeline = on })
+}
+
+// WithMaxInFlight bounds the number of live entries the tracker keeps:
+// activities dispatched and not yet terminated, and open runs (started and
+// not yet closed, see [Tracker.RunStarted]). Once the bound is reached, each
+// new entry evicts the oldest live one (see [Tracker.Dispatched]). Without it, or
 // with n <= 0, the bound is [DefaultMaxInFlight].
 func WithMaxInFlight(n int) Option {
 	return optionFunc(func(c *config) {
@@ -118,7 +145,8 @@ func WithMaxInFlight(n int) Option {
 //
 // String values (and string slice elements) are cleaned like activity types:
 // invalid UTF-8 becomes U+FFFD and each value is cut to 256 bytes. The keys
-// aion.namespace, aion.activity.type and aion.activity.outcome are reserved:
+// aion.namespace, aion.activity.type, aion.activity.outcome,
+// aion.workflow.type and aion.workflow.status are reserved:
 // passing one of them or a key sharing its Prometheus label name (such as
 // aion_namespace), or a key that is empty, not valid UTF-8, over 256 bytes
 // or a label Prometheus reserves (__name__, otel_scope_*), makes [New]

@@ -1,57 +1,70 @@
 // Package pairing tracks activities from dispatch to their first terminal and
-// turns the pairs into OpenTelemetry metrics: how many activities are in
-// flight now, how many were dispatched, completed (by outcome) and retried,
-// how long each took from dispatch to terminal, and how many the memory bound
-// dropped.
+// runs from start to close, and turns them into OpenTelemetry metrics and
+// spans: activities in flight now and the age of the oldest of each type,
+// dispatched, completed (by outcome) and retried, how long each took and how
+// long each run took, what the memory bound dropped; and the timeline, one
+// span per run and per activity, started and ended at the times history
+// recorded.
 //
 // # Use
 //
-// The otelstore decorator feeds a [Tracker] from the events that commit
-// (ActivityScheduled is a dispatch; ActivityCompleted, a terminal
-// ActivityFailed, ActivityCancelled and ActivityTimedOut are terminals; a
-// retryable ActivityFailed is a retry; a workflow terminal abandons the run);
-// several decorators may share one tracker through otelstore.WithPairing. It
-// can also be driven directly: create one with [New], then call
-// [Tracker.Dispatched], [Tracker.Finished], [Tracker.Retried] and
-// [Tracker.AbandonRun] with a [Key] per activity. Each method documents the
-// rule it keeps: a duplicate dispatch changes nothing, the first terminal
-// wins, a terminal with no live entry is a no-op, so the gauge can neither
-// leak nor underflow.
+// The otelstore decorator feeds a [Tracker] from the events that commit:
+// WorkflowStarted opens a run ([Tracker.RunStarted]), ActivityScheduled is a
+// dispatch, ActivityCompleted, a terminal ActivityFailed, ActivityCancelled
+// and ActivityTimedOut are terminals, a retryable ActivityFailed is a retry,
+// and a run's closing event closes it ([Tracker.RunClosed],
+// [Tracker.RunContinued]), abandoning its activities still in flight.
+// Several decorators may share one tracker (otelstore.WithPairing), or a
+// program may drive one directly with a [Key] per activity. Each method
+// documents its rule: a duplicate changes nothing, the first terminal wins,
+// a terminal with no live entry is a no-op, so the gauge neither leaks nor
+// underflows. A Key is (namespace, workflow, run, activity): a
+// continue-as-new chain keeps its workflow ID and restarts activity
+// positions at 0. The empty namespace is "default".
 //
-// A [Key] is (namespace, workflow, run, activity). The run is part of it
-// because a continue-as-new chain keeps its workflow ID and restarts activity
-// positions at 0. Namespaces are isolated: the same IDs in two namespaces are
-// two entries. The empty namespace is "default".
+// # Timeline
+//
+// On by default ([WithTimelineSpans], [WithTracerProvider]). A run span
+// ("workflow <type>") starts at RunStarted and ends at the close; an
+// activity span ("activity <type>", its child) starts at the dispatch and
+// ends at the first terminal, with retries as events and links to the store
+// calls (the spans in the contexts passed in). Both are of kind internal.
+// Trace identity: a run's trace ID is a hash of (namespace, workflow, run),
+// so processes that each see part of a run agree without shared state, and
+// each run of a chain is its own trace, linked to the next. The run span's
+// parent is a derived anchor that is never exported; an activity whose run
+// span this tracker does not hold hangs under the anchor, in the same trace.
+// The anchor is marked sampled, so a parent-based sampler keeps every
+// timeline; a ratio sampler applies only through [WithTimelineSpans](false)
+// or a custom sampler. The cost of holding spans open: each open run and
+// live activity keeps its span, about 1 KiB with the SDK when sampled; an
+// evicted or never-closed span is dropped unended, so it is not exported.
 //
 // # Concurrency
 //
-// A Tracker is safe for concurrent use and must not be copied; its zero value
-// is not ready. Its live entries sit under one mutex, which no call holds
-// while it runs an instrument or user code, and every critical section
-// unlocks with defer, so a panic (from a misbehaving MeterProvider, say)
-// never leaves it held. The attribute caches are lock-free once warm. In
-// steady state Dispatched and Finished do not allocate; bench_test.go
-// compares them with the bare SDK calls they make.
+// A Tracker is safe for concurrent use and must not be copied. Its live
+// entries sit under one mutex, which no call holds while it runs an
+// instrument, a tracer or other user code, and every critical section
+// unlocks with defer, so a panic (from a misbehaving provider, say) never
+// leaves it held. With the timeline off (or a trace/noop provider),
+// Dispatched and Finished do not allocate in steady state.
 //
 // # Limits
 //
-//   - Memory: at most [WithMaxInFlight] live entries; past it the oldest is
-//     evicted and counted on aion.activity.pairing.evicted (see
-//     [Tracker.Dispatched]). A steadily rising evicted counter means the bound
-//     is too small or terminals are being lost.
-//   - Cardinality: namespaces and activity types come from callers. Each is
-//     cleaned before it becomes an attribute value (invalid UTF-8 replaced by
-//     U+FFFD, cut to 256 bytes), then bounded: past
-//     [WithNamespaceCardinalityLimit] namespaces and, per namespace,
-//     [WithTypeCardinalityLimit] types, new values are recorded as "_other".
-//     Only attributes are folded; pairing stays exact per key. Workflow and
-//     run IDs never become metric attributes.
-//   - Per process: the in-flight gauge counts what this process saw
-//     dispatched and not finished, and starts from zero on restart. It is for
-//     dashboards and alerts; to enforce a limit read the durable count of
-//     claimed outbox rows ([eventstore.Outbox.CountClaimedOutboxRows]).
-//   - Times are taken as given; the tracker never reads the clock.
-//   - Errors: telemetry trouble never fails a call. An instrument the
-//     MeterProvider cannot create is reported to otel.Handle and replaced by
-//     a no-op one. [New] fails only on a misused option ([ErrInvalidOption]).
+//   - Memory: at most [WithMaxInFlight] live entries, activities and open
+//     runs together; past it the oldest is evicted and counted on
+//     aion.activity.pairing.evicted or aion.workflow.pairing.evicted.
+//   - Cardinality: namespaces, activity and workflow types are cleaned
+//     (invalid UTF-8 replaced by U+FFFD, cut to 256 bytes) and bounded
+//     ([WithNamespaceCardinalityLimit], [WithTypeCardinalityLimit]), past
+//     which they are recorded as "_other"; pairing stays exact per key. IDs
+//     go on spans only, never on metrics.
+//   - Per process: the gauges count what this process saw dispatched and
+//     not finished, from zero on restart; for enforcing a limit read the
+//     durable count of claimed outbox rows instead.
+//   - Times are history's: a zero time is taken as now. The age gauge reads
+//     the clock at each collection and never goes below 0.
+//   - Errors: telemetry trouble never fails a call; it goes to otel.Handle
+//     (an instrument that cannot be created becomes a no-op one). [New]
+//     fails only on a misused option ([ErrInvalidOption]).
 package pairing

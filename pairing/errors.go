@@ -13,3 +13,9 @@ var ErrInvalidOption = errors.New("pairing: invalid option")
 // one of the defined constants. The call changes nothing: the entry stays
 // live, so the caller's corrected terminal still pairs with it.
 var ErrInvalidOutcome = errors.New("pairing: invalid outcome")
+
+// ErrInvalidStatus is reported, wrapped, to the telemetry error handler
+// (otel.Handle) when [Tracker.RunClosed] is given a status that does not
+// close a run (running, paused, or a value that is not an
+// eventstore.WorkflowStatus constant). The call changes nothing.
+var ErrInvalidStatus = errors.New("pairing: invalid run status")

@@ -10,6 +10,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/internal/catalog"
@@ -19,6 +21,7 @@ import (
 type harness struct {
 	t      testing.TB
 	reader *sdkmetric.ManualReader
+	spans  *tracetest.SpanRecorder // the timeline spans
 	tr     *Tracker
 	errs   []error // what the tracker reported to its error handler
 }
@@ -31,10 +34,14 @@ func newHarness(t testing.TB, opts ...Option) *harness {
 // newHarnessSDK is newHarness with extra MeterProvider options.
 func newHarnessSDK(t testing.TB, sdkOpts []sdkmetric.Option, opts ...Option) *harness {
 	t.Helper()
-	h := &harness{t: t, reader: sdkmetric.NewManualReader()}
+	h := &harness{t: t, reader: sdkmetric.NewManualReader(), spans: tracetest.NewSpanRecorder()}
 	mp := sdkmetric.NewMeterProvider(append([]sdkmetric.Option{sdkmetric.WithReader(h.reader)}, sdkOpts...)...)
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	all := append([]Option{WithMeterProvider(mp), withErrorHandler(func(err error) { h.errs = append(h.errs, err) })}, opts...)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(h.spans))
+	t.Cleanup(func() {
+		_ = mp.Shutdown(context.Background())
+		_ = tp.Shutdown(context.Background())
+	})
+	all := append([]Option{WithMeterProvider(mp), WithTracerProvider(tp), withErrorHandler(func(err error) { h.errs = append(h.errs, err) })}, opts...)
 	tr, err := New(all...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -148,8 +155,8 @@ func wantInflight(pts ...metricdata.DataPoint[int64]) *metricdata.Metrics {
 func hist(set attribute.Set, samples ...float64) metricdata.HistogramDataPoint[float64] {
 	dp := metricdata.HistogramDataPoint[float64]{
 		Attributes:   set,
-		Bounds:       catalog.DurationBoundaries,
-		BucketCounts: make([]uint64, len(catalog.DurationBoundaries)+1),
+		Bounds:       catalog.WorkflowDurationBoundaries,
+		BucketCounts: make([]uint64, len(catalog.WorkflowDurationBoundaries)+1),
 		Count:        uint64(len(samples)),
 	}
 	if len(samples) == 0 {
@@ -159,7 +166,7 @@ func hist(set attribute.Set, samples ...float64) metricdata.HistogramDataPoint[f
 	for _, s := range samples {
 		dp.Sum += s
 		// Buckets are upper-inclusive: a sample equal to a bound belongs to it.
-		dp.BucketCounts[sort.SearchFloat64s(catalog.DurationBoundaries, s)]++
+		dp.BucketCounts[sort.SearchFloat64s(catalog.WorkflowDurationBoundaries, s)]++
 		lo, hi = min(lo, s), max(hi, s)
 	}
 	dp.Min, dp.Max = metricdata.NewExtrema(lo), metricdata.NewExtrema(hi)

@@ -1,6 +1,7 @@
 package pairing
 
 import (
+	"context"
 	"errors"
 
 	"go.opentelemetry.io/otel/metric"
@@ -18,22 +19,29 @@ const ScopeName = "github.com/aionotel/aionotel/pairing"
 // instrumentation scope version of the tracker's meter.
 func Version() string { return version.Version }
 
-// instruments are the six pairing instruments of the telemetry catalog.
+// instruments are the pairing instruments of the telemetry catalog.
 type instruments struct {
-	dispatched metric.Int64Counter
-	inflight   metric.Int64UpDownCounter
-	completed  metric.Int64Counter
-	duration   metric.Float64Histogram
-	retried    metric.Int64Counter
-	evicted    metric.Int64Counter
+	dispatched       metric.Int64Counter
+	inflight         metric.Int64UpDownCounter
+	completed        metric.Int64Counter
+	duration         metric.Float64Histogram
+	retried          metric.Int64Counter
+	evicted          metric.Int64Counter
+	workflowDuration metric.Float64Histogram
+	runEvicted       metric.Int64Counter
 }
+
+// ageCallback observes the oldest-in-flight gauge g.
+type ageCallback func(ctx context.Context, o metric.Observer, g metric.Float64Observable)
 
 // newInstruments creates the instruments from mp with internal/instrument:
 // creation never fails the caller, an instrument returned together with an
 // error is kept and a missing one replaced by a no-op one, so the live table
 // stays correct whatever the provider does. The errors are joined and
 // reported once through handle.
-func newInstruments(mp metric.MeterProvider, handle func(error)) instruments {
+//
+// The oldest-in-flight gauge is observed by ages once per collection.
+func newInstruments(mp metric.MeterProvider, handle func(error), ages ageCallback) instruments {
 	var errs []error
 	m := instrument.New(mp.Meter(ScopeName, metric.WithInstrumentationVersion(version.Version),
 		metric.WithSchemaURL(catalog.SchemaURL)), "pairing",
@@ -46,14 +54,46 @@ func newInstruments(mp metric.MeterProvider, handle func(error)) instruments {
 		completed: m.Int64Counter(catalog.ActivitiesCompleted, catalog.UnitActivity,
 			"Dispatched activities that reached their first terminal, by outcome."),
 		duration: m.Float64Histogram(catalog.ActivityDuration, catalog.UnitSeconds,
-			"Time from an activity's dispatch to its first terminal, across all attempts.", catalog.DurationBoundaries),
+			"Time from an activity's dispatch to its first terminal, across all attempts.", catalog.WorkflowDurationBoundaries),
 		retried: m.Int64Counter(catalog.ActivitiesRetried, catalog.UnitActivity,
 			"Retries of activities that stay in flight."),
 		evicted: m.Int64Counter(catalog.ActivityPairingEvicted, catalog.UnitActivity,
 			"Live activity entries dropped by the pairing tracker's memory bound."),
+		workflowDuration: m.Float64Histogram(catalog.WorkflowDuration, catalog.UnitSeconds,
+			"Time from a run's start to its close, by workflow type and status.", catalog.WorkflowDurationBoundaries),
+		runEvicted: m.Int64Counter(catalog.WorkflowPairingEvicted, catalog.UnitWorkflow,
+			"Open runs dropped by the pairing tracker's memory bound; their run span is not emitted."),
 	}
+	registerAges(m, ages)
 	if len(errs) > 0 {
 		handle(errors.Join(errs...))
 	}
 	return in
+}
+
+// registerAges creates aion.activity.oldest_inflight_age and registers its
+// callback; trouble is reported like the other instruments' and leaves the
+// gauge out.
+func registerAges(m *instrument.Meter, ages ageCallback) {
+	g, err := m.Meter().Float64ObservableGauge(catalog.ActivityOldestInflightAge,
+		metric.WithUnit(catalog.UnitSeconds),
+		metric.WithDescription("Age of the oldest activity of its type still in flight, as seen by this process."))
+	if err != nil || g == nil {
+		m.Report(catalog.ActivityOldestInflightAge, errors.Join(err, errNilInstrument(g == nil)))
+		if g == nil {
+			return
+		}
+	}
+	_, err = m.Meter().RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		ages(ctx, o, g)
+		return nil
+	}, g)
+	m.Report(catalog.ActivityOldestInflightAge, err)
+}
+
+func errNilInstrument(isNil bool) error {
+	if isNil {
+		return errors.New("the meter returned a nil instrument")
+	}
+	return nil
 }

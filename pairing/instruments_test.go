@@ -12,18 +12,22 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/internal/catalog"
 	"github.com/aionotel/aionotel/internal/version"
 )
 
-// The scope and the six instruments are exactly those of the catalog: names,
-// kinds, units, one-line descriptions, histogram boundaries.
+// The scope and the nine instruments are exactly those of the catalog:
+// names, kinds, units, one-line descriptions, histogram boundaries.
 func TestInstrumentsMatchCatalog(t *testing.T) {
 	h := newHarness(t, WithMaxInFlight(1))
 	h.tr.Dispatched(bg, key("n", 1, 1, 0), "t", ts(0))
 	h.tr.Retried(bg, key("n", 1, 1, 0), ts(0))
 	h.tr.Dispatched(bg, key("n", 1, 1, 1), "t", ts(0))
 	h.tr.Finished(bg, key("n", 1, 1, 1), OutcomeSucceeded, ts(0))
+	h.tr.RunStarted(bg, "n", wfID(2), runID(2), "w", ts(0))
+	h.tr.RunStarted(bg, "n", wfID(3), runID(3), "w", ts(0)) // evicts the first run
+	h.tr.RunClosed(bg, "n", wfID(3), runID(3), eventstore.StatusCompleted, ts(5))
 
 	sm := h.scope()
 	if sm.Scope.Name != "github.com/aionotel/aionotel/pairing" || sm.Scope.Version != version.Version || Version() != version.Version {
@@ -36,14 +40,18 @@ func TestInstrumentsMatchCatalog(t *testing.T) {
 		unit      string
 		monotonic bool
 		histogram bool
+		gauge     bool
 	}
 	wants := map[string]want{
-		"aion.activities.dispatched":    {unit: "{activity}", monotonic: true},
-		"aion.inflight_activities":      {unit: "{activity}"},
-		"aion.activities.completed":     {unit: "{activity}", monotonic: true},
-		"aion.activity.duration":        {unit: "s", histogram: true},
-		"aion.activities.retried":       {unit: "{activity}", monotonic: true},
-		"aion.activity.pairing.evicted": {unit: "{activity}", monotonic: true},
+		"aion.activities.dispatched":        {unit: "{activity}", monotonic: true},
+		"aion.inflight_activities":          {unit: "{activity}"},
+		"aion.activities.completed":         {unit: "{activity}", monotonic: true},
+		"aion.activity.duration":            {unit: "s", histogram: true},
+		"aion.activities.retried":           {unit: "{activity}", monotonic: true},
+		"aion.activity.pairing.evicted":     {unit: "{activity}", monotonic: true},
+		"aion.activity.oldest_inflight_age": {unit: "s", gauge: true},
+		"aion.workflow.duration":            {unit: "s", histogram: true},
+		"aion.workflow.pairing.evicted":     {unit: "{workflow}", monotonic: true},
 	}
 	if len(sm.Metrics) != len(wants) {
 		t.Errorf("exported %d metrics, want %d", len(sm.Metrics), len(wants))
@@ -61,8 +69,12 @@ func TestInstrumentsMatchCatalog(t *testing.T) {
 			t.Errorf("%s description %q, want one non-empty line", m.Name, m.Description)
 		}
 		switch d := m.Data.(type) {
+		case metricdata.Gauge[float64]:
+			if !w.gauge {
+				t.Errorf("%s: a gauge, want otherwise", m.Name)
+			}
 		case metricdata.Sum[int64]:
-			if w.histogram || d.IsMonotonic != w.monotonic {
+			if w.histogram || w.gauge || d.IsMonotonic != w.monotonic {
 				t.Errorf("%s: Sum monotonic=%v, want histogram=%v monotonic=%v", m.Name, d.IsMonotonic, w.histogram, w.monotonic)
 			}
 		case metricdata.Histogram[float64]:
@@ -70,12 +82,12 @@ func TestInstrumentsMatchCatalog(t *testing.T) {
 				t.Errorf("%s: a histogram, want a sum", m.Name)
 			}
 			b := d.DataPoints[0].Bounds
-			if len(b) != len(catalog.DurationBoundaries) {
-				t.Fatalf("%s bounds = %v, want %v", m.Name, b, catalog.DurationBoundaries)
+			if len(b) != len(catalog.WorkflowDurationBoundaries) {
+				t.Fatalf("%s bounds = %v, want %v", m.Name, b, catalog.WorkflowDurationBoundaries)
 			}
 			for i := range b {
-				if b[i] != catalog.DurationBoundaries[i] {
-					t.Errorf("%s bounds = %v, want %v", m.Name, b, catalog.DurationBoundaries)
+				if b[i] != catalog.WorkflowDurationBoundaries[i] {
+					t.Errorf("%s bounds = %v, want %v", m.Name, b, catalog.WorkflowDurationBoundaries)
 					break
 				}
 			}

@@ -28,8 +28,9 @@ import (
 // the ManualReader) is checked every collectEvery steps and at the end of
 // each sequence, against the model's expected value of every data point of
 // every instrument: the gauge per (namespace, type), per namespace equal to
-// the live entries and never negative, counters, histogram counts and sums,
-// and completions + evictions == removals.
+// the live entries and never negative, counters, histogram counts and sums
+// (activities' and runs'), and completions + evictions == removals. Open
+// runs share the bound and the eviction order with activities.
 const (
 	sequences    = 10_000
 	maxSteps     = 40
@@ -40,6 +41,7 @@ var (
 	propNamespaces = []string{"", "default", "tenant-a", "tenant-b"} // "" aliases "default"
 	propTypes      = []string{"charge", "ship", "email", ""}         // with a type limit of 2
 	propOutcomes   = []Outcome{OutcomeSucceeded, OutcomeFailed, OutcomeCancelled, OutcomeTimedOut}
+	propStatuses   = []eventstore.WorkflowStatus{eventstore.StatusCompleted, eventstore.StatusFailed, eventstore.StatusContinuedAsNew, eventstore.StatusRunning}
 )
 
 func TestTrackerMatchesModel(t *testing.T) {
@@ -68,6 +70,21 @@ type durAgg struct {
 	sum   float64
 }
 
+// markerID is the activity ID of an open run's marker in model.order: the
+// sequences use activity IDs 0 to 2 only.
+const markerID = eventstore.ActivityID(math.MaxUint64)
+
+type mRun struct {
+	ns, typ string // recorded
+	at      time.Time
+	started bool
+}
+
+type ntos struct {
+	ns, typ string
+	status  eventstore.WorkflowStatus
+}
+
 type mEntry struct {
 	ns  string // recorded namespace
 	typ string // recorded type
@@ -83,7 +100,13 @@ type model struct {
 	admittedNS map[string]bool
 
 	live  map[Key]mEntry
-	order []Key // live keys, oldest first
+	order []Key // live keys and open-run markers (ActivityID markerID), oldest first
+	runs  map[runKey]mRun
+
+	admittedWF       map[string]map[string]bool // recorded namespace -> admitted workflow types
+	workflowDuration map[ntos]durAgg
+	runEvicted       map[string]int64
+	badStatuses      int
 
 	dispatched, inflight, retried map[nt]int64
 	completed                     map[nto]int64
@@ -100,7 +123,104 @@ func newModel(max, limit, nsLimit int) *model {
 		live:       map[Key]mEntry{},
 		dispatched: map[nt]int64{}, inflight: map[nt]int64{}, retried: map[nt]int64{},
 		completed: map[nto]int64{}, duration: map[nto]durAgg{}, evicted: map[string]int64{},
+		runs: map[runKey]mRun{}, admittedWF: map[string]map[string]bool{},
+		workflowDuration: map[ntos]durAgg{}, runEvicted: map[string]int64{},
 	}
+}
+
+// makeRoom evicts the oldest live activity or open run if the bound is
+// reached.
+func (m *model) makeRoom() {
+	if len(m.live)+len(m.runs) < m.max {
+		return
+	}
+	old := m.order[0]
+	if old.ActivityID == markerID {
+		rk := old.run()
+		m.runEvicted[m.runs[rk].ns]++
+		m.dropRun(rk)
+		return
+	}
+	e := m.live[old]
+	m.drop(old)
+	m.inflight[nt{e.ns, e.typ}]--
+	m.evicted[e.ns]++
+}
+
+func markerKey(rk runKey) Key {
+	return Key{Namespace: rk.namespace, WorkflowID: rk.workflowID, RunID: rk.runID, ActivityID: markerID}
+}
+
+func (m *model) dropRun(rk runKey) {
+	delete(m.runs, rk)
+	mk := markerKey(rk)
+	m.order = slices.DeleteFunc(m.order, func(o Key) bool { return o == mk })
+}
+
+// recordedWorkflowType is recordedType for workflow types, admitted apart.
+func (m *model) recordedWorkflowType(ns, typ string) string {
+	admitted := m.admittedWF[ns]
+	if admitted == nil {
+		admitted = map[string]bool{}
+		m.admittedWF[ns] = admitted
+	}
+	switch {
+	case typ == "":
+		return catalog.UnknownType
+	case admitted[typ]:
+		return typ
+	case len(admitted) < m.limit:
+		admitted[typ] = true
+		return typ
+	default:
+		return catalog.OtherType
+	}
+}
+
+func (m *model) runStarted(k Key, typ string, at time.Time) bool {
+	rk := modelKey(k).run()
+	rns := m.recordedNS(rk.namespace)
+	rt := m.recordedWorkflowType(rns, typ)
+	r, open := m.runs[rk]
+	if open && r.started {
+		return false
+	}
+	if !open {
+		m.makeRoom()
+		m.order = append(m.order, markerKey(rk))
+	}
+	m.runs[rk] = mRun{ns: rns, typ: rt, at: at, started: true}
+	return true
+}
+
+func (m *model) runClosed(k Key, status eventstore.WorkflowStatus, next eventstore.RunID, at time.Time) int {
+	if statusIndex(status) < 0 {
+		m.badStatuses++
+		return 0
+	}
+	rk := modelKey(k).run()
+	r, open := m.runs[rk]
+	if open {
+		m.dropRun(rk)
+	}
+	n := m.abandon(rk.namespace, rk.workflowID, rk.runID, at)
+	if open && r.started {
+		d := max(at.Sub(r.at).Seconds(), 0)
+		agg := m.workflowDuration[ntos{r.ns, r.typ, status}]
+		agg.count++
+		agg.sum += d
+		m.workflowDuration[ntos{r.ns, r.typ, status}] = agg
+	}
+	if next != (eventstore.RunID{}) && next != rk.runID {
+		nk := runKey{namespace: rk.namespace, workflowID: rk.workflowID, runID: next}
+		rns := m.recordedNS(nk.namespace)
+		if _, open := m.runs[nk]; !open {
+			m.makeRoom()
+			m.order = append(m.order, markerKey(nk))
+			m.runs[nk] = mRun{ns: rns}
+		}
+	}
+	return n
 }
 
 // modelKey spells the empty namespace "default", independently of the
@@ -154,13 +274,7 @@ func (m *model) dispatch(k Key, typ string, at time.Time) bool {
 	if _, ok := m.live[k]; ok {
 		return false
 	}
-	if len(m.live) >= m.max {
-		old := m.order[0]
-		e := m.live[old]
-		m.drop(old)
-		m.inflight[nt{e.ns, e.typ}]--
-		m.evicted[e.ns]++
-	}
+	m.makeRoom()
 	m.live[k] = mEntry{ns: rns, typ: rt, at: at}
 	m.order = append(m.order, k)
 	m.dispatched[nt{rns, rt}]++
@@ -217,7 +331,7 @@ func (m *model) abandon(ns string, wf eventstore.WorkflowID, run eventstore.RunI
 	}
 	var victims []Key
 	for _, k := range m.order {
-		if k.Namespace == ns && k.WorkflowID == wf && k.RunID == run {
+		if k.Namespace == ns && k.WorkflowID == wf && k.RunID == run && k.ActivityID != markerID {
 			victims = append(victims, k)
 		}
 	}
@@ -244,10 +358,11 @@ func runSequence(seed uint64) error {
 	}
 	// liveKey picks a live key, respelling "default" as "" half the time.
 	liveKey := func() (Key, bool) {
-		if len(m.order) == 0 {
+		if len(m.live) == 0 {
 			return Key{}, false
 		}
-		k := m.order[rng.IntN(len(m.order))]
+		acts := m.activities()
+		k := acts[rng.IntN(len(acts))]
 		if k.Namespace == "default" && rng.IntN(2) == 0 {
 			k.Namespace = ""
 		}
@@ -299,18 +414,32 @@ func runSequence(seed uint64) error {
 			op = "invalid outcome"
 			k := randKey()
 			got, want = b2i(h.tr.Finished(bg, k, "bogus", at)), b2i(m.finish(k, "bogus", at))
-		case r < 90:
+		case r < 84:
 			op = "retry"
 			k := randKey()
 			if lk, ok := liveKey(); ok && rng.IntN(2) == 0 {
 				k = lk
 			}
 			got, want = b2i(h.tr.Retried(bg, k, at)), b2i(m.retry(k))
-		default:
+		case r < 88:
 			op = "abandon run"
 			k := randKey()
 			got = h.tr.AbandonRun(bg, k.Namespace, k.WorkflowID, k.RunID, at)
 			want = m.abandon(k.Namespace, k.WorkflowID, k.RunID, at)
+		case r < 93:
+			op = "run started"
+			k, typ := randKey(), propTypes[rng.IntN(len(propTypes))]
+			got, want = b2i(h.tr.RunStarted(bg, k.Namespace, k.WorkflowID, k.RunID, typ, at)), b2i(m.runStarted(k, typ, at))
+		case r < 98:
+			op = "run closed"
+			k, st := randKey(), propStatuses[rng.IntN(len(propStatuses))]
+			got = h.tr.RunClosed(bg, k.Namespace, k.WorkflowID, k.RunID, st, at)
+			want = m.runClosed(k, st, eventstore.RunID{}, at)
+		default:
+			op = "run continued"
+			k, next := randKey(), runID(byte(rng.IntN(2)))
+			got = h.tr.RunContinued(bg, k.Namespace, k.WorkflowID, k.RunID, next, at)
+			want = m.runClosed(k, eventstore.StatusContinuedAsNew, next, at)
 		}
 		where := fmt.Sprintf("step %d (%s, max %d)", step, op, maxInFlight)
 		if got != want {
@@ -328,11 +457,11 @@ func runSequence(seed uint64) error {
 			return fmt.Errorf("%s: %w", where, tb.failed)
 		}
 	}
-	if len(h.errs) != m.badOutcomes {
-		return fmt.Errorf("error handler got %d errors, want %d", len(h.errs), m.badOutcomes)
+	if len(h.errs) != m.badOutcomes+m.badStatuses {
+		return fmt.Errorf("error handler got %d errors, want %d", len(h.errs), m.badOutcomes+m.badStatuses)
 	}
 	for _, err := range h.errs {
-		if !errors.Is(err, ErrInvalidOutcome) {
+		if !errors.Is(err, ErrInvalidOutcome) && !errors.Is(err, ErrInvalidStatus) {
 			return fmt.Errorf("unexpected handled error: %v", err)
 		}
 	}
@@ -355,10 +484,24 @@ func compareLive(tr *Tracker, m *model) error {
 	if err != nil {
 		return fmt.Errorf("live table: %w", err)
 	}
-	if !slices.Equal(order, m.order) {
-		return fmt.Errorf("live keys in dispatch order = %v, model %v", order, m.order)
+	if want := m.activities(); !slices.Equal(order, want) {
+		return fmt.Errorf("live keys in dispatch order = %v, model %v", order, want)
+	}
+	if got := len(tr.live.runs); got > len(m.runs)+len(m.live) {
+		return fmt.Errorf("table holds %d runs for %d open runs and %d activities", got, len(m.runs), len(m.live))
 	}
 	return nil
+}
+
+// activities returns the live activity keys, oldest first.
+func (m *model) activities() []Key {
+	var out []Key
+	for _, k := range m.order {
+		if k.ActivityID != markerID {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // compareTelemetry collects and compares every exported data point with the
@@ -407,6 +550,17 @@ func compareTelemetry(h *harness, m *model) error {
 	if len(s.duration) != len(m.duration) {
 		return fmt.Errorf("duration has %d points, model %d", len(s.duration), len(m.duration))
 	}
+	for k, want := range m.workflowDuration {
+		if got := s.workflowDuration[k]; got.count != want.count || math.Abs(got.sum-want.sum) > 1e-9 {
+			return fmt.Errorf("workflow duration %v = %+v, model %+v", k, got, want)
+		}
+	}
+	if len(s.workflowDuration) != len(m.workflowDuration) {
+		return fmt.Errorf("workflow duration has %d points, model %d", len(s.workflowDuration), len(m.workflowDuration))
+	}
+	if err := equalCounts("run evicted", s.runEvicted, m.runEvicted); err != nil {
+		return err
+	}
 	var done int64
 	for _, v := range s.completed {
 		done += v
@@ -442,12 +596,15 @@ type snapshot struct {
 	completed                     map[nto]int64
 	duration                      map[nto]durAgg
 	evicted                       map[string]int64
+	workflowDuration              map[ntos]durAgg
+	runEvicted                    map[string]int64
 }
 
 func readSnapshot(sm metricdata.ScopeMetrics) snapshot {
 	s := snapshot{
 		dispatched: map[nt]int64{}, inflight: map[nt]int64{}, retried: map[nt]int64{},
 		completed: map[nto]int64{}, duration: map[nto]durAgg{}, evicted: map[string]int64{},
+		workflowDuration: map[ntos]durAgg{}, runEvicted: map[string]int64{},
 	}
 	str := func(set attribute.Set, k attribute.Key) string {
 		v, _ := set.Value(k)
@@ -469,9 +626,18 @@ func readSnapshot(sm metricdata.ScopeMetrics) snapshot {
 					s.completed[nto{ns, typ, Outcome(str(dp.Attributes, catalog.ActivityOutcome))}] += dp.Value
 				case catalog.ActivityPairingEvicted:
 					s.evicted[ns] += dp.Value
+				case catalog.WorkflowPairingEvicted:
+					s.runEvicted[ns] += dp.Value
 				}
 			}
 		case metricdata.Histogram[float64]:
+			if mt.Name == catalog.WorkflowDuration {
+				for _, dp := range d.DataPoints {
+					k := ntos{str(dp.Attributes, catalog.Namespace), str(dp.Attributes, catalog.WorkflowType), eventstore.WorkflowStatus(str(dp.Attributes, catalog.WorkflowStatus))}
+					s.workflowDuration[k] = durAgg{count: dp.Count, sum: dp.Sum}
+				}
+				continue
+			}
 			for _, dp := range d.DataPoints {
 				k := nto{str(dp.Attributes, catalog.Namespace), str(dp.Attributes, catalog.ActivityType), Outcome(str(dp.Attributes, catalog.ActivityOutcome))}
 				s.duration[k] = durAgg{count: dp.Count, sum: dp.Sum}

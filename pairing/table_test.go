@@ -15,9 +15,9 @@ import (
 func (tb *table) check() ([]Key, error) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	live := 0
+	live, activities := 0, 0
 	for rk, r := range tb.runs {
-		if r.key != rk || len(r.entries) == 0 {
+		if r.key != rk || r.empty() {
 			return nil, fmt.Errorf("run %v: held under %v with %d entries", r.key, rk, len(r.entries))
 		}
 		if r.peak < len(r.entries) {
@@ -32,12 +32,32 @@ func (tb *table) check() ([]Key, error) {
 			}
 		}
 		live += len(r.entries)
+		if r.marker != nil {
+			live++
+		}
+		activities += len(r.entries)
 	}
-	if live != tb.n {
-		return nil, fmt.Errorf("runs hold %d entries, live count %d", live, tb.n)
+	if live != tb.n || activities != tb.active {
+		return nil, fmt.Errorf("runs hold %d slots and %d activities, live counts %d and %d", live, activities, tb.n, tb.active)
+	}
+	inHeaps := 0
+	for ta, h := range tb.ages {
+		for i, e := range *h {
+			if e.heap != i || e.attrs != ta || e.seq == 0 {
+				return nil, fmt.Errorf("age heap item %d: index %d, own type %v, seq %d", i, e.heap, e.attrs == ta, e.seq)
+			}
+			if i > 0 && e.at.Before((*h)[(i-1)/2].at) {
+				return nil, fmt.Errorf("age heap item %d is older than its parent", i)
+			}
+		}
+		inHeaps += len(*h)
+	}
+	if inHeaps != tb.active {
+		return nil, fmt.Errorf("age heaps hold %d entries, %d activities live", inHeaps, tb.active)
 	}
 	var order []Key
 	var last uint64
+	markers := 0
 	for i, q := range tb.order {
 		if i < tb.head {
 			if q.e != nil {
@@ -49,6 +69,13 @@ func (tb *table) check() ([]Key, error) {
 			return nil, fmt.Errorf("queue item %d has seq %d after %d", i, q.seq, last)
 		}
 		last = q.seq
+		if q.live() && q.e.isMarker() {
+			if q.e.run.marker != q.e || tb.runs[q.e.run.key] != q.e.run {
+				return nil, fmt.Errorf("queue item %d is a live marker its run does not hold", i)
+			}
+			markers++
+			continue
+		}
 		if q.live() {
 			k := q.e.key()
 			if tb.lookup(k) != q.e {
@@ -57,13 +84,24 @@ func (tb *table) check() ([]Key, error) {
 			order = append(order, k)
 		}
 	}
-	if len(order) != tb.n {
-		return nil, fmt.Errorf("queue holds %d live items, %d live entries", len(order), tb.n)
+	if len(order)+markers != tb.n {
+		return nil, fmt.Errorf("queue holds %d live items, %d live entries", len(order)+markers, tb.n)
 	}
 	if len(tb.order) > 2*(tb.n+1)+minQueue {
 		return nil, fmt.Errorf("queue holds %d items for %d live entries", len(tb.order), tb.n)
 	}
 	return order, nil
+}
+
+// anyAttrs stands for the type options of entries whose type a test does
+// not look at.
+var anyAttrs = &typeAttrs{}
+
+// isLive reports whether k has a live entry.
+func (tb *table) isLive(k Key) bool {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return tb.lookup(k) != nil
 }
 
 // The eviction queue stays bounded when terminals arrive out of order behind
@@ -81,13 +119,13 @@ func TestTableQueueBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tb := newTable(tc.max)
 			pinned, pinnedAttrs := key("n", 9, 9, 0), &typeAttrs{}
-			tb.add(pinned, pinnedAttrs, ts(0))
+			tb.add(pinned, pinnedAttrs, ts(0), nil)
 			for i := range 10_000 {
 				k := key("n", 1, byte(i%5), uint64(i))
-				if ok, _ := tb.add(k, nil, ts(i)); !ok {
+				if ok, _ := tb.add(k, anyAttrs, ts(i), nil); !ok {
 					t.Fatalf("add %d: not added", i)
 				}
-				if _, _, ok := tb.take(k); !ok {
+				if _, ok := tb.take(k); !ok {
 					t.Fatalf("take %d: not live", i)
 				}
 				if len(tb.order) > 2*(tb.len()+1)+minQueue {
@@ -98,14 +136,14 @@ func TestTableQueueBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range min(tc.max-1, 10) {
-				tb.add(key("n", 2, 1, uint64(i)), nil, ts(0))
+				tb.add(key("n", 2, 1, uint64(i)), anyAttrs, ts(0), nil)
 			}
 			if tc.max == 3 {
 				// Full (pinned + 2): the next dispatch evicts pinned, the oldest.
-				if _, ev := tb.add(key("n", 3, 1, 0), nil, ts(0)); ev != pinnedAttrs {
+				if _, ev := tb.add(key("n", 3, 1, 0), anyAttrs, ts(0), nil); ev.attrs != pinnedAttrs {
 					t.Fatal("the dispatch at the bound did not evict the oldest entry")
 				}
-				if tb.attrsOf(pinned) != nil || tb.len() != 3 {
+				if tb.isLive(pinned) || tb.len() != 3 {
 					t.Errorf("eviction did not take the oldest entry (len %d)", tb.len())
 				}
 			}
@@ -138,20 +176,20 @@ func TestTableDuplicatesInAnyOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tb := newTable(1 << 20)
 			for _, id := range tc.ids {
-				if ok, _ := tb.add(key("n", 1, 1, id), nil, ts(0)); !ok {
+				if ok, _ := tb.add(key("n", 1, 1, id), anyAttrs, ts(0), nil); !ok {
 					t.Fatalf("first dispatch of %d refused", id)
 				}
 			}
 			for _, id := range tc.ids {
-				if ok, _ := tb.add(key("n", 1, 1, id), nil, ts(1)); ok {
+				if ok, _ := tb.add(key("n", 1, 1, id), anyAttrs, ts(1), nil); ok {
 					t.Errorf("duplicate dispatch of %d accepted", id)
 				}
 			}
 			first := key("n", 1, 1, tc.ids[0])
-			if _, at, ok := tb.take(first); !ok || !at.Equal(ts(0)) {
-				t.Fatalf("take(%d) = %v, %v; want the first dispatch time", tc.ids[0], at, ok)
+			if e, ok := tb.take(first); !ok || !e.at.Equal(ts(0)) {
+				t.Fatalf("take(%d) = %v, %v; want the first dispatch time", tc.ids[0], e.at, ok)
 			}
-			if ok, _ := tb.add(first, nil, ts(2)); !ok {
+			if ok, _ := tb.add(first, anyAttrs, ts(2), nil); !ok {
 				t.Errorf("dispatch of finished key %d refused", tc.ids[0])
 			}
 			if _, err := tb.check(); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/aionotel/aionotel/eventstore"
 )
 
@@ -20,6 +22,7 @@ type Tracker struct {
 	handle func(error)
 	attrs  *attrCache
 	inst   instruments
+	spans  *spans // nil: no timeline spans
 	live   *table
 }
 
@@ -31,17 +34,23 @@ type Tracker struct {
 // is a misused option: [WithAttributes] given an empty key or a key the
 // tracker sets itself, matching [ErrInvalidOption] with errors.Is. (The
 // design contract fixes the (T, error) signature; this is its one use.)
+//
+// The oldest-in-flight gauge is an observable instrument: its callback stays
+// registered with the MeterProvider (and keeps the tracker reachable) for
+// the provider's lifetime.
 func New(opts ...Option) (*Tracker, error) {
 	c, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Tracker{
+	t := &Tracker{
 		handle: c.handle,
 		attrs:  newAttrCache(c.attrs, c.nsLimit, c.typeLimit),
-		inst:   newInstruments(c.meterProvider, c.handle),
+		spans:  newSpans(c.tracerProvider, c.timeline),
 		live:   newTable(c.maxInFlight),
-	}, nil
+	}
+	t.inst = newInstruments(c.meterProvider, c.handle, t.observeAges)
+	return t, nil
 }
 
 // Dispatched records the dispatch of the activity key, of type activityType,
@@ -58,37 +67,72 @@ func New(opts ...Option) (*Tracker, error) {
 // 0-valued point for it and uses up a place under the type limit).
 //
 // Memory bound: if the tracker already holds [WithMaxInFlight] live
-// entries, the oldest one (first in, first out in the order dispatches
-// reached the tracker, not by their times; a retry does not make an entry
-// younger) is evicted to make room: its gauge slot is released under its
-// own type and aion.activity.pairing.evicted counted under its namespace; no
-// completion or duration is recorded for it, and its later terminal is a
-// no-op. The bound is exact, also under concurrent calls.
+// entries (activities and open runs), the oldest one (first in, first out
+// in the order they reached the tracker, not by their times; a retry does
+// not make an entry younger) is evicted to make room. An evicted activity's
+// gauge slot is released under its own type and
+// aion.activity.pairing.evicted counted under its namespace; no completion,
+// duration or span is recorded for it, and its later terminal is a no-op.
+// An evicted open run is counted on aion.workflow.pairing.evicted and gets
+// neither run span nor duration. The bound is exact, also under concurrent
+// calls.
 //
 // The activity type and the namespace become attribute values only after
 // cleaning (invalid UTF-8 replaced by U+FFFD, cut to 256 bytes); an empty
 // type is recorded as "_unknown", a type past [WithTypeCardinalityLimit] as
 // "_other", a namespace past [WithNamespaceCardinalityLimit] as "_other".
 // The key itself is kept as given. ctx is passed to the instruments.
+//
+// With the timeline on, a new entry's activity span starts at at: a child of
+// its run's span if this tracker holds it (else of the run's anchor),
+// linked to the span in ctx, the store call that appended the dispatch. An
+// evicted entry's span is dropped without ending.
 func (t *Tracker) Dispatched(ctx context.Context, key Key, activityType string, at time.Time) bool {
 	if t == nil || t.live == nil {
 		return false
 	}
 	key.normalize()
+	if at.IsZero() {
+		at = time.Now()
+	}
 	ta := t.attrs.forType(key.Namespace, activityType)
-	// No instrument is called under the table's lock.
+	// No instrument or span is made under the table's lock.
 	t.inst.inflight.Add(ctx, 1, ta.base...)
-	added, evicted := t.live.add(key, ta, at)
+	var span trace.Span
+	if t.spans != nil {
+		runSpan, live := t.live.parentOf(key)
+		if !live {
+			var parent trace.SpanContext
+			if runSpan != nil {
+				parent = runSpan.SpanContext()
+			}
+			span = t.spans.startActivity(ctx, key, ta, parent, at)
+		}
+	}
+	added, evicted := t.live.add(key, ta, at, span)
 	if !added {
-		t.inst.inflight.Add(ctx, -1, ta.base...) // a duplicate: take it back
+		// A duplicate: take the increment back. Its span, if one was
+		// started, is dropped without ending, so it is never exported.
+		t.inst.inflight.Add(ctx, -1, ta.base...)
 		return false
 	}
 	t.inst.dispatched.Add(ctx, 1, ta.base...)
-	if evicted != nil {
-		t.inst.inflight.Add(ctx, -1, evicted.base...)
-		t.inst.evicted.Add(ctx, 1, evicted.ns.evicted...)
-	}
+	t.evicted(ctx, evicted)
 	return true
+}
+
+// evicted records what one eviction removed: an activity releases its gauge
+// slot and counts on aion.activity.pairing.evicted, an open run counts on
+// aion.workflow.pairing.evicted; neither span is ended (so neither is
+// exported).
+func (t *Tracker) evicted(ctx context.Context, ev evicted) {
+	switch {
+	case ev.attrs != nil:
+		t.inst.inflight.Add(ctx, -1, ev.attrs.base...)
+		t.inst.evicted.Add(ctx, 1, ev.attrs.ns.evicted...)
+	case ev.ns != nil:
+		t.inst.runEvicted.Add(ctx, 1, ev.ns.evicted...)
+	}
 }
 
 // Finished records the terminal of the activity key with outcome at time at.
@@ -104,6 +148,10 @@ func (t *Tracker) Dispatched(ctx context.Context, key Key, activityType string, 
 // An outcome that is not one of the [Outcome] constants is refused: it is
 // reported to otel.Handle as [ErrInvalidOutcome], the entry stays live, and
 // Finished returns false. ctx is passed to the instruments.
+//
+// The entry's activity span, if it has one, ends at at (never before its
+// start) with aion.activity.outcome and aion.activity.retry_count, status
+// Error for failed and timed_out, linked to the span in ctx.
 func (t *Tracker) Finished(ctx context.Context, key Key, outcome Outcome, at time.Time) bool {
 	if t == nil || t.live == nil {
 		return false
@@ -114,19 +162,24 @@ func (t *Tracker) Finished(ctx context.Context, key Key, outcome Outcome, at tim
 		return false
 	}
 	key.normalize()
-	ta, dispatchedAt, ok := t.live.take(key)
+	if at.IsZero() {
+		at = time.Now()
+	}
+	e, ok := t.live.take(key)
 	if !ok {
 		return false
 	}
-	t.settle(ctx, ta, oi, dispatchedAt, at)
+	t.settle(ctx, e, oi, at)
 	return true
 }
 
-// settle records the end of one removed entry.
-func (t *Tracker) settle(ctx context.Context, ta *typeAttrs, outcome int, dispatchedAt, at time.Time) {
+// settle records the end of one removed entry and ends its span.
+func (t *Tracker) settle(ctx context.Context, e taken, outcome int, at time.Time) {
+	ta := e.attrs
 	t.inst.inflight.Add(ctx, -1, ta.base...)
 	t.inst.completed.Add(ctx, 1, ta.completed[outcome]...)
-	t.inst.duration.Record(ctx, seconds(dispatchedAt, at), ta.duration[outcome]...)
+	t.inst.duration.Record(ctx, seconds(e.at, at), ta.duration[outcome]...)
+	endActivity(ctx, e, outcomes[outcome], at)
 }
 
 // seconds returns to - from in seconds, never negative.
@@ -145,18 +198,22 @@ func seconds(from, to time.Time) float64 {
 // retry does not make it younger for eviction. A retry of a key that is not
 // live is a no-op returning false.
 //
-// at is accepted for symmetry with the other events and is not recorded
-// today. ctx is passed to the instrument.
+// The entry's activity span, if it has one, gets an aion.activity.retry event
+// at at. ctx is passed to the instrument.
 func (t *Tracker) Retried(ctx context.Context, key Key, at time.Time) bool {
 	if t == nil || t.live == nil {
 		return false
 	}
 	key.normalize()
-	ta := t.live.attrsOf(key)
+	if at.IsZero() {
+		at = time.Now()
+	}
+	ta, span, n := t.live.retry(key)
 	if ta == nil {
 		return false
 	}
 	t.inst.retried.Add(ctx, 1, ta.base...)
+	retried(span, n, at)
 	return true
 }
 
@@ -166,17 +223,26 @@ func (t *Tracker) Retried(ctx context.Context, key Key, at time.Time) bool {
 // each. It returns the number of entries settled. Other runs, including
 // other runs of the same workflow, are untouched. The cost grows with the
 // run's entries (the most it has held at once), not with the tracker's. An
-// empty namespace is "default". ctx is passed to the instruments.
+// empty namespace is "default". ctx is passed to the instruments, and the
+// entries' spans end at at as abandoned, linked to the span in ctx. The
+// run itself stays open: closing it is [Tracker.RunClosed].
 func (t *Tracker) AbandonRun(ctx context.Context, namespace string, workflowID eventstore.WorkflowID, runID eventstore.RunID, at time.Time) int {
 	if t == nil || t.live == nil {
 		return 0
 	}
+	if at.IsZero() {
+		at = time.Now()
+	}
 	rk := runKey{namespace: namespaceOf(namespace), workflowID: workflowID, runID: runID}
-	var buf [16]settled
-	done := t.live.takeRun(rk, buf[:0])
+	var buf [16]taken
+	return t.abandon(ctx, t.live.takeRun(rk, buf[:0]), at)
+}
+
+// abandon settles entries removed from the table as abandoned at at.
+func (t *Tracker) abandon(ctx context.Context, done []taken, at time.Time) int {
 	oi := OutcomeAbandoned.index()
-	for _, s := range done {
-		t.settle(ctx, s.attrs, oi, s.at, at)
+	for _, e := range done {
+		t.settle(ctx, e, oi, at)
 	}
 	return len(done)
 }

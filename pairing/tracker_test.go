@@ -13,7 +13,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/internal/catalog"
 )
 
@@ -423,10 +425,13 @@ func TestWithAttributesOnEveryMetric(t *testing.T) {
 	h.tr.Retried(bg, key("n", 1, 1, 0), ts(0))
 	h.tr.Dispatched(bg, key("n", 1, 1, 1), "t", ts(0)) // evicts the first
 	h.tr.Finished(bg, key("n", 1, 1, 1), OutcomeSucceeded, ts(0))
+	h.tr.RunStarted(bg, "n", wfID(2), runID(2), "w", ts(0))
+	h.tr.RunStarted(bg, "n", wfID(3), runID(3), "w", ts(0)) // evicts the first run
+	h.tr.RunClosed(bg, "n", wfID(3), runID(3), eventstore.StatusCompleted, ts(5))
 
 	sm := h.scope()
-	if len(sm.Metrics) != 6 {
-		t.Fatalf("exported %d pairing metrics, want all 6", len(sm.Metrics))
+	if len(sm.Metrics) != 9 {
+		t.Fatalf("exported %d pairing metrics, want all 9", len(sm.Metrics))
 	}
 	for _, m := range sm.Metrics {
 		sets, ok := pointSets(m)
@@ -637,10 +642,11 @@ func TestDispatchFinishDoesNotAllocate(t *testing.T) {
 		h    *harness
 		key  func(int) Key
 	}{
-		{"sdk", newHarness(t), few},
-		{"eviction", newHarness(t, WithMaxInFlight(8)), few},
-		{"run per activity", newHarness(t), runPerActivity},
-		{"run per activity, eviction", newHarness(t, WithMaxInFlight(8)), runPerActivity},
+		{"sdk", newHarness(t, WithTimelineSpans(false)), few},
+		{"eviction", newHarness(t, WithTimelineSpans(false), WithMaxInFlight(8)), few},
+		{"run per activity", newHarness(t, WithTimelineSpans(false)), runPerActivity},
+		{"run per activity, eviction", newHarness(t, WithTimelineSpans(false), WithMaxInFlight(8)), runPerActivity},
+		{"noop tracer", newHarness(t, WithTracerProvider(tracenoop.NewTracerProvider())), few},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			keys := make([]Key, 256)
@@ -761,8 +767,8 @@ func TestHostileValuesCleaned(t *testing.T) {
 	h.tr.Dispatched(bg, key("ns\xff", 1, 1, 3), "ok", ts(5)) // evicts long's entry
 
 	sm := h.scope()
-	if len(sm.Metrics) != 6 {
-		t.Fatalf("exported %d pairing metrics, want all 6", len(sm.Metrics))
+	if len(sm.Metrics) != 7 {
+		t.Fatalf("exported %d pairing metrics, want the 7 of activities", len(sm.Metrics))
 	}
 	seen := map[string]bool{}
 	for _, m := range sm.Metrics {
@@ -802,6 +808,10 @@ func pointSets(m metricdata.Metrics) (sets []attribute.Set, ok bool) {
 			sets = append(sets, dp.Attributes)
 		}
 	case metricdata.Histogram[float64]:
+		for _, dp := range d.DataPoints {
+			sets = append(sets, dp.Attributes)
+		}
+	case metricdata.Gauge[float64]:
 		for _, dp := range d.DataPoints {
 			sets = append(sets, dp.Attributes)
 		}

@@ -41,3 +41,17 @@ var WorkflowDurationBoundaries = []float64{
 	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 	60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400,
 }
+
+// TimelineLink is the attribute on each link of a timeline span saying what
+// the linked span is: one of the Link* values.
+const TimelineLink attribute.Key = "aion.timeline.link"
+
+// The values of TimelineLink.
+const (
+	LinkScheduled   = "scheduled"    // the store call that appended the ActivityScheduled
+	LinkSettled     = "settled"      // the store call that appended the activity's terminal (or its run's close)
+	LinkStarted     = "started"      // the store call that appended the WorkflowStarted
+	LinkClosed      = "closed"       // the store call that appended the run's closing event
+	LinkPreviousRun = "previous_run" // the run span of the run this one continues
+	LinkNextRun     = "next_run"     // the anchor of the run this one continued as
+)

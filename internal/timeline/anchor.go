@@ -25,14 +25,15 @@ const domain = "aionotel/timeline/v1\x00"
 // ID the parent of the run span. The empty namespace is hashed as given:
 // callers normalise it first.
 func Anchor(namespace string, workflowID eventstore.WorkflowID, runID eventstore.RunID) trace.SpanContext {
-	h := sha256.New()
-	h.Write([]byte(domain))
-	h.Write([]byte(namespace))
-	h.Write([]byte{0})
-	h.Write(workflowID[:])
-	h.Write(runID[:])
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
+	// One buffer on the stack for the usual namespace lengths: no
+	// allocation per span.
+	var buf [128]byte
+	in := append(buf[:0], domain...)
+	in = append(in, namespace...)
+	in = append(in, 0)
+	in = append(in, workflowID[:]...)
+	in = append(in, runID[:]...)
+	sum := sha256.Sum256(in)
 	var tid trace.TraceID
 	var sid trace.SpanID
 	copy(tid[:], sum[:16])

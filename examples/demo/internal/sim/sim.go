@@ -109,7 +109,7 @@ func New(cfg Config) (*Server, error) {
 		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		stats: map[string]int64{},
 	}
-	tracker, err := pairing.New(pairing.WithMeterProvider(cfg.MeterProvider), pairing.WithMaxInFlight(cfg.MaxInFlight))
+	tracker, err := pairing.New(pairing.WithMeterProvider(cfg.MeterProvider), pairing.WithTracerProvider(cfg.TracerProvider), pairing.WithMaxInFlight(cfg.MaxInFlight))
 	if err != nil {
 		return nil, err
 	}

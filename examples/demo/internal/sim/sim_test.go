@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -23,6 +24,7 @@ var catalog = []string{
 	"aion.activities.dispatched", "aion.inflight_activities", "aion.activities.completed",
 	"aion.activity.duration", "aion.activities.retried", "aion.activity.pairing.evicted",
 	"aion.keyspace.operation.duration", "aion.keyspace.append.batch_size",
+	"aion.workflow.duration", "aion.activity.oldest_inflight_age",
 }
 
 // observed is what a collection says, per instrument: the sum of its
@@ -68,6 +70,10 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) observed {
 				for _, p := range d.DataPoints {
 					note(m.Name, p.Attributes, float64(p.Count))
 				}
+			case metricdata.Gauge[float64]:
+				for _, p := range d.DataPoints {
+					note(m.Name, p.Attributes, p.Value)
+				}
 			default:
 				t.Errorf("%s: unexpected data %T", m.Name, m.Data)
 			}
@@ -108,7 +114,7 @@ func runFor(t *testing.T, d time.Duration, cfg Config) (observed, map[string]int
 func TestRunMovesEveryInstrument(t *testing.T) {
 	o, stats, spans := runFor(t, 8*time.Second, Config{Rate: 50, MaxInFlight: 64, Drain: 500 * time.Millisecond, Retention: time.Second, Seed: 7})
 	for _, name := range catalog {
-		if name != "aion.inflight_activities" && o.total[name] <= 0 {
+		if name != "aion.inflight_activities" && name != "aion.activity.oldest_inflight_age" && o.total[name] <= 0 {
 			t.Errorf("%s did not move", name)
 		}
 	}
@@ -138,8 +144,14 @@ func TestRunMovesEveryInstrument(t *testing.T) {
 	if stats["activities.running"] != 0 || stats["transcript.errors"] != 0 {
 		t.Errorf("stats after Run: %v", stats)
 	}
-	if len(spans) == 0 {
-		t.Error("no span recorded")
+	kinds := map[string]int{}
+	for _, s := range spans {
+		kinds[strings.Fields(s.Name())[0]]++
+	}
+	for _, k := range []string{"append_with_outbox", "workflow", "activity"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %q span among %v", k, kinds)
+		}
 	}
 }
 
