@@ -62,10 +62,10 @@ var catalogMetrics = []catalogMetric{
 	// aion.gen_ai.tool.pairing.evicted is left out: it exists only once the
 	// decorator's bound on pending tool calls dropped one, which the demo
 	// never makes it do.
-	{Name: "gen_ai_client_token_usage", Kind: histogram, Labels: []string{"gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_token_type"},
+	{Name: "gen_ai_client_token_usage", Kind: histogram, Labels: []string{"aion_namespace", "gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_token_type"},
 		Optional: []string{"gen_ai_request_model", "gen_ai_response_model"}},
-	{Name: "aion_gen_ai_tool_calls_total", Kind: counter, Labels: []string{"gen_ai_operation_name", "gen_ai_tool_name"}, Optional: []string{"error_type"}},
-	{Name: "gen_ai_client_operation_duration_seconds", Kind: histogram, Labels: []string{"gen_ai_operation_name", "gen_ai_tool_name"}, Optional: []string{"error_type"}},
+	{Name: "aion_gen_ai_tool_calls_total", Kind: counter, Labels: []string{"aion_namespace", "gen_ai_operation_name", "gen_ai_tool_name"}, Optional: []string{"error_type"}},
+	{Name: "gen_ai_client_operation_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "gen_ai_operation_name", "gen_ai_tool_name"}, Optional: []string{"error_type"}},
 }
 
 // seriesNames returns the names of the series the metric is stored as in

@@ -255,15 +255,19 @@ const (
 // runTrace is one workflow run's trace as Jaeger returned it.
 type runTrace struct {
 	Run        span
-	Activities []span
+	Activities []span // children of the run span and of its anchor
+	// Children counts the activity spans that are children of the run span;
+	// the others hang from the run's anchor.
+	Children int
 }
 
 // splitRunTraces groups spans by trace and checks each trace that holds a
 // run span against what the timeline promises: one run span per trace, a
 // root in the trace whose parent (the run's anchor) is never exported,
 // internal kind, the run's IDs on every span; activity spans are internal
-// children of the run span, inside the run's time, ordered, with the run's
-// IDs and an activity ID. It returns the traces that have a run span and a
+// children of the run span inside the run's time (or of the run's anchor
+// when the process held no run span for them: a reopened run), never
+// before the run, with the run's IDs and an activity ID. It returns the traces that have a run span and a
 // problem list for those that break a rule.
 func splitRunTraces(spans []span) (traces []runTrace, problems []string) {
 	byTrace := map[pcommon.TraceID][]span{}
@@ -326,8 +330,14 @@ func splitRunTraces(spans []span) (traces []runTrace, problems []string) {
 			}
 			rt.Activities = append(rt.Activities, s)
 			where := fmt.Sprintf("activity span %q (%s)", s.Name, s.Attrs["aion.activity.id"])
-			if s.ParentID != run.SpanID {
-				bad("%s: parent %s, want the run span %s", where, s.ParentID, run.SpanID)
+			// The run span's child, or, for an activity this process saw
+			// while it held no run span (a run reopened after it closed, an
+			// evicted run), the anchor's, outside the run span's time.
+			child := s.ParentID == run.SpanID
+			if child {
+				rt.Children++
+			} else if !run.hasParent || s.ParentID != run.ParentID {
+				bad("%s: parent %s, want the run span %s or the run's anchor %s", where, s.ParentID, run.SpanID, run.ParentID)
 			}
 			if s.Kind != ptrace.SpanKindInternal {
 				bad("%s: kind %s, want internal", where, s.Kind)
@@ -348,7 +358,7 @@ func splitRunTraces(spans []span) (traces []runTrace, problems []string) {
 			if s.Start.Before(run.Start) {
 				bad("%s starts at %s, before its run (%s)", where, s.Start.Format(time.RFC3339Nano), run.Start.Format(time.RFC3339Nano))
 			}
-			if s.End.After(run.End) {
+			if child && s.End.After(run.End) {
 				bad("%s ends at %s, after its run (%s)", where, s.End.Format(time.RFC3339Nano), run.End.Format(time.RFC3339Nano))
 			}
 			if s.End.Before(s.Start) {

@@ -123,8 +123,18 @@ func TestTimelineChecks(t *testing.T) {
 	if len(problems) > 0 {
 		t.Fatalf("the timeline's own shape reported:\n%s", strings.Join(problems, "\n"))
 	}
-	if len(traces) != 1 || len(traces[0].Activities) != 2 || traces[0].Run.Name != "workflow order" {
-		t.Fatalf("got %+v, want one run trace with two activities", traces)
+	if len(traces) != 1 || len(traces[0].Activities) != 2 || traces[0].Children != 2 || traces[0].Run.Name != "workflow order" {
+		t.Fatalf("got %+v, want one run trace with two activities, children of the run span", traces)
+	}
+	// A run reopened after it closed: its later activities hang from the
+	// anchor, after the run span's end.
+	traces, problems = timelineProblems(t, newTimelineFixture(func(f *timelineFixture) {
+		f.act2.SetParentSpanID(f.run.ParentSpanID())
+		f.act2.SetEndTimestamp(f.run.EndTimestamp() + 5)
+		f.settle2.SetEndTimestamp(f.act2.EndTimestamp())
+	}))
+	if len(problems) > 0 || len(traces) != 1 || traces[0].Children != 1 {
+		t.Fatalf("reopened run: %+v\n%s", traces, strings.Join(problems, "\n"))
 	}
 	a := traces[0].Activities[0]
 	if a.Service != "svc" || a.Attrs["aion.activity.retry_count"] != "0" || len(a.Links) != 2 ||
@@ -143,7 +153,11 @@ func TestTimelineChecks(t *testing.T) {
 		{"run span without status", func(f *timelineFixture) { f.run.Attributes().Remove("aion.workflow.status") }, "lacks aion.workflow.status"},
 		{"run span misnamed", func(f *timelineFixture) { f.run.SetName("workflow other") }, `want "workflow order"`},
 		{"two run spans in one trace", func(f *timelineFixture) { f.act2.SetName("workflow ship") }, "2 run spans"},
-		{"activity not a child of the run", func(f *timelineFixture) { f.act1.SetParentSpanID(pcommon.SpanID{99}) }, "want the run span"},
+		{"activity not a child of the run", func(f *timelineFixture) { f.act1.SetParentSpanID(pcommon.SpanID{98}) }, "want the run span"},
+		{"activity under the anchor before the run", func(f *timelineFixture) {
+			f.act1.SetParentSpanID(f.run.ParentSpanID())
+			f.act1.SetStartTimestamp(f.run.StartTimestamp() - 1)
+		}, "before its run"},
 		{"activity of another run", func(f *timelineFixture) { f.act1.Attributes().PutStr("aion.run.id", "run-2") }, `aion.run.id = "run-2"`},
 		{"activity without ID", func(f *timelineFixture) { f.act2.Attributes().Remove("aion.activity.id") }, "lacks aion.activity.id"},
 		{"activity without retry count", func(f *timelineFixture) { f.act2.Attributes().Remove("aion.activity.retry_count") }, "lacks aion.activity.retry_count"},
