@@ -2,12 +2,14 @@
 # Runs the pipeline checks of examples/pipeline: the Collector's components
 # against its ocb manifest (builder-config.yaml), the dashboard against its
 # Grafana schema, the alert rules under promtool, and the end-to-end run
-# demo -> Collector (built by ocb) -> Prometheus with exemplar storage.
+# demo -> Collector (built by ocb) -> Prometheus with exemplar storage, and
+# -> Jaeger v2 (built from its module) for the traces.
 #
 # Works from a fresh clone on a fresh Debian/Ubuntu machine: Prometheus and
 # promtool come from the distribution package when they are not on PATH yet;
-# ocb (go tool builder, pinned in examples/pipeline/go.mod) and the
-# Collector's modules come through the Go module proxy.
+# ocb (go tool builder, pinned in examples/pipeline/go.mod), the
+# Collector's modules and Jaeger's (github.com/jaegertracing/jaeger, pinned
+# in internal/pipeline/jaeger.go) come through the Go module proxy.
 # CI=true makes a missing tool a test failure instead of a skip.
 set -euo pipefail
 
@@ -36,7 +38,8 @@ export CI=true
 # build of the demo then goes through examples/go.mod's replace directives.
 export GOWORK=off
 go vet ./...
-# The end-to-end test runs ocb on builder-config.yaml into a temporary
-# directory (the slow part on a cold build cache: several minutes) and runs
-# the demo, the Collector and a Prometheus for a bounded time.
-go test -race -count=1 -timeout 15m ./...
+# The end-to-end test runs ocb on builder-config.yaml and builds Jaeger into
+# a temporary directory (the slow part on a cold build cache: several
+# minutes each, concurrently) and runs the demo, the Collector, Jaeger and a
+# Prometheus for a bounded time.
+go test -race -count=1 -timeout 25m ./...

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configtelemetry"
 	"go.opentelemetry.io/collector/exporter/debugexporter"
+	"go.opentelemetry.io/collector/exporter/otlpexporter"
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/pipeline"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
@@ -31,7 +32,9 @@ func TestComponents(t *testing.T) {
 	want := map[string]map[component.Type]bool{
 		"receivers":  {component.MustNewType("otlp"): true},
 		"processors": {component.MustNewType("memory_limiter"): true},
-		"exporters":  {component.MustNewType("debug"): true, component.MustNewType("prometheus"): true},
+		// otlp is the deprecated alias of otlp_grpc since v0.165.
+		"exporters": {component.MustNewType("debug"): true, component.MustNewType("otlp_grpc"): true,
+			component.MustNewType("otlp"): true, component.MustNewType("prometheus"): true},
 		"extensions": {component.MustNewType("health_check"): true},
 	}
 	got := map[string]map[component.Type]bool{"receivers": {}, "processors": {}, "exporters": {}, "extensions": {}}
@@ -84,12 +87,19 @@ func TestValidateCommand(t *testing.T) {
 				"AIONOTEL_HEALTH_CHECK_ENDPOINT":  "127.0.0.1:23133",
 				"AIONOTEL_COLLECTOR_METRICS_HOST": "127.0.0.1",
 				"AIONOTEL_COLLECTOR_METRICS_PORT": "18888",
+				"AIONOTEL_JAEGER_ENDPOINT":        "127.0.0.1:24317",
+				"AIONOTEL_JAEGER_INSECURE":        "false",
 			},
 		},
 		{
 			name:    "bad debug verbosity",
 			env:     map[string]string{"AIONOTEL_DEBUG_VERBOSITY": "chatty"},
 			wantErr: "verbosity",
+		},
+		{
+			name:    "Jaeger TLS switch that is not a boolean",
+			env:     map[string]string{"AIONOTEL_JAEGER_INSECURE": "maybe"},
+			wantErr: "insecure",
 		},
 		{
 			name:    "memory limit that is not a number",
@@ -147,8 +157,9 @@ func resolved(t *testing.T) *otelcol.Config {
 // endpoints is what TestConfigEndpoints reads back from a resolved
 // configuration.
 type endpoints struct {
-	grpc, http, prometheus, health, telemetryHost string
-	telemetryPort                                 int
+	grpc, http, prometheus, health, telemetryHost, jaeger string
+	telemetryPort                                         int
+	jaegerInsecure                                        bool
 }
 
 func readEndpoints(t *testing.T, cfg *otelcol.Config) endpoints {
@@ -168,6 +179,11 @@ func readEndpoints(t *testing.T, cfg *otelcol.Config) endpoints {
 		t.Fatalf("prometheus exporter config is %T", cfg.Exporters[component.MustNewID("prometheus")])
 	}
 	e.prometheus = prom.ServerConfig.NetAddr.Endpoint
+	jaeger, ok := cfg.Exporters[component.MustNewIDWithName("otlp_grpc", "jaeger")].(*otlpexporter.Config)
+	if !ok {
+		t.Fatalf("otlp_grpc/jaeger exporter config is %T", cfg.Exporters[component.MustNewIDWithName("otlp_grpc", "jaeger")])
+	}
+	e.jaeger, e.jaegerInsecure = jaeger.ClientConfig.Endpoint, jaeger.ClientConfig.TLS.Insecure
 	health, ok := cfg.Extensions[component.MustNewID("health_check")].(*healthcheckextension.Config)
 	if !ok {
 		t.Fatalf("health_check extension config is %T", cfg.Extensions[component.MustNewID("health_check")])
@@ -200,6 +216,8 @@ func TestConfigEndpoints(t *testing.T) {
 			want: endpoints{
 				grpc: "127.0.0.1:4317", http: "127.0.0.1:4318", prometheus: "127.0.0.1:8889",
 				health: "127.0.0.1:13133", telemetryHost: "127.0.0.1", telemetryPort: 8888,
+				// Not 4317: that is this Collector's own receiver.
+				jaeger: "127.0.0.1:14317", jaegerInsecure: true,
 			},
 		},
 		{
@@ -211,10 +229,13 @@ func TestConfigEndpoints(t *testing.T) {
 				"AIONOTEL_HEALTH_CHECK_ENDPOINT":  "0.0.0.0:14133",
 				"AIONOTEL_COLLECTOR_METRICS_HOST": "0.0.0.0",
 				"AIONOTEL_COLLECTOR_METRICS_PORT": "9888",
+				"AIONOTEL_JAEGER_ENDPOINT":        "jaeger:4317",
+				"AIONOTEL_JAEGER_INSECURE":        "false",
 			},
 			want: endpoints{
 				grpc: "0.0.0.0:5317", http: "0.0.0.0:5318", prometheus: "0.0.0.0:9889",
 				health: "0.0.0.0:14133", telemetryHost: "0.0.0.0", telemetryPort: 9888,
+				jaeger: "jaeger:4317",
 			},
 		},
 	}
@@ -232,7 +253,8 @@ func TestConfigEndpoints(t *testing.T) {
 
 // TestConfigPipelines pins what the dashboard and the alerts rely on: metrics
 // reach the prometheus exporter with the translation that yields the catalog's
-// Prometheus names and with OpenMetrics (exemplars), traces have a pipeline,
+// Prometheus names and with OpenMetrics (exemplars), traces go to Jaeger
+// (otlp_grpc/jaeger) and the debug exporter, logs have a pipeline of their own,
 // the memory limiter is the only processor, and health_check runs.
 func TestConfigPipelines(t *testing.T) {
 	cfg := resolved(t)
@@ -257,7 +279,8 @@ func TestConfigPipelines(t *testing.T) {
 
 	want := map[pipeline.Signal][]string{
 		pipeline.SignalMetrics: {"prometheus", "debug"},
-		pipeline.SignalTraces:  {"debug"},
+		pipeline.SignalTraces:  {"otlp_grpc/jaeger", "debug"},
+		pipeline.SignalLogs:    {"debug"},
 	}
 	for signal, exporters := range want {
 		p, ok := cfg.Service.Pipelines[pipeline.NewID(signal)]

@@ -65,9 +65,14 @@ func TestAlertRulesTestsBite(t *testing.T) {
 		{"latency threshold", "  ) > 30\n", "  ) > 60\n", "AionActivityLatencyHigh"},
 		{"latency below the old 10s ceiling", "  ) > 30\n", "  ) > 5\n", "AionActivityLatencyHigh"},
 		{"latency for", "        for: 10m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"p99 of {{ $labels.aion_activity_type }}", "        for: 1m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"p99 of {{ $labels.aion_activity_type }}", "AionActivityLatencyHigh"},
-		{"off-scale threshold", "  ) > 0.01\n", "  ) > 0.2\n", "AionActivityDurationOffScale"},
-		{"off-scale against a fixed bucket", `rate(aion_activity_duration_seconds_bucket{le!="+Inf"}[5m])`, `rate(aion_activity_duration_seconds_bucket{le="5"}[5m])`, "AionActivityDurationOffScale"},
+		{"latency capped at an hour", "rate(aion_activity_duration_seconds_bucket[5m])", `rate(aion_activity_duration_seconds_bucket{le!~"7200|14400|28800|86400"}[5m])`, "AionActivityLatencyHigh"},
+		{"age threshold", "  ) > 1800\n", "  ) > 3600\n", "AionActivityInFlightTooLong"},
+		{"age of the youngest replica", "max by (job, aion_namespace, aion_activity_type) (\n            aion_activity_oldest_inflight_age_seconds", "min by (job, aion_namespace, aion_activity_type) (\n            aion_activity_oldest_inflight_age_seconds", "AionActivityInFlightTooLong"},
+		{"age per instance", "max by (job, aion_namespace, aion_activity_type) (", "max by (job, instance, aion_namespace, aion_activity_type) (", "AionActivityInFlightTooLong"},
+		{"age for", "        for: 1m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"A {{", "        for: 10m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"A {{", "AionActivityInFlightTooLong"},
 		{"evictions window", "increase(aion_activity_pairing_evicted_total[10m])", "increase(aion_activity_pairing_evicted_total[30m])", "AionPairingEvictions"},
+		{"workflow evictions left out", "\n            or\n            label_replace(increase(aion_workflow_pairing_evicted_total[10m]), \"entry\", \"workflow\", \"\", \"\")", "", "AionPairingEvictions"},
+		{"evictions merged by or", `label_replace(increase(aion_workflow_pairing_evicted_total[10m]), "entry", "workflow", "", "")`, `label_replace(increase(aion_workflow_pairing_evicted_total[10m]), "entry", "activity", "", "")`, "AionPairingEvictions"},
 		{"runbook anchor", "RUNBOOK.md#aionactivitiesstuck", "RUNBOOK.md#stuck", "AionActivitiesStuck"},
 	}
 	for _, tc := range testCases {
@@ -154,7 +159,7 @@ func TestAlertsContract(t *testing.T) {
 		}
 	}
 	want := []string{"AionStoreErrorRatioHigh", "AionStoreLatencyHigh", "AionActivitiesStuck",
-		"AionActivityLatencyHigh", "AionActivityDurationOffScale", "AionPairingEvictions"}
+		"AionActivityInFlightTooLong", "AionActivityLatencyHigh", "AionPairingEvictions"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Errorf("alerts = %v, want %v", names, want)
 	}

@@ -5,7 +5,7 @@ type metricKind int
 
 const (
 	counter   metricKind = iota // OTel counter: name ends in _total
-	gauge                       // OTel up-down counter: a gauge
+	gauge                       // OTel up-down counter or gauge: a gauge
 	histogram                   // _bucket, _count and _sum series
 )
 
@@ -31,6 +31,10 @@ type catalogMetric struct {
 	Optional []string // present on some series only (error_type: failures)
 }
 
+// catalogPrefixes are the name prefixes of the catalog's families: aionotel's
+// own, and the OpenTelemetry GenAI conventions' (gen_ai.client.token.usage).
+var catalogPrefixes = []string{"aion_", "gen_ai_"}
+
 // catalogMetrics is the whole catalog, in the order of DESIGN.md.
 var catalogMetrics = []catalogMetric{
 	{Name: "aion_store_operation_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "db_operation_name", "db_system_name"}, Optional: []string{"error_type"}},
@@ -47,6 +51,21 @@ var catalogMetrics = []catalogMetric{
 	{Name: "aion_activity_pairing_evicted_total", Kind: counter, Labels: []string{"aion_namespace"}},
 	{Name: "aion_keyspace_operation_duration_seconds", Kind: histogram, Labels: []string{"db_operation_name", "db_system_name"}, Optional: []string{"error_type"}},
 	{Name: "aion_keyspace_append_batch_size", Kind: histogram},
+	// The timeline (issue 16): work on workflow timescales.
+	{Name: "aion_activity_oldest_inflight_age_seconds", Kind: gauge, Labels: []string{"aion_namespace", "aion_activity_type"}},
+	{Name: "aion_workflow_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "aion_workflow_type", "aion_workflow_status"}},
+	{Name: "aion_workflow_pairing_evicted_total", Kind: counter, Labels: []string{"aion_namespace"}},
+	// Agent transcripts (issue 17), by the GenAI conventions where they have
+	// names (token usage; tool executions as gen_ai.client.operation.duration
+	// with gen_ai.operation.name execute_tool) and aion.gen_ai. where they do
+	// not (the tool-call counter). The models are attributes "when known".
+	// aion.gen_ai.tool.pairing.evicted is left out: it exists only once the
+	// decorator's bound on pending tool calls dropped one, which the demo
+	// never makes it do.
+	{Name: "gen_ai_client_token_usage", Kind: histogram, Labels: []string{"aion_namespace", "gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_token_type"},
+		Optional: []string{"gen_ai_request_model", "gen_ai_response_model"}},
+	{Name: "aion_gen_ai_tool_calls_total", Kind: counter, Labels: []string{"aion_namespace", "gen_ai_operation_name", "gen_ai_tool_name"}, Optional: []string{"error_type"}},
+	{Name: "gen_ai_client_operation_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "gen_ai_operation_name", "gen_ai_tool_name"}, Optional: []string{"error_type"}},
 }
 
 // seriesNames returns the names of the series the metric is stored as in

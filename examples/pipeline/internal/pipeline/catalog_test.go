@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -9,8 +10,10 @@ import (
 // Prometheus translation, so a typo in a name cannot slip into the contract
 // the dashboard, the alerts and the end-to-end test are checked against.
 func TestCatalogTable(t *testing.T) {
-	if len(catalogMetrics) != 14 {
-		t.Errorf("catalog has %d metrics, DESIGN.md lists 14", len(catalogMetrics))
+	// 14 of the store and the pairing tracker, 3 of the timeline, 3 of the
+	// agent transcripts.
+	if len(catalogMetrics) != 20 {
+		t.Errorf("catalog has %d metrics, want 20", len(catalogMetrics))
 	}
 	seen := map[string]bool{}
 	for _, m := range catalogMetrics {
@@ -18,8 +21,8 @@ func TestCatalogTable(t *testing.T) {
 			t.Errorf("%s listed twice", m.Name)
 		}
 		seen[m.Name] = true
-		if !strings.HasPrefix(m.Name, "aion_") {
-			t.Errorf("%s: every name starts with aion_", m.Name)
+		if !slices.ContainsFunc(catalogPrefixes, func(p string) bool { return strings.HasPrefix(m.Name, p) }) {
+			t.Errorf("%s: every name starts with one of %v", m.Name, catalogPrefixes)
 		}
 		switch m.Kind {
 		case counter:
@@ -31,8 +34,9 @@ func TestCatalogTable(t *testing.T) {
 				t.Errorf("%s %s must not end in _total", m.Kind, m.Name)
 			}
 		}
-		if strings.Contains(m.Name, "duration") != strings.HasSuffix(m.Name, "_seconds") {
-			t.Errorf("%s: durations, and only they, are in seconds", m.Name)
+		timed := strings.Contains(m.Name, "duration") || strings.Contains(m.Name, "_age")
+		if timed != strings.HasSuffix(m.Name, "_seconds") {
+			t.Errorf("%s: durations and ages, and only they, are in seconds", m.Name)
 		}
 		for _, l := range append(append([]string{}, m.Labels...), m.Optional...) {
 			if strings.ContainsAny(l, ".-") || l == "" {
@@ -41,10 +45,11 @@ func TestCatalogTable(t *testing.T) {
 		}
 	}
 	series := catalogSeries()
-	if len(series) != 14+4*2 {
-		t.Errorf("catalogSeries has %d names, want 22 (14 metrics, 4 of them histograms with 3 series)", len(series))
+	if len(series) != 20+7*2 {
+		t.Errorf("catalogSeries has %d names, want 34 (20 metrics, 7 of them histograms with 3 series)", len(series))
 	}
-	for _, name := range []string{"aion_activity_duration_seconds_bucket", "aion_keyspace_append_batch_size_sum", "aion_inflight_activities"} {
+	for _, name := range []string{"aion_activity_duration_seconds_bucket", "aion_keyspace_append_batch_size_sum", "aion_inflight_activities",
+		"aion_activity_oldest_inflight_age_seconds", "aion_workflow_duration_seconds_bucket", "gen_ai_client_token_usage_sum"} {
 		if _, ok := series[name]; !ok {
 			t.Errorf("catalogSeries lacks %s", name)
 		}

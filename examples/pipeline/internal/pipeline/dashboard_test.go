@@ -242,7 +242,8 @@ func e2eVariables(job, namespace string) map[string]string {
 }
 
 var (
-	metricToken = regexp.MustCompile(`\baion_\w+`)
+	// A catalog name or a label name of the catalog (aion_namespace).
+	metricToken = regexp.MustCompile(`\b(?:aion|gen_ai)_\w+`)
 	// Label names in by/without clauses and in matchers.
 	groupingClause = regexp.MustCompile(`\b(?:by|without)\s*\(([^)]*)\)`)
 	matcherLabel   = regexp.MustCompile(`(\w+)\s*(?:=~|!~|!=|=)\s*"`)
@@ -352,7 +353,7 @@ func TestDashboardContract(t *testing.T) {
 
 // selectorRe matches a catalog series selector: the name and, when present,
 // its matchers.
-var selectorRe = regexp.MustCompile(`\b(aion_\w+)(\{[^}]*\})?`)
+var selectorRe = regexp.MustCompile(`\b((?:aion|gen_ai)_\w+)(\{[^}]*\})?`)
 
 // jobFilterProblems reports every catalog series in expr that is not
 // filtered by the job variable: without it, the dashboard mixes every
@@ -419,7 +420,7 @@ func dashboardUnits(t *testing.T, raw []byte) map[string]struct {
 // keyspace has an error panel.
 func TestDashboardPanels(t *testing.T) {
 	panels := dashboardUnits(t, readDashboard(t))
-	perSecond := map[string]bool{"reqps": true, "ops": true, "suffix:/s": true}
+	perSecond := map[string]bool{"reqps": true, "ops": true, "suffix:/s": true, "suffix: tokens/s": true}
 	for title, p := range panels {
 		for _, e := range p.Exprs {
 			isRate := strings.Contains(e, "rate(") && !strings.Contains(e, "histogram_quantile") && !strings.Contains(e, "\n/\n")

@@ -17,17 +17,13 @@
 //     second, the error ratio counted as its alert counts it.
 //   - examples/prometheus/alerts.yml with promtool, mutations of each alert
 //     that alerts_test.yml must catch, and a RUNBOOK.md section per alert.
-//   - End to end (TestEndToEnd): ocb builds the Collector from
-//     builder-config.yaml; the demo sends OTLP/gRPC to it; a Debian-packaged
-//     Prometheus with exemplar storage scrapes it every second. The test
-//     waits for health_check, then until every catalog series is stored with
-//     its labels, the sender's job and one instance (service.instance.id,
-//     with its target_info); every dashboard query, its variables resolved
-//     by their own queries, returns data; the families equal those of a demo
-//     serving its own endpoint; spans crossed the traces pipeline; an
-//     exemplar in Prometheus (/api/v1/query_exemplars) has the trace_id of a
-//     span the Collector received, and the demo's own endpoint serves
-//     exemplars in OpenMetrics; every alert rule evaluates.
+//   - End to end (TestEndToEnd; the full list on the test): the demo sends
+//     OTLP/gRPC to the Collector (built by ocb), which feeds a Prometheus
+//     (Debian package, exemplar storage) and a Jaeger v2 (built from its
+//     module, jaeger-config.yaml). Catalog series, labels, dashboard queries,
+//     exemplars, rules, spans and log records through the Collector; after
+//     the demo stops, its token totals in Prometheus and its workflow runs
+//     in Jaeger's query API (v3) as the timeline promises.
 //
 // From examples/pipeline: `go test -short ./...` runs all but the e2e test.
 // Prometheus and promtool come from the Debian package prometheus; without
@@ -47,7 +43,14 @@
 //   - Received spans: a second --config merged over collector-config.yaml
 //     adds a detailed debug exporter writing the traces pipeline to a file,
 //     whose trace IDs the test reads; the shipped file stays what users run.
-//     (The contrib file exporter would need its module's test dependencies,
-//     which are not on the module proxy at v0.165.1, for ocb's go mod tidy.)
-//   - Prometheus is queried with client_golang's api/prometheus/v1 client.
+//   - Prometheus is queried with client_golang's api/prometheus/v1 client;
+//     Jaeger's answers are decoded with the Collector's pdata JSON
+//     unmarshaler, since API v3 answers in OTLP JSON.
+//   - Jaeger is not a tool of this module: its Collector modules (v0.140)
+//     and ours (v0.165) cannot share a build list; cmd/jaeger is built in
+//     its own downloaded module, with its go.sum and replace directives.
+//   - Span times: the demo's history is out of reach, so the test checks
+//     what follows from it: activities inside their run, each starting no
+//     later than the store call that scheduled it ends and ending no later
+//     than the one that settled it ends.
 package pipeline

@@ -40,14 +40,18 @@ type e2e struct {
 	root string // repository root
 	tmp  string
 
-	collectorBin, demoBin string
+	collectorBin, demoBin, jaegerBin string
 
 	otlpGRPC, otlpHTTP, exporter, collectorMetrics, health, promWeb, direct string
+	// Jaeger's OTLP/gRPC receiver and its query API (HTTP and gRPC).
+	jaegerOTLP, jaegerQuery, jaegerQueryGRPC string
 
-	mu    sync.Mutex
-	procs []*process
+	mu      sync.Mutex
+	procs   []*process
+	stopped map[*process]bool // stopped by the test on purpose
 
-	prom promv1.API
+	prom   promv1.API
+	jaeger jaegerAPI
 }
 
 // TestEndToEnd runs the demo's OTLP telemetry through a Collector built from
@@ -57,7 +61,11 @@ type e2e struct {
 // dashboard query returns data; the names equal those of the demo's own
 // Prometheus endpoint; spans reach the Collector; Prometheus stores
 // exemplars whose trace IDs are those of spans the Collector received;
-// Prometheus evaluates the alert rules without error.
+// Prometheus evaluates the alert rules without error; log records cross the
+// Collector's logs pipeline. Then the OTLP demo is stopped: the token totals
+// it prints equal the sums of gen_ai_client_token_usage in Prometheus, and
+// Jaeger, fed by the Collector's traces pipeline, holds workflow runs as
+// traces (run span, activity spans, links to the store calls).
 func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds a Collector and the demo and runs them with Prometheus")
@@ -70,23 +78,27 @@ func TestEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "examples", "demo")); err != nil {
 		t.Fatalf("the end-to-end test runs the demo: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	// A cold build of the Collector and of Jaeger takes most of it.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 
 	r := &e2e{t: t, root: root, tmp: t.TempDir()}
 	t.Cleanup(r.stopAll)
-	addrs, err := freeAddrs(7)
+	addrs, err := freeAddrs(10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.otlpGRPC, r.otlpHTTP, r.exporter, r.collectorMetrics, r.health, r.promWeb, r.direct =
 		addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5], addrs[6]
+	r.jaegerOTLP, r.jaegerQuery, r.jaegerQueryGRPC = addrs[7], addrs[8], addrs[9]
 	if r.prom, err = newPromAPI(r.promWeb); err != nil {
 		t.Fatal(err)
 	}
+	r.jaeger = jaegerAPI{base: "http://" + r.jaegerQuery}
 
 	r.build(ctx)
 	r.validateConfig(ctx)
+	r.startJaeger(ctx)
 	r.startCollector(ctx)
 	r.startPrometheus(ctx, promBin)
 	r.startDemos()
@@ -100,6 +112,12 @@ func TestEndToEnd(t *testing.T) {
 	r.checkExemplars(ctx)
 	r.checkDirectExemplars(ctx)
 	r.checkRules(ctx)
+	r.checkLogs(ctx)
+
+	// What is only final once the OTLP demo has stopped and flushed.
+	tokens := r.stopDemo("demo-otlp")
+	r.checkTokens(ctx, tokens)
+	r.checkTimeline(ctx)
 }
 
 // collectorEnv points every endpoint of collector-config.yaml at this run's
@@ -113,6 +131,7 @@ func (r *e2e) collectorEnv() []string {
 		"AIONOTEL_HEALTH_CHECK_ENDPOINT=" + r.health,
 		"AIONOTEL_COLLECTOR_METRICS_HOST=" + host,
 		"AIONOTEL_COLLECTOR_METRICS_PORT=" + port,
+		"AIONOTEL_JAEGER_ENDPOINT=" + r.jaegerOTLP,
 	}
 }
 
@@ -123,15 +142,25 @@ func splitAddr(addr string) (host, port string) {
 
 // build makes the Collector the way Collector distributions are made, with
 // ocb from builder-config.yaml (this module's tool, so at the version
-// go.mod pins) into the test's temporary directory, and compiles the demo
-// (in the examples module, whose replace directives reach the library and
-// the backends of this checkout), concurrently.
+// go.mod pins) into the test's temporary directory, builds Jaeger in its
+// own module (buildJaeger), and compiles the demo (in the examples module,
+// whose replace directives reach the library and the backends of this
+// checkout), concurrently.
 func (r *e2e) build(ctx context.Context) {
 	r.t.Helper()
 	r.demoBin = filepath.Join(r.tmp, "demo")
-	var collectorErr, demoErr error
+	var collectorErr, demoErr, jaegerErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { r.collectorBin, collectorErr = buildCollector(ctx, r.tmp) })
+	wg.Go(func() {
+		start := time.Now()
+		r.collectorBin, collectorErr = buildCollector(ctx, r.tmp)
+		r.t.Logf("built the Collector in %s", time.Since(start).Round(time.Second))
+	})
+	wg.Go(func() {
+		start := time.Now()
+		r.jaegerBin, jaegerErr = buildJaeger(ctx, r.tmp)
+		r.t.Logf("built Jaeger %s in %s", jaegerVersion, time.Since(start).Round(time.Second))
+	})
 	wg.Go(func() {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", r.demoBin, "./demo")
 		cmd.Dir = filepath.Join(r.root, "examples")
@@ -140,7 +169,7 @@ func (r *e2e) build(ctx context.Context) {
 		}
 	})
 	wg.Wait()
-	if err := errors.Join(collectorErr, demoErr); err != nil {
+	if err := errors.Join(collectorErr, jaegerErr, demoErr); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -192,7 +221,8 @@ func (r *e2e) spansLog() string { return filepath.Join(r.tmp, "spans.log") }
 // spansOverlay writes a second configuration the Collector merges over
 // collector-config.yaml: a detailed debug exporter writing the traces
 // pipeline's spans to spansLog, so the test knows which trace IDs the
-// Collector received. The repository's file stays what users run.
+// Collector received (the list of exporters replaces the file's, so it
+// names Jaeger's too). The repository's file stays what users run.
 func (r *e2e) spansOverlay() string {
 	r.t.Helper()
 	cfg := fmt.Sprintf(`exporters:
@@ -203,8 +233,8 @@ func (r *e2e) spansOverlay() string {
 service:
   pipelines:
     traces:
-      exporters: [debug, debug/spans]
-`, r.spansLog())
+      exporters: [%s, debug, debug/spans]
+`, r.spansLog(), jaegerExporter)
 	path := filepath.Join(r.tmp, "spans-overlay.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		r.t.Fatal(err)
@@ -245,11 +275,15 @@ func (r *e2e) stopAll() {
 }
 
 // alive returns an error naming the first started program that has exited:
-// none of them is meant to stop during the test.
+// none of them is meant to stop during the test, except those stopDemo
+// stopped.
 func (r *e2e) alive() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, p := range r.procs {
+		if r.stopped[p] {
+			continue
+		}
 		select {
 		case <-p.exited():
 			return permanent(fmt.Errorf("%s exited early: %v", p.name, p.exitErr()))
@@ -364,7 +398,7 @@ func (r *e2e) waitForCatalog(ctx context.Context) {
 	r.t.Helper()
 	want := catalogSeries()
 	r.waitFor(ctx, "every catalog series in Prometheus", 2*time.Minute, func(ctx context.Context) error {
-		got, err := instant(ctx, r.prom, `count by (__name__) ({__name__=~"aion_.+"})`)
+		got, err := instant(ctx, r.prom, `count by (__name__) ({__name__=~"(aion|gen_ai)_.+"})`)
 		if err != nil {
 			return err
 		}
@@ -438,7 +472,7 @@ func (r *e2e) checkLabels(ctx context.Context) {
 func (r *e2e) checkInstance(ctx context.Context) {
 	r.t.Helper()
 	r.waitFor(ctx, "instance label and target_info", time.Minute, func(ctx context.Context) error {
-		instances, err := instant(ctx, r.prom, fmt.Sprintf(`count by (instance) ({__name__=~"aion_.+", job=%q})`, serviceName))
+		instances, err := instant(ctx, r.prom, fmt.Sprintf(`count by (instance) ({__name__=~"(aion|gen_ai)_.+", job=%q})`, serviceName))
 		if err != nil {
 			return err
 		}
@@ -574,9 +608,9 @@ func (r *e2e) checkSameNamesAsDirect(ctx context.Context) {
 		if err != nil {
 			return err
 		}
-		a, b := shapes(direct, "aion_"), shapes(viaCollector, "aion_")
+		a, b := shapes(direct, catalogPrefixes...), shapes(viaCollector, catalogPrefixes...)
 		if len(a) != len(catalogMetrics) {
-			return fmt.Errorf("the demo's endpoint has %d aion_ families, want %d: %v", len(a), len(catalogMetrics), a)
+			return fmt.Errorf("the demo's endpoint has %d catalog families (%v), want %d: %v", len(a), catalogPrefixes, len(catalogMetrics), a)
 		}
 		if diffs := diffShapes("demo endpoint", a, "Collector", b); len(diffs) > 0 {
 			return fmt.Errorf("the two paths differ:\n\t%s", strings.Join(diffs, "\n\t"))
@@ -586,22 +620,31 @@ func (r *e2e) checkSameNamesAsDirect(ctx context.Context) {
 }
 
 // checkSpans reads the Collector's own metrics: the OTLP receiver accepted
-// spans and the traces pipeline exported them.
+// spans and the traces pipeline's otlp_grpc/jaeger exporter sent them to
+// Jaeger, without failures.
 func (r *e2e) checkSpans(ctx context.Context) {
 	r.t.Helper()
-	r.waitFor(ctx, "spans through the Collector's traces pipeline", time.Minute, func(ctx context.Context) error {
+	r.waitFor(ctx, "spans through the Collector's traces pipeline into Jaeger", time.Minute, func(ctx context.Context) error {
 		fams, err := scrape(ctx, "http://"+r.collectorMetrics+"/metrics")
 		if err != nil {
 			return err
 		}
-		for _, prefix := range []string{"otelcol_receiver_accepted_spans", "otelcol_exporter_sent_spans"} {
-			if total, _ := sumFamilies(fams, prefix); total <= 0 {
-				return fmt.Errorf("%s is %v", prefix, total)
-			}
+		if total, _ := sumFamilies(fams, "otelcol_receiver_accepted_spans"); total <= 0 {
+			return fmt.Errorf("otelcol_receiver_accepted_spans is %v", total)
+		}
+		if sent := sumLabeled(fams, "otelcol_exporter_sent_spans", "exporter", jaegerExporter); sent <= 0 {
+			return fmt.Errorf("otelcol_exporter_sent_spans{exporter=%q} is %v", jaegerExporter, sent)
+		}
+		if failed := sumLabeled(fams, "otelcol_exporter_send_failed_spans", "exporter", jaegerExporter); failed > 0 {
+			return fmt.Errorf("otelcol_exporter_send_failed_spans{exporter=%q} is %v", jaegerExporter, failed)
 		}
 		return nil
 	})
 }
+
+// jaegerExporter is the traces exporter of collector-config.yaml that sends
+// to Jaeger.
+const jaegerExporter = "otlp_grpc/jaeger"
 
 // checkExemplars waits until Prometheus stores, on a catalog histogram, an
 // exemplar whose trace_id is the trace of a span the Collector received:

@@ -55,11 +55,12 @@ func targetLabel(name string) bool {
 	return name == "job" || name == "instance" || strings.HasPrefix(name, "otel_scope_")
 }
 
-// shapes returns the shape of every family whose name starts with prefix.
-func shapes(fams map[string]*dto.MetricFamily, prefix string) map[string]familyShape {
+// shapes returns the shape of every family whose name starts with one of
+// prefixes.
+func shapes(fams map[string]*dto.MetricFamily, prefixes ...string) map[string]familyShape {
 	out := map[string]familyShape{}
 	for name, f := range fams {
-		if !strings.HasPrefix(name, prefix) {
+		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
 			continue
 		}
 		seen := map[string]bool{}
@@ -133,4 +134,23 @@ func sumFamilies(fams map[string]*dto.MetricFamily, prefix string) (total float6
 		}
 	}
 	return total, found
+}
+
+// sumLabeled adds up the counter values of the families whose name starts
+// with prefix, on the series whose label name has the given value.
+func sumLabeled(fams map[string]*dto.MetricFamily, prefix, name, value string) float64 {
+	var total float64
+	for fname, f := range fams {
+		if !strings.HasPrefix(fname, prefix) {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == name && l.GetValue() == value {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
 }

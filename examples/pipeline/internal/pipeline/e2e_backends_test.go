@@ -1,0 +1,210 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// demoStopGrace bounds the demo's shutdown: its drain, then at most 3 s of
+// final flush.
+const demoStopGrace = 30 * time.Second
+
+// jaegerConfigPath is the Jaeger configuration of the examples, which the
+// test runs as users would, its ports set through its variables.
+func (r *e2e) jaegerConfigPath() string {
+	return filepath.Join(r.root, "examples", "pipeline", "jaeger-config.yaml")
+}
+
+// startJaeger runs the Jaeger built by buildJaeger with
+// jaeger-config.yaml, on this run's loopback ports, and waits until its
+// query API answers. The Collector's exporter retries until the OTLP
+// receiver, started after the query extension, accepts.
+func (r *e2e) startJaeger(ctx context.Context) {
+	r.t.Helper()
+	r.start("jaeger", []string{
+		"AIONOTEL_JAEGER_OTLP_GRPC_ENDPOINT=" + r.jaegerOTLP,
+		"AIONOTEL_JAEGER_QUERY_HTTP_ENDPOINT=" + r.jaegerQuery,
+		"AIONOTEL_JAEGER_QUERY_GRPC_ENDPOINT=" + r.jaegerQueryGRPC,
+	}, r.jaegerBin, "--config", r.jaegerConfigPath())
+	r.waitFor(ctx, "Jaeger's query API", time.Minute, func(ctx context.Context) error {
+		return httpOK(ctx, "http://"+r.jaegerQuery+"/api/v3/services")
+	})
+}
+
+// stopDemo stops the named demo (SIGINT: it drains and flushes its
+// telemetry), requires a clean exit, and returns the token totals it
+// printed.
+func (r *e2e) stopDemo(name string) tokenTotals {
+	r.t.Helper()
+	r.mu.Lock()
+	var p *process
+	for _, q := range r.procs {
+		if q.name == name {
+			p = q
+		}
+	}
+	if p != nil {
+		if r.stopped == nil {
+			r.stopped = map[*process]bool{}
+		}
+		r.stopped[p] = true
+	}
+	r.mu.Unlock()
+	if p == nil {
+		r.t.Fatalf("no program %s to stop", name)
+	}
+	p.stop(demoStopGrace)
+	if err := p.exitErr(); err != nil {
+		r.t.Fatalf("%s did not exit cleanly on SIGINT: %v", name, err)
+	}
+	out, err := os.ReadFile(p.logPath)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	totals, err := parseTokenTotals(string(out))
+	if err != nil {
+		r.t.Fatalf("%s: %v", name, err)
+	}
+	if len(totals) == 0 {
+		r.t.Fatalf("%s printed no %q lines: its agents reported no token usage", name, "demo: gen_ai tokens")
+	}
+	r.t.Logf("%s stopped; token totals %v", name, totals)
+	return totals
+}
+
+// checkLogs reads the Collector's own metrics: the OTLP receiver accepted
+// log records and the logs pipeline's exporter sent them.
+func (r *e2e) checkLogs(ctx context.Context) {
+	r.t.Helper()
+	r.waitFor(ctx, "log records through the Collector's logs pipeline", time.Minute, func(ctx context.Context) error {
+		fams, err := scrape(ctx, "http://"+r.collectorMetrics+"/metrics")
+		if err != nil {
+			return err
+		}
+		for _, prefix := range []string{"otelcol_receiver_accepted_log_records", "otelcol_exporter_sent_log_records"} {
+			if total, _ := sumFamilies(fams, prefix); total <= 0 {
+				return fmt.Errorf("%s is %v", prefix, total)
+			}
+		}
+		return nil
+	})
+}
+
+// checkTokens waits until Prometheus' token sums, per request model and
+// token type, equal the totals the stopped demo printed: every committed
+// Usage event crossed OTLP, the Collector and the scrape, and nothing else
+// was counted.
+func (r *e2e) checkTokens(ctx context.Context, want tokenTotals) {
+	r.t.Helper()
+	q := fmt.Sprintf(`sum by (gen_ai_request_model, gen_ai_token_type) (gen_ai_client_token_usage_sum{job=%q})`, serviceName)
+	r.waitFor(ctx, "token sums in Prometheus equal to the demo's totals", time.Minute, func(ctx context.Context) error {
+		got, err := instant(ctx, r.prom, q)
+		if err != nil {
+			return err
+		}
+		have := tokenTotals{}
+		for _, s := range got {
+			have[tokenKey{Model: s.Labels["gen_ai_request_model"], Type: s.Labels["gen_ai_token_type"]}] = s.Value
+		}
+		if diff := want.diff(have); diff != "" {
+			return fmt.Errorf("%s:\n\t%s", q, diff)
+		}
+		return nil
+	})
+}
+
+// checkTimeline reads workflow runs back from Jaeger: for each workflow
+// type the demo ran (span names "workflow <type>"), up to 10 traces that
+// hold a run span; each must be one run (run span under an unexported
+// anchor, its activity spans as children within its time), at least one
+// run must have activity spans, and the links of every run and activity
+// span must lead to the append store calls in Jaeger that bound its start
+// and end.
+func (r *e2e) checkTimeline(ctx context.Context) {
+	r.t.Helper()
+	var workflowOps []string
+	r.waitFor(ctx, "run spans in Jaeger", time.Minute, func(ctx context.Context) error {
+		ops, err := r.jaeger.operations(ctx, serviceName)
+		if err != nil {
+			return err
+		}
+		workflowOps = workflowOps[:0]
+		for _, op := range ops {
+			if strings.HasPrefix(op, runSpanPrefix) {
+				workflowOps = append(workflowOps, op)
+			}
+		}
+		if len(workflowOps) == 0 {
+			return fmt.Errorf("Jaeger knows the operations %v of %s, none a run span (%q...)", ops, serviceName, runSpanPrefix)
+		}
+		return nil
+	})
+	since := time.Now().Add(-30 * time.Minute)
+	var runs, activities, links int
+	r.waitFor(ctx, "workflow runs in Jaeger as the timeline promises", 2*time.Minute, func(ctx context.Context) error {
+		var spans []span
+		for _, op := range workflowOps {
+			td, err := r.jaeger.findTraces(ctx, serviceName, op, since, time.Now().Add(time.Minute), 10)
+			if err == errNoTraces {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			spans = append(spans, flatten(td)...)
+		}
+		traces, problems := splitRunTraces(spans)
+		runs, activities, links = len(traces), 0, 0
+		children := 0
+		targets := map[spanRef]span{}
+		fetched := map[string]bool{}
+		// The store calls the links point at: each in a trace of its own.
+		for _, rt := range traces {
+			for _, s := range append([]span{rt.Run}, rt.Activities...) {
+				for _, l := range s.Links {
+					tid := l.String()[:32]
+					if fetched[tid] {
+						continue
+					}
+					fetched[tid] = true
+					td, err := r.jaeger.trace(ctx, l.TraceID)
+					if err == errNoTraces {
+						continue // reported by checkCallLinks
+					}
+					if err != nil {
+						return err
+					}
+					for _, s := range flatten(td) {
+						targets[spanRef{s.TraceID, s.SpanID}] = s
+					}
+				}
+			}
+		}
+		for _, rt := range traces {
+			problems = append(problems, checkCallLinks(rt.Run, runLinkRoles, targets)...)
+			activities += len(rt.Activities)
+			children += rt.Children
+			for _, a := range rt.Activities {
+				links += len(a.Links)
+				problems = append(problems, checkCallLinks(a, activityLinkRoles, targets)...)
+			}
+		}
+		if children == 0 {
+			problems = append(problems, fmt.Sprintf("%d run traces of %v, none with activity spans that are the run span's children", runs, workflowOps))
+		}
+		if len(problems) > 0 {
+			sort.Strings(problems)
+			if len(problems) > 20 {
+				problems = append(problems[:20], fmt.Sprintf("... and %d more", len(problems)-20))
+			}
+			return fmt.Errorf("%d problems:\n\t%s", len(problems), strings.Join(problems, "\n\t"))
+		}
+		return nil
+	})
+	r.t.Logf("Jaeger: %d runs of %v, %d activity spans, %d links to store calls, all as the timeline promises", runs, workflowOps, activities, links)
+}

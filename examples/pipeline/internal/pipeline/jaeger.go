@@ -1,0 +1,441 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// The Jaeger release the end-to-end test runs: its cmd/jaeger is the
+// OTLP-native Jaeger v2, itself a Collector distribution. It is built in its
+// own module (the one the module proxy serves, with its go.sum and replace
+// directives), not as a tool of this module: its Collector modules (v0.140)
+// are not those of this module (v0.165), and one build list cannot hold both.
+const (
+	jaegerModule  = "github.com/jaegertracing/jaeger"
+	jaegerVersion = "v1.76.0"
+)
+
+// buildJaeger downloads the Jaeger module at jaegerVersion (verified against
+// the checksum database like any module) and builds its cmd/jaeger into dir,
+// as Jaeger's release does, returning the binary's path.
+func buildJaeger(ctx context.Context, dir string) (string, error) {
+	// The module's own build settings, whatever the environment says: no
+	// workspace, no toolchain download, and its go.sum as it is.
+	env := []string{"GOWORK=off", "GOTOOLCHAIN=local", "GOFLAGS=-mod=readonly -buildvcs=false"}
+	dl := exec.CommandContext(ctx, "go", "mod", "download", "-json", jaegerModule+"@"+jaegerVersion)
+	dl.Dir = dir
+	dl.Env = append(dl.Environ(), env...)
+	out, err := dl.Output()
+	if err != nil {
+		var stderr []byte
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			stderr = ee.Stderr
+		}
+		return "", fmt.Errorf("go mod download %s@%s: %v\n%s%s", jaegerModule, jaegerVersion, err, out, stderr)
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &mod); err != nil {
+		return "", fmt.Errorf("go mod download %s@%s: %w", jaegerModule, jaegerVersion, err)
+	}
+	if mod.Error != "" || mod.Dir == "" {
+		return "", fmt.Errorf("go mod download %s@%s: %q", jaegerModule, jaegerVersion, mod.Error)
+	}
+	bin := filepath.Join(dir, "jaeger")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/jaeger")
+	build.Dir = mod.Dir
+	build.Env = append(build.Environ(), env...)
+	if b, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s/cmd/jaeger@%s: %v\n%s", jaegerModule, jaegerVersion, err, b)
+	}
+	return bin, nil
+}
+
+// jaegerAPI reads traces back from Jaeger's query service through its HTTP
+// API v3, whose answers are OTLP JSON: the spans exactly as the Collector
+// exported them (raw_traces: no clock-skew or other adjustment).
+type jaegerAPI struct {
+	base string // http://host:port
+}
+
+// errNoTraces is Jaeger's 404: no trace matched (yet).
+var errNoTraces = errors.New("jaeger: no traces found")
+
+func (j jaegerAPI) get(ctx context.Context, path string, q url.Values) (ptrace.Traces, error) {
+	u := j.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return ptrace.Traces{}, permanent(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ptrace.Traces{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return ptrace.Traces{}, err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		return ptrace.Traces{}, errNoTraces
+	case http.StatusBadRequest:
+		return ptrace.Traces{}, permanent(fmt.Errorf("GET %s: %s: %s", u, resp.Status, bytes.TrimSpace(body)))
+	default:
+		return ptrace.Traces{}, fmt.Errorf("GET %s: %s: %s", u, resp.Status, bytes.TrimSpace(body))
+	}
+	return parseJaegerTraces(body)
+}
+
+// parseJaegerTraces decodes an API v3 answer: {"result": <OTLP JSON>}.
+func parseJaegerTraces(body []byte) (ptrace.Traces, error) {
+	var wrapper struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(body, &wrapper); err != nil {
+		return ptrace.Traces{}, permanent(fmt.Errorf("jaeger answer: %w", err))
+	}
+	if len(wrapper.Result) == 0 {
+		return ptrace.Traces{}, permanent(fmt.Errorf("jaeger answer without result: %.200s", body))
+	}
+	var u ptrace.JSONUnmarshaler
+	td, err := u.UnmarshalTraces(wrapper.Result)
+	if err != nil {
+		return ptrace.Traces{}, permanent(fmt.Errorf("jaeger answer: %w", err))
+	}
+	return td, nil
+}
+
+// findTraces returns the traces with a span of operation (span name) by
+// service, started within [from, to], at most n of them.
+func (j jaegerAPI) findTraces(ctx context.Context, service, operation string, from, to time.Time, n int) (ptrace.Traces, error) {
+	return j.get(ctx, "/api/v3/traces", url.Values{
+		"query.service_name":   {service},
+		"query.operation_name": {operation},
+		"query.start_time_min": {from.UTC().Format(time.RFC3339Nano)},
+		"query.start_time_max": {to.UTC().Format(time.RFC3339Nano)},
+		"query.num_traces":     {fmt.Sprint(n)},
+		"query.raw_traces":     {"true"},
+	})
+}
+
+// trace returns every span Jaeger holds of one trace.
+func (j jaegerAPI) trace(ctx context.Context, id pcommon.TraceID) (ptrace.Traces, error) {
+	return j.get(ctx, "/api/v3/traces/"+hex.EncodeToString(id[:]), url.Values{"raw_traces": {"true"}})
+}
+
+// operations returns the span names Jaeger knows for service.
+func (j jaegerAPI) operations(ctx context.Context, service string) ([]string, error) {
+	u := j.base + "/api/v3/operations?" + url.Values{"service": {service}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, permanent(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	var ops struct {
+		Operations []struct {
+			Name string `json:"name"`
+		} `json:"operations"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ops); err != nil {
+		return nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	names := make([]string, 0, len(ops.Operations))
+	for _, o := range ops.Operations {
+		names = append(names, o.Name)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// span is one span of a Jaeger answer, with what the checks read.
+type span struct {
+	Service          string
+	TraceID          pcommon.TraceID
+	SpanID, ParentID pcommon.SpanID
+	Name             string
+	Kind             ptrace.SpanKind
+	Start, End       time.Time
+	Attrs            map[string]string // values as strings (AsString)
+	Links            []spanLink
+	Events           []string // event names
+	StatusCode       ptrace.StatusCode
+	hasParent        bool
+}
+
+// spanRef is a link's target.
+type spanRef struct {
+	TraceID pcommon.TraceID
+	SpanID  pcommon.SpanID
+}
+
+// spanLink is a link: its target and its aion.timeline.link role.
+type spanLink struct {
+	spanRef
+	Role string
+}
+
+func (r spanRef) String() string {
+	return hex.EncodeToString(r.TraceID[:]) + "/" + hex.EncodeToString(r.SpanID[:])
+}
+
+// flatten returns every span of td.
+func flatten(td ptrace.Traces) []span {
+	var out []span
+	rss := td.ResourceSpans()
+	for i := range rss.Len() {
+		rs := rss.At(i)
+		service := ""
+		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
+			service = v.AsString()
+		}
+		sss := rs.ScopeSpans()
+		for j := range sss.Len() {
+			ss := sss.At(j).Spans()
+			for k := range ss.Len() {
+				s := ss.At(k)
+				sp := span{
+					Service: service, TraceID: s.TraceID(), SpanID: s.SpanID(), ParentID: s.ParentSpanID(),
+					Name: s.Name(), Kind: s.Kind(),
+					Start: s.StartTimestamp().AsTime(), End: s.EndTimestamp().AsTime(),
+					Attrs: map[string]string{}, StatusCode: s.Status().Code(),
+					hasParent: !s.ParentSpanID().IsEmpty(),
+				}
+				for key, v := range s.Attributes().All() {
+					sp.Attrs[key] = v.AsString()
+				}
+				for _, l := range s.Links().All() {
+					link := spanLink{spanRef: spanRef{TraceID: l.TraceID(), SpanID: l.SpanID()}}
+					if v, ok := l.Attributes().Get(linkRoleKey); ok {
+						link.Role = v.AsString()
+					}
+					sp.Links = append(sp.Links, link)
+				}
+				for _, e := range s.Events().All() {
+					sp.Events = append(sp.Events, e.Name())
+				}
+				out = append(out, sp)
+			}
+		}
+	}
+	return out
+}
+
+// Span names and attributes of the timeline (the library's catalog).
+const (
+	runSpanPrefix      = "workflow "
+	activitySpanPrefix = "activity "
+)
+
+// runTrace is one workflow run's trace as Jaeger returned it.
+type runTrace struct {
+	Run        span
+	Activities []span // children of the run span and of its anchor
+	// Children counts the activity spans that are children of the run span;
+	// the others hang from the run's anchor.
+	Children int
+}
+
+// splitRunTraces groups spans by trace and checks each trace that holds a
+// run span against what the timeline promises: one run span per trace, a
+// root in the trace whose parent (the run's anchor) is never exported,
+// internal kind, the run's IDs on every span; activity spans are internal
+// children of the run span inside the run's time (or of the run's anchor
+// when the process held no run span for them: a reopened run), never
+// before the run, with the run's IDs and an activity ID. It returns the traces that have a run span and a
+// problem list for those that break a rule.
+func splitRunTraces(spans []span) (traces []runTrace, problems []string) {
+	byTrace := map[pcommon.TraceID][]span{}
+	var order []pcommon.TraceID
+	for _, s := range spans {
+		if _, ok := byTrace[s.TraceID]; !ok {
+			order = append(order, s.TraceID)
+		}
+		byTrace[s.TraceID] = append(byTrace[s.TraceID], s)
+	}
+	for _, id := range order {
+		ts := byTrace[id]
+		var runs []span
+		ids := map[pcommon.SpanID]bool{}
+		for _, s := range ts {
+			ids[s.SpanID] = true
+			if strings.HasPrefix(s.Name, runSpanPrefix) {
+				runs = append(runs, s)
+			}
+		}
+		if len(runs) == 0 {
+			continue
+		}
+		tid := hex.EncodeToString(id[:])
+		if len(runs) > 1 {
+			problems = append(problems, fmt.Sprintf("trace %s: %d run spans, want one trace per run", tid, len(runs)))
+			continue
+		}
+		run := runs[0]
+		bad := func(format string, args ...any) {
+			problems = append(problems, fmt.Sprintf("trace %s: ", tid)+fmt.Sprintf(format, args...))
+		}
+		if !run.hasParent {
+			bad("run span %q has no parent, want the run's anchor (a remote parent never exported)", run.Name)
+		} else if ids[run.ParentID] {
+			bad("run span %q's parent %s is in the trace, want the unexported anchor", run.Name, run.ParentID)
+		}
+		if run.Kind != ptrace.SpanKindInternal {
+			bad("run span %q kind %s, want internal", run.Name, run.Kind)
+		}
+		for _, k := range []string{"aion.namespace", "aion.workflow.id", "aion.run.id", "aion.workflow.type", "aion.workflow.status"} {
+			if run.Attrs[k] == "" {
+				bad("run span %q lacks %s", run.Name, k)
+			}
+		}
+		if got, want := run.Name, runSpanPrefix+run.Attrs["aion.workflow.type"]; got != want {
+			bad("run span named %q, want %q (from aion.workflow.type)", got, want)
+		}
+		if run.End.Before(run.Start) {
+			bad("run span ends (%s) before it starts (%s)", run.End, run.Start)
+		}
+		rt := runTrace{Run: run}
+		for _, s := range ts {
+			if s.SpanID == run.SpanID {
+				continue
+			}
+			if !strings.HasPrefix(s.Name, activitySpanPrefix) {
+				bad("span %q in the run's trace: only the run span and its activity spans belong there", s.Name)
+				continue
+			}
+			rt.Activities = append(rt.Activities, s)
+			where := fmt.Sprintf("activity span %q (%s)", s.Name, s.Attrs["aion.activity.id"])
+			// The run span's child, or, for an activity this process saw
+			// while it held no run span (a run reopened after it closed, an
+			// evicted run), the anchor's, outside the run span's time.
+			child := s.ParentID == run.SpanID
+			if child {
+				rt.Children++
+			} else if !run.hasParent || s.ParentID != run.ParentID {
+				bad("%s: parent %s, want the run span %s or the run's anchor %s", where, s.ParentID, run.SpanID, run.ParentID)
+			}
+			if s.Kind != ptrace.SpanKindInternal {
+				bad("%s: kind %s, want internal", where, s.Kind)
+			}
+			for _, k := range []string{"aion.namespace", "aion.workflow.id", "aion.run.id"} {
+				if s.Attrs[k] != run.Attrs[k] {
+					bad("%s: %s = %q, the run span's is %q", where, k, s.Attrs[k], run.Attrs[k])
+				}
+			}
+			for _, k := range []string{"aion.activity.id", "aion.activity.type", "aion.activity.outcome", "aion.activity.retry_count"} {
+				if s.Attrs[k] == "" {
+					bad("%s lacks %s", where, k)
+				}
+			}
+			if got, want := s.Name, activitySpanPrefix+s.Attrs["aion.activity.type"]; got != want {
+				bad("activity span named %q, want %q (from aion.activity.type)", got, want)
+			}
+			if s.Start.Before(run.Start) {
+				bad("%s starts at %s, before its run (%s)", where, s.Start.Format(time.RFC3339Nano), run.Start.Format(time.RFC3339Nano))
+			}
+			if child && s.End.After(run.End) {
+				bad("%s ends at %s, after its run (%s)", where, s.End.Format(time.RFC3339Nano), run.End.Format(time.RFC3339Nano))
+			}
+			if s.End.Before(s.Start) {
+				bad("%s ends before it starts", where)
+			}
+		}
+		traces = append(traces, rt)
+	}
+	return traces, problems
+}
+
+// storeCall reports whether s is the span of a store call that appends
+// history: its name is its db.operation.name, "append" or one of the other
+// appending operations ("append_with_outbox"), optionally followed by a
+// target.
+func storeCall(s span) bool {
+	op := s.Attrs["db.operation.name"]
+	return strings.HasPrefix(op, "append") && (s.Name == op || strings.HasPrefix(s.Name, op+" ")) &&
+		s.Kind == ptrace.SpanKindClient
+}
+
+// linkRoleKey is the attribute of each timeline link that says what it
+// points at, and the roles of the links to store calls: which end of the
+// timeline span the call's history time bounds.
+const linkRoleKey = "aion.timeline.link"
+
+var (
+	activityLinkRoles = map[string]bool{"scheduled": true, "settled": false} // role: bounds the start
+	runLinkRoles      = map[string]bool{"started": true, "closed": false}
+)
+
+// checkCallLinks checks the links of a timeline span (a run span with
+// runLinkRoles, an activity span with activityLinkRoles) against the spans
+// they point at (targets; a missing one was not found in Jaeger): one link
+// per role, each to an appending store-call span, and the span's times are
+// those of the history those calls wrote: it starts no later than the call
+// that wrote its first event ends, and ends no later than the call that
+// wrote its last event ends (a RecordedAt is taken before or during the
+// append that writes it). Links with other roles (previous_run, next_run)
+// point at other runs and are left alone.
+func checkCallLinks(s span, roles map[string]bool, targets map[spanRef]span) []string {
+	where := fmt.Sprintf("span %q", s.Name)
+	if id := s.Attrs["aion.activity.id"]; id != "" {
+		where += " (activity " + id + ")"
+	}
+	var problems []string
+	seen := map[string]int{}
+	for _, l := range s.Links {
+		bounds, ok := roles[l.Role]
+		if !ok {
+			continue
+		}
+		seen[l.Role]++
+		t, ok := targets[l.spanRef]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s: %s link %s leads to no span in Jaeger", where, l.Role, l.spanRef))
+			continue
+		}
+		if !storeCall(t) {
+			problems = append(problems, fmt.Sprintf("%s: %s link %s leads to span %q (kind %s, db.operation.name %q), want an append store call",
+				where, l.Role, l.spanRef, t.Name, t.Kind, t.Attrs["db.operation.name"]))
+			continue
+		}
+		if bounds && s.Start.After(t.End) {
+			problems = append(problems, fmt.Sprintf("%s starts at %s, after the store call it is %s by ended (%s)",
+				where, s.Start.Format(time.RFC3339Nano), l.Role, t.End.Format(time.RFC3339Nano)))
+		}
+		if !bounds && s.End.After(t.End) {
+			problems = append(problems, fmt.Sprintf("%s ends at %s, after the store call it is %s by ended (%s)",
+				where, s.End.Format(time.RFC3339Nano), l.Role, t.End.Format(time.RFC3339Nano)))
+		}
+	}
+	for role := range roles {
+		if seen[role] != 1 {
+			problems = append(problems, fmt.Sprintf("%s has %d %s links (aion.timeline.link), want one", where, seen[role], role))
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
