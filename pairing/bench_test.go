@@ -99,7 +99,11 @@ func warm(ctx context.Context, tr *Tracker, keys []Key) int {
 // BenchmarkDispatchFinish: one Dispatched and one Finished, each of a fresh
 // key, with lag entries in flight.
 func BenchmarkDispatchFinish(b *testing.B) {
-	tr := benchTracker(b)
+	benchDispatchFinish(b, benchTracker(b))
+}
+
+// benchDispatchFinish times dispatchFinish on tr after warming it up.
+func benchDispatchFinish(b *testing.B, tr *Tracker) {
 	keys := benchKeys(wfID(1))
 	ctx := context.Background()
 	i := warm(ctx, tr, keys)
@@ -122,17 +126,7 @@ func BenchmarkDispatchFinishTimeline(b *testing.B) {
 		{"sampled", func(b *testing.B) []Option { return timelineOn(b, sdktrace.AlwaysSample()) }},
 		{"unsampled", func(b *testing.B) []Option { return timelineOn(b, sdktrace.NeverSample()) }},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
-			tr := benchTracker(b, tc.opts(b)...)
-			keys := benchKeys(wfID(1))
-			ctx := context.Background()
-			i := warm(ctx, tr, keys)
-			b.ReportAllocs()
-			defer reportCPU(b)()
-			for ; b.Loop(); i++ {
-				dispatchFinish(ctx, tr, keys, i)
-			}
-		})
+		b.Run(tc.name, func(b *testing.B) { benchDispatchFinish(b, benchTracker(b, tc.opts(b)...)) })
 	}
 }
 

@@ -157,26 +157,6 @@ func (m *model) dropRun(rk runKey) {
 	m.order = slices.DeleteFunc(m.order, func(o Key) bool { return o == mk })
 }
 
-// recordedWorkflowType is recordedType for workflow types, admitted apart.
-func (m *model) recordedWorkflowType(ns, typ string) string {
-	admitted := m.admittedWF[ns]
-	if admitted == nil {
-		admitted = map[string]bool{}
-		m.admittedWF[ns] = admitted
-	}
-	switch {
-	case typ == "":
-		return catalog.UnknownType
-	case admitted[typ]:
-		return typ
-	case len(admitted) < m.limit:
-		admitted[typ] = true
-		return typ
-	default:
-		return catalog.OtherType
-	}
-}
-
 func (m *model) runStarted(k Key, typ string, at time.Time) bool {
 	rk := modelKey(k).run()
 	rns := m.recordedNS(rk.namespace)
@@ -249,18 +229,29 @@ func (m *model) recordedNS(ns string) string {
 // recordedType is the type typ is recorded as in recorded namespace ns: the
 // limit is per namespace.
 func (m *model) recordedType(ns, typ string) string {
-	admitted := m.admitted[ns]
-	if admitted == nil {
-		admitted = map[string]bool{}
-		m.admitted[ns] = admitted
+	return m.admit(m.admitted, ns, typ)
+}
+
+// recordedWorkflowType is recordedType for workflow types, admitted apart.
+func (m *model) recordedWorkflowType(ns, typ string) string {
+	return m.admit(m.admittedWF, ns, typ)
+}
+
+// admit records typ in namespace ns of admitted: the first limit distinct
+// types as themselves, "" as "_unknown", later ones as "_other".
+func (m *model) admit(admitted map[string]map[string]bool, ns, typ string) string {
+	seen := admitted[ns]
+	if seen == nil {
+		seen = map[string]bool{}
+		admitted[ns] = seen
 	}
 	switch {
 	case typ == "":
 		return catalog.UnknownType
-	case admitted[typ]:
+	case seen[typ]:
 		return typ
-	case len(admitted) < m.limit:
-		admitted[typ] = true
+	case len(seen) < m.limit:
+		seen[typ] = true
 		return typ
 	default:
 		return catalog.OtherType
