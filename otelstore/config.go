@@ -134,6 +134,9 @@ var reserved = map[attribute.Key]bool{
 	// The GenAI telemetry of NewKeyspace.
 	catalog.GenAIOperationName: true, catalog.GenAIProviderName: true, catalog.GenAIRequestModel: true,
 	catalog.GenAIResponseModel: true, catalog.GenAITokenType: true, catalog.GenAIToolName: true,
+	// And those of its log records.
+	catalog.AgentRole: true, catalog.StoreSeq: true, catalog.GenAIAgentID: true, catalog.GenAIToolCallID: true,
+	catalog.GenAIUsageInput: true, catalog.GenAIUsageOutput: true,
 }
 
 // reservedLabels are the Prometheus label names of the reserved keys: a key
@@ -174,20 +177,22 @@ func (f sharedFunc) apply(c *config)         { f(c) }
 func (f sharedFunc) applyKeyspace(c *config) { f(c) }
 
 // WithMeterProvider sets the MeterProvider the instruments come from. Without
-// it, or given nil, the global provider (otel.GetMeterProvider) is used.
+// it, or given nil (a nil interface or a nil pointer in one), the global
+// provider (otel.GetMeterProvider) is used.
 func WithMeterProvider(mp metric.MeterProvider) SharedOption {
 	return sharedFunc(func(c *config) {
-		if mp != nil {
+		if !guard.IsNil(mp) {
 			c.meterProvider = mp
 		}
 	})
 }
 
 // WithTracerProvider sets the TracerProvider spans come from. Without it, or
-// given nil, the global provider (otel.GetTracerProvider) is used.
+// given nil (a nil interface or a nil pointer in one), the global provider
+// (otel.GetTracerProvider) is used.
 func WithTracerProvider(tp trace.TracerProvider) SharedOption {
 	return sharedFunc(func(c *config) {
-		if tp != nil {
+		if !guard.IsNil(tp) {
 			c.tracerProvider = tp
 		}
 	})
@@ -339,12 +344,13 @@ func (genaiFunc) applyKeyspace(*config)       {}
 func (f genaiFunc) applyGenAI(g *genaiConfig) { f(g) }
 
 // WithLoggerProvider sets the LoggerProvider the transcript log records
-// ([WithTranscriptLogs]) are emitted through. Without it, or given nil, the
+// ([WithTranscriptLogs]) are emitted through. Without it, or given nil (also
+// a nil pointer in the interface), the
 // global provider (otel.GetLoggerProvider) is used. It emits
 // nothing by itself: log records are off until WithTranscriptLogs(true).
 func WithLoggerProvider(lp log.LoggerProvider) KeyspaceOption {
 	return genaiFunc(func(g *genaiConfig) {
-		if lp != nil {
+		if !guard.IsNil(lp) {
 			g.loggerProvider = lp
 		}
 	})

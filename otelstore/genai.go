@@ -320,8 +320,11 @@ func (g *genai) callEnded(ctx context.Context, ev *keyspace.ActivityEvent, r key
 		opt = tool.failed
 	}
 	g.toolCalls.Add(ctx, 1, opt)
-	if seen && !call.at.IsZero() && !ev.EmittedAt.IsZero() && !ev.EmittedAt.Before(call.at) {
-		g.toolDuration.Record(ctx, ev.EmittedAt.Sub(call.at).Seconds(), opt)
+	if seen && !call.at.IsZero() && !ev.EmittedAt.IsZero() {
+		// A result stamped before its call (two workers' clocks apart)
+		// took no measurable time: 0, so that every paired call has its
+		// point.
+		g.toolDuration.Record(ctx, max(ev.EmittedAt.Sub(call.at).Seconds(), 0), opt)
 	}
 	return tool.name, seen
 }

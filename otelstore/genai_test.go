@@ -630,7 +630,8 @@ func TestGenAIConcurrentSafe(t *testing.T) {
 // TestGenAIKeysAreReserved: WithAttributes may not set a key the GenAI
 // telemetry sets.
 func TestGenAIKeysAreReserved(t *testing.T) {
-	for _, key := range []string{"gen_ai.token.type", "gen_ai.request.model", "gen_ai_provider_name", "gen_ai.tool.name"} {
+	for _, key := range []string{"gen_ai.token.type", "gen_ai.request.model", "gen_ai_provider_name", "gen_ai.tool.name",
+		"aion.agent.role", "aion.keyspace.store_seq", "gen_ai.agent.id", "gen_ai.tool.call.id", "gen_ai.usage.input_tokens"} {
 		t.Run(key, func(t *testing.T) {
 			_, err := otelstore.NewKeyspace(keyspace.NewMemory(), otelstore.WithAttributes(attribute.String(key, "x")))
 			if !errors.Is(err, otelstore.ErrInvalidOption) {
@@ -683,4 +684,21 @@ func TestGenAILogValuesExportable(t *testing.T) {
 	if long != 5 {
 		t.Errorf("%d strings longer than 256 bytes, want the 5 content fields only", long)
 	}
+}
+
+// A result stamped before its call (two workers' clocks apart) is a call of
+// no measurable time, not a call without duration: every paired call has
+// its point.
+func TestGenAIToolDurationSkewedClocks(t *testing.T) {
+	h := newHarness(t)
+	ks := newGenAIKeyspace(t, h, keyspace.NewMemory())
+	wf, run := ids()
+	events := agentEvents(wf, run, keyspace.ToolCall{CallID: "a", Name: "search"}, keyspace.ToolResult{CallID: "a"})
+	events[1].EmittedAt = events[0].EmittedAt.Add(-time.Second)
+	if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
+		t.Fatal(err)
+	}
+	assertPoints(t, toolDuration, floatHistogram(t, h, toolDuration), map[attribute.Distinct]histPoint{
+		distinct(ns, opName.String("execute_tool"), toolName.String("search")): {1, 0},
+	})
 }

@@ -47,8 +47,8 @@ import (
 //     gen_ai.operation.name execute_tool and, for IsError, error.type
 //     _OTHER; and, when its ToolCall (same stream and CallID) was seen, a
 //     gen_ai.client.operation.duration point of the time between their
-//     EmittedAt (no gen_ai.provider.name: the agent runs a tool, not a
-//     provider). At most [DefaultMaxPendingToolCalls] calls wait for their
+//     EmittedAt (0 if the result's is earlier; none if either is zero; no
+//     gen_ai.provider.name: the agent runs a tool, not a provider). At most [DefaultMaxPendingToolCalls] calls wait for their
 //     result; past it the oldest is forgotten and counted on
 //     aion.gen_ai.tool.pairing.evicted. A call whose result never commits
 //     is not counted.

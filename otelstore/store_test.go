@@ -5,9 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -557,4 +560,32 @@ func TestNewRefusesZeroTracker(t *testing.T) {
 	_ = s.Append(context.Background(), eventstore.RecorderToken(), eventstore.NewWorkflowID(), []eventstore.Event{
 		eventstore.ActivityScheduled{Envelope: eventstore.Envelope{RunID: run}, ActivityType: "charge"},
 	}, 0)
+}
+
+// A typed nil provider (a nil *sdkmetric.MeterProvider, say, in the
+// interface) is no provider: the decorators fall back to the global ones
+// instead of panicking on first use.
+func TestTypedNilProvidersFallBack(t *testing.T) {
+	var mp *sdkmetric.MeterProvider
+	var tp *sdktrace.TracerProvider
+	var lp *sdklog.LoggerProvider
+	s, err := otelstore.New(eventstore.NewMemory(), otelstore.WithMeterProvider(mp), otelstore.WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, run := ids()
+	if err := s.Append(context.Background(), eventstore.RecorderToken(), wf, []eventstore.Event{
+		eventstore.WorkflowStarted{Envelope: env(run, 0), WorkflowType: "w"},
+		eventstore.ActivityScheduled{Envelope: env(run, time.Second), ActivityType: "a"},
+	}, 0); err != nil {
+		t.Fatal(err)
+	}
+	ks, err := otelstore.NewKeyspace(keyspace.NewMemory(), otelstore.WithMeterProvider(mp), otelstore.WithTracerProvider(tp),
+		otelstore.WithLoggerProvider(lp), otelstore.WithTranscriptLogs(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks.AppendEvents(context.Background(), 0, agentEvents(wf, run, keyspace.Usage{InputTokens: 1})); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
+	"github.com/aionotel/aionotel/internal/guard"
 )
 
 // Defaults applied by [New] before any option.
@@ -95,23 +96,25 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 // WithMeterProvider sets the MeterProvider the tracker creates its instruments
-// from. Without it (or with nil), the global provider returned by
+// from. Without it (or with nil, also a nil pointer in the interface), the
+// global provider returned by
 // otel.GetMeterProvider at the time [New] runs is used.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) {
-		if mp != nil {
+		if !guard.IsNil(mp) {
 			c.meterProvider = mp
 		}
 	})
 }
 
 // WithTracerProvider sets the TracerProvider the tracker creates its
-// timeline spans from (see [WithTimelineSpans]). Without it (or with nil),
+// timeline spans from (see [WithTimelineSpans]). Without it (or with nil,
+// also a nil pointer in the interface),
 // the global provider returned by otel.GetTracerProvider at the time [New]
 // runs is used.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) {
-		if tp != nil {
+		if !guard.IsNil(tp) {
 			c.tracerProvider = tp
 		}
 	})

@@ -62,15 +62,18 @@ func Cut(s string, n int) string {
 // underscores (a key such as "ключ"), on one starting with "__" (reserved
 // by Prometheus, such as "__name__"), and on one equal to a label the
 // exporter adds itself ("otel_scope_name" and the other otel_scope_*
-// labels). So a valid key has an ASCII letter or digit, and its label name
-// starts neither with "__" nor with "otel_scope_".
+// labels). And "le" (a histogram bucket's bound) or "quantile" (a
+// summary's) would stand twice on a series, which Prometheus refuses as a
+// whole target. So a valid key has an ASCII letter or digit, its label name
+// starts neither with "__" nor with "otel_scope_", and is neither "le" nor
+// "quantile".
 func ValidKey(k attribute.Key) bool {
 	if k == "" || len(k) > MaxLen || !utf8.ValidString(string(k)) {
 		return false
 	}
 	label := LabelName(string(k))
 	return strings.Trim(label, "_") != "" && !strings.HasPrefix(label, "__") &&
-		!strings.HasPrefix(collapse(label), "otel_scope_")
+		!strings.HasPrefix(collapse(label), "otel_scope_") && label != "le" && label != "quantile"
 }
 
 // LabelName is the Prometheus label name of the attribute key k: every
