@@ -23,6 +23,7 @@ type lifecycle struct {
 	namespace string
 	now       func() time.Time
 	tracker   *pairing.Tracker
+	handle    func(error)
 
 	started   metric.Int64Counter
 	completed metric.Int64Counter
@@ -41,7 +42,7 @@ type lifecycle struct {
 }
 
 func newLifecycle(c *config, meter *instrument.Meter) (*lifecycle, error) {
-	l := &lifecycle{namespace: c.namespace, now: c.now, tracker: c.tracker}
+	l := &lifecycle{namespace: c.namespace, now: c.now, tracker: c.tracker, handle: c.handle}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -186,11 +187,15 @@ func facts(events []eventstore.Event) []fact {
 	return out
 }
 
-// observe records what one committed event means.
+// observe records what one committed event means. A panic of the
+// telemetry it calls (a MeterProvider's instrument, say) is reported to the
+// error handler: the event is committed, and the history order state of
+// its workflow must stay consistent for the appends that follow.
 func (l *lifecycle) observe(ctx context.Context, workflowID eventstore.WorkflowID, f fact) {
 	if f.kind == kindNone {
 		return
 	}
+	defer l.recovered()
 	if f.at.IsZero() {
 		f.at = l.now()
 	}
@@ -226,5 +231,12 @@ func (l *lifecycle) observe(ctx context.Context, workflowID eventstore.WorkflowI
 		l.tracker.Finished(ctx, key, pairing.OutcomeCancelled, f.at)
 	case kindActivityTimedOut:
 		l.tracker.Finished(ctx, key, pairing.OutcomeTimedOut, f.at)
+	}
+}
+
+// recovered is deferred by observe.
+func (l *lifecycle) recovered() {
+	if r := recover(); r != nil {
+		l.handle(fmt.Errorf("otelstore: observing a committed event: panic: %v", r))
 	}
 }

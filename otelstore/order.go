@@ -175,16 +175,19 @@ func spanOnly(ctx context.Context) context.Context {
 	return trace.ContextWithSpanContext(context.Background(), sc)
 }
 
-// settleClosedAhead settles again, as abandoned, the activities still in
-// flight of the runs whose close was observed ahead of a batch just
-// observed behind it.
+// settleClosedAhead closes again the runs whose close was observed ahead
+// of a batch just observed behind it: their activities still in flight end
+// as abandoned, and a run that batch started is closed with the status and
+// time it had (so its run span and duration are those of its history), not
+// left open.
 func (l *lifecycle) settleClosedAhead(ctx context.Context, workflowID eventstore.WorkflowID, closed []fact) {
+	defer l.recovered()
 	for _, f := range closed {
 		at := f.at
 		if at.IsZero() {
 			at = l.now()
 		}
-		l.tracker.AbandonRun(ctx, l.namespace, workflowID, f.run, at)
+		l.tracker.RunClosed(ctx, l.namespace, workflowID, f.run, statuses[f.kind-kindCompleted], at)
 	}
 }
 

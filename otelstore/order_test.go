@@ -3,9 +3,14 @@ package otelstore_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/otelstore"
@@ -204,4 +209,75 @@ func TestLateDispatchAfterCloseObservedAheadNoLeak(t *testing.T) {
 	h.assertSum(t, "aion.inflight_activities", false, point(0, ns, charge))
 	h.assertSum(t, "aion.activities.completed", true, point(1, ns, charge, otelstore.AttrActivityOutcome.String("abandoned")))
 	h.assertSum(t, "aion.store.lifecycle.unordered", true, point(1, ns))
+}
+
+// A run started by a batch that returns after the batch closing it was
+// observed ahead (past the waiting bound) is closed again with that close:
+// its run span ends at the close's time and its duration is recorded,
+// rather than the run holding a tracker slot until evicted.
+func TestLateStartAfterCloseObservedAheadClosesRun(t *testing.T) {
+	h := newHarness(t)
+	g := newGated(0)
+	s := h.wrap(t, struct{ eventstore.Store }{g})
+	w := newWriter(t, s)
+	var late []eventstore.Event
+	for range 1100 { // past the bound of facts a workflow holds waiting
+		late = append(late, eventstore.SignalReceived{Envelope: w.env(time.Second)})
+	}
+	late = append(late, eventstore.WorkflowCompleted{Envelope: w.env(time.Hour), Result: payload})
+	raceAppends(t, s, g, w, []eventstore.Event{
+		eventstore.WorkflowStarted{Envelope: w.env(0), WorkflowType: "checkout"},
+		w.scheduled(0, "charge", time.Second),
+	}, late)
+	h.assertSum(t, "aion.store.lifecycle.unordered", true, point(1, ns))
+	h.assertSum(t, "aion.inflight_activities", false, point(0, ns, charge))
+	runs := h.spansNamed("workflow checkout")
+	if len(runs) != 1 || !runs[0].StartTime().Equal(t0) || !runs[0].EndTime().Equal(t0.Add(time.Hour)) {
+		t.Fatalf("run spans %v, want one from %v to %v", runs, t0, t0.Add(time.Hour))
+	}
+	if got := histogramSum(t, h.metrics(t)["aion.workflow.duration"]); got != 3600 {
+		t.Errorf("workflow duration %v, want 3600", got)
+	}
+}
+
+// panicOnce is a span processor that panics in OnStart of the first span
+// whose name has the prefix, then behaves.
+type panicOnce struct {
+	sdktrace.SpanProcessor
+	prefix string
+	fired  atomic.Bool
+}
+
+func (p *panicOnce) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
+	if strings.HasPrefix(s.Name(), p.prefix) && p.fired.CompareAndSwap(false, true) {
+		panic("span processor")
+	}
+	p.SpanProcessor.OnStart(ctx, s)
+}
+
+// A panic of the span pipeline while a committed batch is observed reaches
+// neither the caller nor the history order: the append returns nil (the
+// panic goes to otel.Handle), and the workflow's later appends are observed
+// at once, leaving nothing in flight.
+func TestTelemetryPanicKeepsHistoryOrder(t *testing.T) {
+	for _, prefix := range []string{"activity", "workflow"} {
+		t.Run(prefix, func(t *testing.T) {
+			h := newHarness(t)
+			proc := &panicOnce{SpanProcessor: tracetest.NewSpanRecorder(), prefix: prefix}
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(proc))
+			s, err := otelstore.New(eventstore.NewMemory(), otelstore.WithMeterProvider(h.mp), otelstore.WithTracerProvider(tp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := newWriter(t, s)
+			w.append(eventstore.WorkflowStarted{Envelope: w.env(0), WorkflowType: "checkout"}, w.scheduled(0, "charge", 0))
+			w.append(w.scheduled(1, "charge", time.Second), w.completed(1, 2*time.Second), w.completed(0, 3*time.Second),
+				eventstore.WorkflowCompleted{Envelope: w.env(4 * time.Second), Result: payload})
+			if !proc.fired.Load() {
+				t.Fatal("the span processor never panicked")
+			}
+			h.assertSum(t, "aion.inflight_activities", false, point(0, ns, charge))
+			h.assertSum(t, "aion.workflows.completed", true, point(1, ns, otelstore.AttrWorkflowStatus.String("completed")))
+		})
+	}
 }

@@ -48,6 +48,7 @@ func (t *Tracker) RunStarted(ctx context.Context, namespace string, workflowID e
 	if t == nil || t.live == nil {
 		return false
 	}
+	ctx = orBackground(ctx)
 	if at.IsZero() {
 		at = time.Now()
 	}
@@ -99,6 +100,7 @@ func (t *Tracker) closeRun(ctx context.Context, namespace string, workflowID eve
 		t.handle(fmt.Errorf("%w %q (want a status that closes a run)", ErrInvalidStatus, string(status)))
 		return 0
 	}
+	ctx = orBackground(ctx)
 	if at.IsZero() {
 		at = time.Now()
 	}
@@ -121,7 +123,7 @@ func (t *Tracker) closeRun(ctx context.Context, namespace string, workflowID eve
 			t.evicted(ctx, t.live.expect(nk, t.attrs.namespaces.Get(rk.namespace), prev))
 		}
 	}
-	endRun(ctx, o, status, nextAnchor, at)
+	t.spans.endRun(ctx, o, status, nextAnchor, at)
 	return n
 }
 

@@ -138,21 +138,11 @@ type evicted struct {
 	ns    *nsAttrs
 }
 
-// parentOf reports whether k is live, and k's run span if the table holds
-// it.
-func (tb *table) parentOf(k Key) (runSpan trace.Span, live bool) {
+// runSpanOf returns run rk's run span if the table holds it, else nil.
+func (tb *table) runSpanOf(rk runKey) trace.Span {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	r := tb.runs[k.run()]
-	if r == nil {
-		return nil, false
-	}
-	if k.ActivityID <= r.top {
-		if _, ok := r.entries[k.ActivityID]; ok {
-			return nil, true
-		}
-	}
-	return r.runSpan(), false
+	return tb.runs[rk].runSpan()
 }
 
 // add makes k live as the newest slot, holding span, unless it already is,

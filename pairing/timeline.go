@@ -2,6 +2,7 @@ package pairing
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -18,16 +19,29 @@ import (
 // spans makes the timeline spans: run spans from RunStarted to the run's
 // close, activity spans from dispatch to first terminal, each started and
 // ended at the times of history. A nil *spans makes none.
+//
+// A tracer and its spans run user code (span processors, samplers): each
+// method recovers a panic of theirs and reports it to handle, so that it
+// can neither fail the call nor leave the tracker's state half updated.
 type spans struct {
 	tracer trace.Tracer
+	handle func(error)
 }
 
-func newSpans(tp trace.TracerProvider, on bool) *spans {
+func newSpans(tp trace.TracerProvider, on bool, handle func(error)) *spans {
 	if _, noop := tp.(tracenoop.TracerProvider); noop || !on {
 		return nil // a no-op provider would only cost allocations
 	}
 	return &spans{tracer: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version),
-		trace.WithSchemaURL(catalog.SchemaURL))}
+		trace.WithSchemaURL(catalog.SchemaURL)), handle: handle}
+}
+
+// recovered is deferred by every method: it reports a panic of the tracer
+// or a span instead of passing it on.
+func (s *spans) recovered() {
+	if r := recover(); r != nil {
+		s.handle(fmt.Errorf("pairing: timeline span: panic: %v", r))
+	}
 }
 
 // Link attributes, one set per role.
@@ -60,11 +74,16 @@ var internalKind = trace.WithSpanKind(trace.SpanKindInternal)
 // child of parent (the run span) or, when the tracker holds no run span,
 // of the run's anchor, linked to the store call of ctx. The type's
 // attributes go to the sampler; the IDs are set only on a recording span.
-func (s *spans) startActivity(ctx context.Context, key Key, ta *typeAttrs, parent trace.SpanContext, at time.Time) trace.Span {
+func (s *spans) startActivity(ctx context.Context, key Key, ta *typeAttrs, runSpan trace.Span, at time.Time) (span trace.Span) {
+	defer s.recovered()
+	var parent trace.SpanContext
+	if runSpan != nil {
+		parent = runSpan.SpanContext()
+	}
 	if !parent.IsValid() {
 		parent = anchorOf(key.run())
 	}
-	_, span := s.tracer.Start(trace.ContextWithSpanContext(ctx, parent), ta.spanName,
+	_, span = s.tracer.Start(trace.ContextWithSpanContext(ctx, parent), ta.spanName,
 		internalKind, ta.spanStart, trace.WithTimestamp(at))
 	if !span.IsRecording() {
 		return span
@@ -82,10 +101,11 @@ func (s *spans) startActivity(ctx context.Context, key Key, ta *typeAttrs, paren
 
 // endActivity ends the span of a settled activity at at (never before its
 // start), linked to the store call of ctx. A nil span is nothing to end.
-func endActivity(ctx context.Context, t taken, outcome Outcome, at time.Time) {
+func (s *spans) endActivity(ctx context.Context, t taken, outcome Outcome, at time.Time) {
 	if t.span == nil {
 		return
 	}
+	defer s.recovered()
 	if !t.span.IsRecording() {
 		t.span.End() // nothing is recorded: spare the options
 		return
@@ -104,8 +124,12 @@ func endActivity(ctx context.Context, t taken, outcome Outcome, at time.Time) {
 }
 
 // retried adds the retry event n to the open span of an activity.
-func retried(span trace.Span, n uint32, at time.Time) {
-	if span == nil || !span.IsRecording() {
+func (s *spans) retried(span trace.Span, n uint32, at time.Time) {
+	if span == nil {
+		return
+	}
+	defer s.recovered()
+	if !span.IsRecording() {
 		return
 	}
 	span.AddEvent(catalog.RetryEvent, trace.WithTimestamp(at),
@@ -115,8 +139,9 @@ func retried(span trace.Span, n uint32, at time.Time) {
 // startRun starts the run span of rk, started at at, as a child of the
 // run's anchor, linked to the store call of ctx and to prev, the run span of
 // the run it continues (if known).
-func (s *spans) startRun(ctx context.Context, rk runKey, wa *workflowAttrs, prev trace.SpanContext, at time.Time) trace.Span {
-	_, span := s.tracer.Start(trace.ContextWithSpanContext(ctx, anchorOf(rk)), wa.spanName,
+func (s *spans) startRun(ctx context.Context, rk runKey, wa *workflowAttrs, prev trace.SpanContext, at time.Time) (span trace.Span) {
+	defer s.recovered()
+	_, span = s.tracer.Start(trace.ContextWithSpanContext(ctx, anchorOf(rk)), wa.spanName,
 		internalKind, wa.spanStart, trace.WithTimestamp(at))
 	if !span.IsRecording() {
 		return span
@@ -137,10 +162,11 @@ func (s *spans) startRun(ctx context.Context, rk runKey, wa *workflowAttrs, prev
 // endRun ends a run span at at (never before its start) with the run's
 // status, linked to the store call of ctx and, for a continue-as-new, to
 // the anchor of the next run.
-func endRun(ctx context.Context, o openRun, status eventstore.WorkflowStatus, next trace.SpanContext, at time.Time) {
+func (s *spans) endRun(ctx context.Context, o openRun, status eventstore.WorkflowStatus, next trace.SpanContext, at time.Time) {
 	if o.span == nil {
 		return
 	}
+	defer s.recovered()
 	if !o.span.IsRecording() {
 		o.span.End()
 		return

@@ -3,7 +3,9 @@ package pairing
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
@@ -471,4 +474,84 @@ func (h *harness) sums(name string) map[attribute.Set]int64 {
 		}
 	}
 	return out
+}
+
+// panicking is a span processor that panics on every span it sees.
+type panicking struct{ sdktrace.SpanProcessor }
+
+func (panicking) OnStart(context.Context, sdktrace.ReadWriteSpan) { panic("OnStart") }
+func (panicking) OnEnd(sdktrace.ReadOnlySpan)                     { panic("OnEnd") }
+
+// A tracer whose span pipeline panics never fails a call nor leaves the
+// tracker half updated: the panics are reported, the metrics stay exact.
+func TestTimelineSpanPanicsAreReported(t *testing.T) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(panicking{tracetest.NewSpanRecorder()}))
+	h := newHarness(t, WithTracerProvider(tp))
+	k := key("n", 1, 1, 0)
+	h.tr.RunStarted(bg, "n", k.WorkflowID, k.RunID, "w", ts(0))
+	h.tr.Dispatched(bg, k, "a", ts(1))
+	h.tr.Retried(bg, k, ts(2))
+	h.tr.Finished(bg, k, OutcomeSucceeded, ts(3))
+	h.tr.Dispatched(bg, key("n", 1, 1, 1), "a", ts(4))
+	h.tr.RunClosed(bg, "n", k.WorkflowID, k.RunID, eventstore.StatusCompleted, ts(5))
+	if len(h.errs) == 0 {
+		t.Fatal("no panic reported")
+	}
+	for _, err := range h.errs {
+		if !strings.Contains(err.Error(), "panic") {
+			t.Errorf("reported %v, want the span panics", err)
+		}
+	}
+	if h.tr.InFlight() != 0 || len(h.tr.live.runs) != 0 {
+		t.Errorf("after the panics: %d in flight, %d runs held", h.tr.InFlight(), len(h.tr.live.runs))
+	}
+	if got := h.sums(catalog.ActivitiesCompleted); got[attrs("n", "a", OutcomeSucceeded)] != 1 || got[attrs("n", "a", OutcomeAbandoned)] != 1 {
+		t.Errorf("completions %v, want one succeeded and one abandoned", got)
+	}
+}
+
+// A nil context is a background one, with the timeline on too.
+func TestTimelineNilContext(t *testing.T) {
+	h := newHarness(t)
+	k := key("n", 1, 1, 0)
+	var nilCtx context.Context
+	h.tr.RunStarted(nilCtx, "n", k.WorkflowID, k.RunID, "w", ts(0))
+	h.tr.Dispatched(nilCtx, k, "a", ts(1))
+	h.tr.Retried(nilCtx, k, ts(2))
+	h.tr.Finished(nilCtx, k, OutcomeSucceeded, ts(3))
+	h.tr.Dispatched(nilCtx, key("n", 1, 1, 1), "a", ts(4))
+	h.tr.AbandonRun(nilCtx, "n", k.WorkflowID, k.RunID, ts(5))
+	h.tr.RunContinued(nilCtx, "n", k.WorkflowID, k.RunID, runID(9), ts(5))
+	if n := len(h.spans.Ended()); n != 3 {
+		t.Errorf("%d spans ended, want 3", n)
+	}
+}
+
+// A dispatch racing a terminal and a re-dispatch of the same key: every
+// completion has its span, whichever dispatch won.
+func TestRedispatchRaceKeepsSpanConcurrentSafe(t *testing.T) {
+	h := newHarness(t)
+	for round := range 2000 {
+		k := key("n", 1, 1, uint64(round))
+		before := len(h.spans.Ended())
+		var completions atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		wg.Go(func() { <-start; h.tr.Dispatched(bg, k, "a", ts(0)) })
+		wg.Go(func() { <-start; h.tr.Dispatched(bg, k, "a", ts(10)) })
+		wg.Go(func() {
+			<-start
+			if h.tr.Finished(bg, k, OutcomeSucceeded, ts(5)) {
+				completions.Add(1)
+			}
+		})
+		close(start)
+		wg.Wait()
+		if h.tr.Finished(bg, k, OutcomeSucceeded, ts(20)) {
+			completions.Add(1)
+		}
+		if got := int64(len(h.spans.Ended()) - before); got != completions.Load() {
+			t.Fatalf("round %d: %d completions, %d spans", round, completions.Load(), got)
+		}
+	}
 }

@@ -46,7 +46,7 @@ func New(opts ...Option) (*Tracker, error) {
 	t := &Tracker{
 		handle: c.handle,
 		attrs:  newAttrCache(c.attrs, c.nsLimit, c.typeLimit),
-		spans:  newSpans(c.tracerProvider, c.timeline),
+		spans:  newSpans(c.tracerProvider, c.timeline, c.handle),
 		live:   newTable(c.maxInFlight),
 	}
 	t.inst = newInstruments(c.meterProvider, c.handle, t.observeAges)
@@ -95,20 +95,17 @@ func (t *Tracker) Dispatched(ctx context.Context, key Key, activityType string, 
 	if at.IsZero() {
 		at = time.Now()
 	}
+	ctx = orBackground(ctx)
 	ta := t.attrs.forType(key.Namespace, activityType)
-	// No instrument or span is made under the table's lock.
-	t.inst.inflight.Add(ctx, 1, ta.base...)
+	// No instrument or span is made under the table's lock. The span is
+	// started for every dispatch, also one that turns out a duplicate (and
+	// then is dropped): deciding first would lose the span of a dispatch
+	// that wins against a terminal of the same key in between.
 	var span trace.Span
 	if t.spans != nil {
-		runSpan, live := t.live.parentOf(key)
-		if !live {
-			var parent trace.SpanContext
-			if runSpan != nil {
-				parent = runSpan.SpanContext()
-			}
-			span = t.spans.startActivity(ctx, key, ta, parent, at)
-		}
+		span = t.spans.startActivity(ctx, key, ta, t.live.runSpanOf(key.run()), at)
 	}
+	t.inst.inflight.Add(ctx, 1, ta.base...)
 	added, evicted := t.live.add(key, ta, at, span)
 	if !added {
 		// A duplicate: take the increment back. Its span, if one was
@@ -162,6 +159,7 @@ func (t *Tracker) Finished(ctx context.Context, key Key, outcome Outcome, at tim
 		return false
 	}
 	key.normalize()
+	ctx = orBackground(ctx)
 	if at.IsZero() {
 		at = time.Now()
 	}
@@ -179,7 +177,16 @@ func (t *Tracker) settle(ctx context.Context, e taken, outcome int, at time.Time
 	t.inst.inflight.Add(ctx, -1, ta.base...)
 	t.inst.completed.Add(ctx, 1, ta.completed[outcome]...)
 	t.inst.duration.Record(ctx, seconds(e.at, at), ta.duration[outcome]...)
-	endActivity(ctx, e, outcomes[outcome], at)
+	t.spans.endActivity(ctx, e, outcomes[outcome], at)
+}
+
+// orBackground returns ctx, or context.Background for a nil one: a nil
+// context must not panic the timeline.
+func orBackground(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
 }
 
 // seconds returns to - from in seconds, never negative.
@@ -212,8 +219,9 @@ func (t *Tracker) Retried(ctx context.Context, key Key, at time.Time) bool {
 	if ta == nil {
 		return false
 	}
+	ctx = orBackground(ctx)
 	t.inst.retried.Add(ctx, 1, ta.base...)
-	retried(span, n, at)
+	t.spans.retried(span, n, at)
 	return true
 }
 
@@ -235,7 +243,7 @@ func (t *Tracker) AbandonRun(ctx context.Context, namespace string, workflowID e
 	}
 	rk := runKey{namespace: namespaceOf(namespace), workflowID: workflowID, runID: runID}
 	var buf [16]taken
-	return t.abandon(ctx, t.live.takeRun(rk, buf[:0]), at)
+	return t.abandon(orBackground(ctx), t.live.takeRun(rk, buf[:0]), at)
 }
 
 // abandon settles entries removed from the table as abandoned at at.
