@@ -62,6 +62,8 @@
 // order, 1024 waiting events per workflow (see [New]). The constructors
 // fail only for a nil inner store ([ErrNilStore]) or an option they cannot
 // honour ([ErrInvalidOption]). Telemetry trouble goes to otel.Handle and
-// never fails or slows a store call. A panic in the inner store ends the
-// span with status Error and error.type _OTHER, then goes on.
+// never fails or slows a store call: a panic of user code on the call path
+// (a span filter, classifier, sampler, span processor or instrument) is
+// reported there too and the call goes on. A panic in the inner store ends
+// the span with status Error and error.type _OTHER, then goes on.
 package otelstore

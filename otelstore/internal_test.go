@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
 )
@@ -328,5 +329,43 @@ func TestWaitingBatchKeepsNoCallerContext(t *testing.T) {
 	close(g.release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// panicky makes every span processor step and the span filter panic.
+type panicky struct{ sdktrace.SpanProcessor }
+
+func (panicky) OnStart(context.Context, sdktrace.ReadWriteSpan) { panic("OnStart") }
+func (panicky) OnEnd(sdktrace.ReadOnlySpan)                     { panic("OnEnd") }
+
+// User code on the call path (the span filter, span processors) that panics
+// never reaches the caller: the call is forwarded, returns the inner result,
+// and the panic goes to the error handler.
+func TestUserCodePanicNeverReachesTheCall(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"span filter", []Option{WithSpanFilter(func(context.Context, Operation) bool { panic("filter") })}},
+		{"span processor", []Option{WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(panicky{})))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var handled []error
+			s, err := New(eventstore.NewMemory(), append(tc.opts, withHandler(func(err error) { handled = append(handled, err) }))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
+			ev := []eventstore.Event{eventstore.WorkflowStarted{Envelope: eventstore.Envelope{RunID: run}, WorkflowType: "checkout"}}
+			if err := s.Append(context.Background(), eventstore.RecorderToken(), wf, ev, 0); err != nil {
+				t.Fatalf("Append = %v", err)
+			}
+			if got, err := s.ReadHistory(context.Background(), wf); err != nil || len(got) != 1 {
+				t.Fatalf("ReadHistory = %d events, %v; want the one appended", len(got), err)
+			}
+			if len(handled) == 0 {
+				t.Error("the panics were not reported")
+			}
+		})
 	}
 }

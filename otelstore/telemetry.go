@@ -31,6 +31,9 @@ type telemetry struct {
 	duration metric.Float64Histogram
 	// conflictError is whether a sequence conflict sets status Error.
 	conflictError bool
+	// handle receives a panic of user code on the call path (the span
+	// filter, a sampler or span processor), which never reaches the caller.
+	handle func(error)
 
 	ops      [numOps]opState
 	errorOps sync.Map // errorKey -> []metric.RecordOption
@@ -70,6 +73,7 @@ func newTelemetry(c *config, meter *instrument.Meter, from, to opID, name, desc 
 		classify:      newClassifier(c.classify),
 		duration:      meter.Float64Histogram(name, catalog.UnitSeconds, desc, catalog.DurationBoundaries),
 		conflictError: c.conflictError,
+		handle:        c.handle,
 	}
 	target := spanTarget(c.attributes)
 	for op := from; op < to; op++ {
@@ -137,15 +141,31 @@ type call struct {
 // begin starts timing op and, unless the span filter says no, a span.
 func (t *telemetry) begin(ctx context.Context, op opID) call {
 	c := call{t: t, op: op, ctx: ctx}
-	if t.filter == nil || t.filter(ctx, operations[op]) {
-		c.ctx, c.span = t.tracer.Start(ctx, t.ops[op].spanName, clientSpan...)
-	}
+	c.startSpan()
 	if t.now != nil {
 		c.start = t.now()
 	} else {
 		c.start = time.Now()
 	}
 	return c
+}
+
+// startSpan starts the call's span unless the span filter says no. The
+// filter, the sampler and the span processors are user code: a panic of
+// theirs is reported and the call goes on without a span.
+func (c *call) startSpan() {
+	defer c.t.recovered(c.op, "starting its span")
+	if c.t.filter == nil || c.t.filter(c.ctx, operations[c.op]) {
+		c.ctx, c.span = c.t.tracer.Start(c.ctx, c.t.ops[c.op].spanName, clientSpan...)
+	}
+}
+
+// recovered is deferred around user code on the call path: it reports a
+// panic to the error handler instead of passing it to the caller.
+func (t *telemetry) recovered(op opID, what string) {
+	if r := recover(); r != nil {
+		t.handle(fmt.Errorf("otelstore: %s, %s: panic: %v", operations[op], what, r))
+	}
 }
 
 // recording reports whether span attributes would be kept; callers build
@@ -180,8 +200,11 @@ func (c *call) end(errp *error) {
 }
 
 // finish closes the timed window: the duration point and the span's end.
+// The meter and the span processors are user code: a panic of theirs is
+// reported, after the inner call, and goes no further.
 func (c *call) finish(err error) {
 	c.finished = true
+	defer c.t.recovered(c.op, "ending its span")
 	var took time.Duration
 	if c.t.now != nil {
 		took = c.t.now().Sub(c.start)
