@@ -42,12 +42,7 @@ func TestUsageModelsRoundTrip(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	recs, err := s.ReadFrom(ctx, usageKey, 0, 0)
+	recs, err := reopenAndRead(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,12 +86,7 @@ func TestVersion1UsageRecordReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	recs, err := s.ReadFrom(ctx, usageKey, 0, 0)
+	recs, err := reopenAndRead(path)
 	if err != nil {
 		t.Fatalf("reading a version 1 record: %v", err)
 	}
@@ -104,4 +94,14 @@ func TestVersion1UsageRecordReads(t *testing.T) {
 	if len(recs) != 1 || recs[0].Event.Content != want || recs[0].Event.AgentID != "agent-7" || recs[0].Event.WorkerSeq != 300 {
 		t.Fatalf("read back %#v, want one record with %#v", recs, want)
 	}
+}
+
+// reopenAndRead opens the file at path again and reads usageKey's stream.
+func reopenAndRead(path string) ([]keyspace.Record, error) {
+	s, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.ReadFrom(context.Background(), usageKey, 0, 0)
 }
