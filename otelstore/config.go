@@ -55,6 +55,14 @@ type config struct {
 	conflictError  bool
 	timeline       bool
 
+	// NewKeyspace's GenAI telemetry.
+	loggerProvider    log.LoggerProvider
+	transcriptLogs    bool
+	contentCapture    bool
+	keyspaceNamespace string
+	activitySpans     ActivitySpanSource
+	maxPendingCalls   int
+
 	// Seams for tests inside the package: now stands in for time.Now (and
 	// for time.Since); nil outside tests.
 	now    func() time.Time
@@ -73,6 +81,10 @@ func newConfig(dbSystem string) config {
 		conflictError:  true,
 		timeline:       true,
 		handle:         otel.Handle,
+
+		loggerProvider:    otel.GetLoggerProvider(),
+		keyspaceNamespace: catalog.DefaultNamespace,
+		maxPendingCalls:   DefaultMaxPendingToolCalls,
 	}
 }
 
@@ -103,6 +115,7 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: WithPairing: a zero pairing.Tracker: make it with pairing.New", ErrInvalidOption)
 	}
 	c.namespace = attrvalue.String(c.namespace)
+	c.keyspaceNamespace = attrvalue.String(c.keyspaceNamespace)
 	c.dbSystem = attrvalue.String(c.dbSystem)
 	attrs := make([]attribute.KeyValue, len(c.attributes))
 	for i, kv := range c.attributes {
@@ -336,12 +349,10 @@ type ActivitySpanSource interface {
 	ActivitySpanContext(key pairing.Key) trace.SpanContext
 }
 
-// genaiFunc is a KeyspaceOption that sets only what the GenAI telemetry of
-// [NewKeyspace] reads.
-type genaiFunc func(*genaiConfig)
+// keyspaceFunc is a KeyspaceOption that only [NewKeyspace] takes.
+type keyspaceFunc func(*config)
 
-func (genaiFunc) applyKeyspace(*config)       {}
-func (f genaiFunc) applyGenAI(g *genaiConfig) { f(g) }
+func (f keyspaceFunc) applyKeyspace(c *config) { f(c) }
 
 // WithLoggerProvider sets the LoggerProvider the transcript log records
 // ([WithTranscriptLogs]) are emitted through. Without it, or given nil (also
@@ -349,9 +360,9 @@ func (f genaiFunc) applyGenAI(g *genaiConfig) { f(g) }
 // global provider (otel.GetLoggerProvider) is used. It emits
 // nothing by itself: log records are off until WithTranscriptLogs(true).
 func WithLoggerProvider(lp log.LoggerProvider) KeyspaceOption {
-	return genaiFunc(func(g *genaiConfig) {
+	return keyspaceFunc(func(c *config) {
 		if !guard.IsNil(lp) {
-			g.loggerProvider = lp
+			c.loggerProvider = lp
 		}
 	})
 }
@@ -361,7 +372,7 @@ func WithLoggerProvider(lp log.LoggerProvider) KeyspaceOption {
 // Without it, or given false, no log record is emitted. Records carry no
 // content unless [WithContentCapture] is on too.
 func WithTranscriptLogs(enabled bool) KeyspaceOption {
-	return genaiFunc(func(g *genaiConfig) { g.logs = enabled })
+	return keyspaceFunc(func(c *config) { c.transcriptLogs = enabled })
 }
 
 // WithContentCapture lets transcript content into the log records: message
@@ -373,7 +384,7 @@ func WithTranscriptLogs(enabled bool) KeyspaceOption {
 // the process: not in log records, spans or metrics. Content never goes
 // into spans or metrics, with it or without.
 func WithContentCapture(enabled bool) KeyspaceOption {
-	return genaiFunc(func(g *genaiConfig) { g.content = enabled })
+	return keyspaceFunc(func(c *config) { c.contentCapture = enabled })
 }
 
 // WithKeyspaceNamespace sets the namespace of the runs whose transcripts
@@ -384,9 +395,9 @@ func WithContentCapture(enabled bool) KeyspaceOption {
 // given "", the namespace is "default". The keyspace call metrics carry no
 // namespace either way.
 func WithKeyspaceNamespace(namespace string) KeyspaceOption {
-	return genaiFunc(func(g *genaiConfig) {
+	return keyspaceFunc(func(c *config) {
 		if namespace != "" {
-			g.namespace = namespace
+			c.keyspaceNamespace = namespace
 		}
 	})
 }
@@ -397,9 +408,9 @@ func WithKeyspaceNamespace(namespace string) KeyspaceOption {
 // activity, a record is emitted in the context of its run's derived trace
 // anchor (the trace the run span is in), so it is still in the run's trace.
 func WithActivitySpans(src ActivitySpanSource) KeyspaceOption {
-	return genaiFunc(func(g *genaiConfig) {
+	return keyspaceFunc(func(c *config) {
 		if !guard.IsNil(src) {
-			g.spans = src
+			c.activitySpans = src
 		}
 	})
 }

@@ -10,14 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/internal/attrcache"
-	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
 	"github.com/aionotel/aionotel/internal/instrument"
 	"github.com/aionotel/aionotel/internal/timeline"
@@ -38,36 +36,6 @@ const DefaultMaxPendingToolCalls = 1 << 14
 // [WithContentCapture] lets content out at all. Longer text is cut on a
 // rune boundary; invalid UTF-8 becomes U+FFFD.
 const MaxContentLen = 64 << 10
-
-// genaiConfig is what the GenAI options set; only NewKeyspace reads it.
-type genaiConfig struct {
-	loggerProvider log.LoggerProvider
-	logs, content  bool
-	namespace      string
-	spans          ActivitySpanSource
-	maxPending     int
-	now            func() time.Time // nil: time.Now; a seam for tests
-}
-
-// genaiOption is implemented by the KeyspaceOptions that set genaiConfig.
-type genaiOption interface {
-	applyGenAI(*genaiConfig)
-}
-
-func newGenAIConfig(opts []KeyspaceOption) genaiConfig {
-	g := genaiConfig{
-		loggerProvider: otel.GetLoggerProvider(),
-		namespace:      catalog.DefaultNamespace,
-		maxPending:     DefaultMaxPendingToolCalls,
-	}
-	for _, o := range opts {
-		if o, ok := o.(genaiOption); ok && o != nil {
-			o.applyGenAI(&g)
-		}
-	}
-	g.namespace = attrvalue.String(g.namespace)
-	return g
-}
 
 // genai turns committed transcript events into the GenAI telemetry: token
 // usage, tool calls and, when enabled, log records. It is safe for
@@ -99,8 +67,8 @@ type genai struct {
 	handle    func(error)
 }
 
-func newGenAI(cfg *config, g genaiConfig, meter *instrument.Meter) *genai {
-	base := append([]attribute.KeyValue{catalog.Namespace.String(g.namespace)}, cfg.attributes...)
+func newGenAI(cfg *config, meter *instrument.Meter) *genai {
+	base := append([]attribute.KeyValue{catalog.Namespace.String(cfg.keyspaceNamespace)}, cfg.attributes...)
 	same := func(recorded string) string { return recorded }
 	limit := cfg.typeLimit
 	ga := &genai{
@@ -122,15 +90,15 @@ func newGenAI(cfg *config, g genaiConfig, meter *instrument.Meter) *genai {
 			return newToolOpts(base, name)
 		}),
 		seed:      maphash.MakeSeed(),
-		pending:   pendingCalls{limit: max(g.maxPending, 1), m: map[callKey]*list.Element{}},
-		content:   g.content,
-		namespace: g.namespace,
-		spans:     g.spans,
-		now:       g.now,
+		pending:   pendingCalls{limit: max(cfg.maxPendingCalls, 1), m: map[callKey]*list.Element{}},
+		content:   cfg.contentCapture,
+		namespace: cfg.keyspaceNamespace,
+		spans:     cfg.activitySpans,
+		now:       cfg.now,
 		handle:    cfg.handle,
 	}
-	if g.logs && g.loggerProvider != nil {
-		ga.logger = g.loggerProvider.Logger(ScopeName, log.WithInstrumentationVersion(version.Version),
+	if cfg.transcriptLogs && cfg.loggerProvider != nil {
+		ga.logger = cfg.loggerProvider.Logger(ScopeName, log.WithInstrumentationVersion(version.Version),
 			log.WithSchemaURL(catalog.SchemaURL))
 	}
 	return ga

@@ -26,7 +26,7 @@ func TestPendingToolCallsBounded(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
 	ks, err := NewKeyspace(keyspace.NewMemory(), WithMeterProvider(mp),
-		genaiFunc(func(g *genaiConfig) { g.maxPending = 4 }))
+		keyspaceFunc(func(c *config) { c.maxPendingCalls = 4 }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func NewKeyspace(inner keyspace.Store, opts ...KeyspaceOption) (keyspace.Store, 
 	meter := newMeter(cfg)
 	return &keyspaceStore{
 		inner: inner,
-		genai: newGenAI(cfg, newGenAIConfig(opts), meter),
+		genai: newGenAI(cfg, meter),
 		t:     newTelemetry(cfg, meter, firstKeyspaceOp, numOps, catalog.KeyspaceOperationDuration, "Duration of transcript keyspace calls."),
 		batchSize: meter.Int64Histogram(catalog.KeyspaceAppendBatchSize, catalog.UnitEvent,
 			"Events per committed keyspace append.", catalog.BatchSizeBoundaries),
