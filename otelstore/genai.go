@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/internal/attrcache"
+	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
 	"github.com/aionotel/aionotel/internal/instrument"
 	"github.com/aionotel/aionotel/internal/timeline"
@@ -235,8 +236,8 @@ func (g *genai) usageOptions(k usageKey) *[2]metric.MeasurementOption {
 
 func (g *genai) recordUsage(ctx context.Context, u keyspace.Usage) {
 	opts := g.usageOptions(g.usageKeyOf(u))
-	g.tokens.Record(ctx, clampInt64(u.InputTokens), opts[0])
-	g.tokens.Record(ctx, clampInt64(u.OutputTokens), opts[1])
+	g.tokens.Record(ctx, attrvalue.Int64(u.InputTokens), opts[0])
+	g.tokens.Record(ctx, attrvalue.Int64(u.OutputTokens), opts[1])
 }
 
 // toolOpts is a recorded tool name with the measurement options of its

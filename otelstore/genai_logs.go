@@ -64,8 +64,8 @@ func (g *genai) emit(ctx context.Context, ev *keyspace.ActivityEvent, seq uint64
 		name = catalog.EventUsage
 		attrs = append(attrs, g.usageKeyOf(c).attrs()...)
 		attrs = append(attrs,
-			catalog.GenAIUsageInput.Int64(clampInt64(c.InputTokens)),
-			catalog.GenAIUsageOutput.Int64(clampInt64(c.OutputTokens)))
+			catalog.GenAIUsageInput.Int64(attrvalue.Int64(c.InputTokens)),
+			catalog.GenAIUsageOutput.Int64(attrvalue.Int64(c.OutputTokens)))
 	case keyspace.Status:
 		name = catalog.EventStatus
 		if g.content {
@@ -96,9 +96,9 @@ func (g *genai) emit(ctx context.Context, ev *keyspace.ActivityEvent, seq uint64
 	rec.AddAttributes(
 		catalog.WorkflowID.String(ev.WorkflowID.String()),
 		catalog.RunID.String(ev.RunID.String()),
-		catalog.ActivityID.Int64(clampInt64(uint64(ev.ActivityID))),
+		catalog.ActivityID.Int64(attrvalue.Int64(uint64(ev.ActivityID))),
 		catalog.Attempt.Int64(int64(ev.Attempt)),
-		catalog.StoreSeq.Int64(clampInt64(seq)))
+		catalog.StoreSeq.Int64(attrvalue.Int64(seq)))
 	if ev.AgentID != "" {
 		rec.AddAttributes(catalog.GenAIAgentID.String(attrvalue.String(ev.AgentID)))
 	}

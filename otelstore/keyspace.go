@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
 	"github.com/aionotel/aionotel/keyspace"
 )
@@ -104,7 +105,7 @@ func (k *keyspaceStore) AppendEvents(ctx context.Context, expectedSeq uint64, ev
 	defer c.end(&err)
 	if c.recording() {
 		seqs := []attribute.KeyValue{
-			catalog.ExpectedSeq.Int64(clampInt64(expectedSeq)),
+			catalog.ExpectedSeq.Int64(attrvalue.Int64(expectedSeq)),
 			catalog.EventCount.Int(len(events)),
 		}
 		if len(events) > 0 {
@@ -159,7 +160,7 @@ func streamAttrs(key keyspace.StreamKey) []attribute.KeyValue {
 	return []attribute.KeyValue{
 		catalog.WorkflowID.String(key.WorkflowID.String()),
 		catalog.RunID.String(key.RunID.String()),
-		catalog.ActivityID.Int64(clampInt64(uint64(key.ActivityID))),
+		catalog.ActivityID.Int64(attrvalue.Int64(uint64(key.ActivityID))),
 		catalog.Attempt.Int64(int64(key.Attempt)),
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
 )
 
@@ -176,7 +177,7 @@ func (s *core) observedAppend(ctx context.Context, op opID, workflowID eventstor
 	if c.recording() {
 		perCall := [...]attribute.KeyValue{
 			catalog.WorkflowID.String(workflowID.String()),
-			catalog.ExpectedSeq.Int64(clampInt64(expectedSeq)),
+			catalog.ExpectedSeq.Int64(attrvalue.Int64(expectedSeq)),
 			catalog.EventCount.Int(len(events)),
 			catalog.OutboxRowCount.Int(rows),
 		}

@@ -236,7 +236,7 @@ func (c *call) failSpan(err error, errorType string) {
 	attrs := []attribute.KeyValue{catalog.ErrorType.String(errorType)}
 	conflict := guard.Conflict(err)
 	if conflict != nil {
-		attrs = append(attrs, catalog.FoundSeq.Int64(clampInt64(conflict.Found)))
+		attrs = append(attrs, catalog.FoundSeq.Int64(attrvalue.Int64(conflict.Found)))
 	}
 	c.span.SetAttributes(attrs...)
 	if !c.span.IsRecording() || (conflict != nil && !c.t.conflictError) {
@@ -268,11 +268,3 @@ func typeName(err error) string {
 type panicError struct{ value any }
 
 func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
-
-// clampInt64 converts a sequence number to an attribute value.
-func clampInt64(v uint64) int64 {
-	if v > 1<<63-1 {
-		return 1<<63 - 1
-	}
-	return int64(v)
-}

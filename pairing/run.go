@@ -108,7 +108,7 @@ func (t *Tracker) closeRun(ctx context.Context, namespace string, workflowID eve
 	var buf [16]taken
 	done, o := t.live.closeRun(rk, buf[:0])
 	n := t.abandon(ctx, done, at)
-	if o.started {
+	if o.wf != nil {
 		t.inst.workflowDuration.Record(ctx, seconds(o.at, at), o.wf.duration[si]...)
 	}
 	var nextAnchor trace.SpanContext

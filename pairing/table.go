@@ -49,12 +49,15 @@ type run struct {
 
 	// marker holds the run's open-run slot from RunStarted (or from the
 	// close of the run it continues) until it closes or is evicted.
-	marker  *entry
-	started bool // RunStarted seen: marker.at, marker.span and wf are the run's
-	wf      *workflowAttrs
-	ns      *nsAttrs          // for counting an evicted marker
-	prev    trace.SpanContext // the run span of the run this one continues
+	marker *entry
+	wf     *workflowAttrs    // set by RunStarted: then marker.at and marker.span are the run's
+	ns     *nsAttrs          // for counting an evicted marker
+	prev   trace.SpanContext // the run span of the run this one continues
 }
+
+// started reports whether RunStarted opened r (rather than only the close
+// of the run it continues).
+func (r *run) started() bool { return r.wf != nil }
 
 func (r *run) empty() bool { return len(r.entries) == 0 && r.marker == nil }
 
@@ -279,12 +282,12 @@ func (tb *table) takeEntries(r *run, dst []taken) []taken {
 	return dst
 }
 
-// openRun is an open run's state removed at its close.
+// openRun is an open run's state removed at its close; wf is nil for a
+// run this tracker never saw start.
 type openRun struct {
-	started bool
-	at      time.Time
-	span    trace.Span
-	wf      *workflowAttrs
+	at   time.Time
+	span trace.Span
+	wf   *workflowAttrs
 }
 
 // closeRun removes run rk's activity entries (appended to dst) and its
@@ -298,7 +301,7 @@ func (tb *table) closeRun(rk runKey, dst []taken) ([]taken, openRun) {
 	}
 	var o openRun
 	if m := r.marker; m != nil {
-		o = openRun{started: r.started, at: m.at, span: m.span, wf: r.wf}
+		o = openRun{at: m.at, span: m.span, wf: r.wf}
 		tb.removeMarker(r)
 	}
 	return tb.takeEntries(r, dst), o
@@ -313,7 +316,7 @@ func (tb *table) pending(rk runKey) (prev trace.SpanContext, started bool) {
 	if r == nil {
 		return trace.SpanContext{}, false
 	}
-	return r.prev, r.started
+	return r.prev, r.started()
 }
 
 // open makes run rk open, started at at with its run span, unless it
@@ -322,7 +325,7 @@ func (tb *table) open(rk runKey, wf *workflowAttrs, at time.Time, span trace.Spa
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	r := tb.runs[rk]
-	if r != nil && r.started {
+	if r != nil && r.started() {
 		return false, evicted{}
 	}
 	if r == nil || r.marker == nil {
@@ -330,7 +333,7 @@ func (tb *table) open(rk runKey, wf *workflowAttrs, at time.Time, span trace.Spa
 		r = tb.runOf(rk)
 		tb.addMarker(r, wf.ns)
 	}
-	r.started, r.wf, r.prev = true, wf, trace.SpanContext{}
+	r.wf, r.prev = wf, trace.SpanContext{}
 	r.marker.at, r.marker.span = at, span
 	return true, ev
 }
@@ -364,7 +367,7 @@ func (tb *table) addMarker(r *run, ns *nsAttrs) {
 // table even if it is now empty: the caller decides.
 func (tb *table) removeMarker(r *run) {
 	tb.freeEntry(r.marker)
-	r.marker, r.started, r.wf, r.ns, r.prev = nil, false, nil, nil, trace.SpanContext{}
+	r.marker, r.wf, r.ns, r.prev = nil, nil, nil, trace.SpanContext{}
 	tb.n--
 }
 

@@ -11,6 +11,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
 	"github.com/aionotel/aionotel/internal/timeline"
 	"github.com/aionotel/aionotel/internal/version"
@@ -91,7 +92,7 @@ func (s *spans) startActivity(ctx context.Context, key Key, ta *typeAttrs, runSp
 	span.SetAttributes(
 		catalog.WorkflowID.String(key.WorkflowID.String()),
 		catalog.RunID.String(key.RunID.String()),
-		catalog.ActivityID.Int64(clampInt64(uint64(key.ActivityID))),
+		catalog.ActivityID.Int64(attrvalue.Int64(uint64(key.ActivityID))),
 	)
 	if l, ok := callLink(ctx, linkScheduled); ok {
 		span.AddLink(l)
@@ -190,12 +191,4 @@ func notBefore(t, start time.Time) time.Time {
 		return start
 	}
 	return t
-}
-
-// clampInt64 converts v, capped at the largest int64.
-func clampInt64(v uint64) int64 {
-	if v > 1<<63-1 {
-		return 1<<63 - 1
-	}
-	return int64(v)
 }

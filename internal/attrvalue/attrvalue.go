@@ -10,6 +10,9 @@
 // bytes, on a rune boundary. The cardinality guard runs after it, on the
 // cleaned value.
 //
+// [Int64] does the same for unsigned numbers (sequence numbers, token
+// counts, IDs): an attribute holds int64 at most.
+//
 // The functions are pure and safe for concurrent use; a value that is
 // already clean is returned as it is, without allocating.
 package attrvalue
@@ -118,4 +121,13 @@ func KeyValue(kv attribute.KeyValue) attribute.KeyValue {
 		}
 	}
 	return kv
+}
+
+// Int64 converts v to an int64 attribute value, capped at the largest
+// int64 rather than wrapping to a negative number.
+func Int64(v uint64) int64 {
+	if v > 1<<63-1 {
+		return 1<<63 - 1
+	}
+	return int64(v)
 }

@@ -120,3 +120,11 @@ func TestCut(t *testing.T) {
 		})
 	}
 }
+
+func TestInt64(t *testing.T) {
+	for in, want := range map[uint64]int64{0: 0, 7: 7, 1<<63 - 1: 1<<63 - 1, 1 << 63: 1<<63 - 1, ^uint64(0): 1<<63 - 1} {
+		if got := Int64(in); got != want {
+			t.Errorf("Int64(%d) = %d, want %d", in, got, want)
+		}
+	}
+}
