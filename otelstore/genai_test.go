@@ -13,7 +13,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
@@ -91,49 +90,16 @@ func agentEvents(wf eventstore.WorkflowID, run eventstore.RunID, contents ...key
 	return out
 }
 
-// histPoint is what a test asserts of one histogram point.
-type histPoint struct {
-	count uint64
-	sum   float64
-}
-
 // intHistogram returns an int64 histogram's points by attribute set, after
 // checking its bounds.
 func intHistogram(t *testing.T, h *harness, name string, bounds []float64) map[attribute.Distinct]histPoint {
 	t.Helper()
-	m, ok := h.metrics(t)[name]
-	if !ok {
-		return nil
-	}
-	hist, ok := m.Data.(metricdata.Histogram[int64])
-	if !ok {
-		t.Fatalf("metric %s is %T, want Histogram[int64]", name, m.Data)
-	}
-	out := map[attribute.Distinct]histPoint{}
-	for _, dp := range hist.DataPoints {
-		if !slices.Equal(dp.Bounds, bounds) {
-			t.Errorf("%s bounds %v, want %v", name, dp.Bounds, bounds)
-		}
-		out[dp.Attributes.Equivalent()] = histPoint{dp.Count, float64(dp.Sum)}
-	}
-	return out
+	return histogramPoints[int64](t, h, name, bounds)
 }
 
 func floatHistogram(t *testing.T, h *harness, name string) map[attribute.Distinct]histPoint {
 	t.Helper()
-	m, ok := h.metrics(t)[name]
-	if !ok {
-		return nil
-	}
-	hist, ok := m.Data.(metricdata.Histogram[float64])
-	if !ok {
-		t.Fatalf("metric %s is %T, want Histogram[float64]", name, m.Data)
-	}
-	out := map[attribute.Distinct]histPoint{}
-	for _, dp := range hist.DataPoints {
-		out[dp.Attributes.Equivalent()] = histPoint{dp.Count, dp.Sum}
-	}
-	return out
+	return histogramPoints[float64](t, h, name, nil)
 }
 
 func assertPoints(t *testing.T, name string, got, want map[attribute.Distinct]histPoint) {

@@ -2,6 +2,7 @@ package otelstore_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -108,17 +109,37 @@ func point(v int64, attrs ...attribute.KeyValue) metricdata.DataPoint[int64] {
 // each attribute set.
 func (h *harness) histogramCounts(t *testing.T, name string) map[attribute.Distinct]uint64 {
 	t.Helper()
+	out := make(map[attribute.Distinct]uint64)
+	for set, p := range histogramPoints[float64](t, h, name, nil) {
+		out[set] = p.count
+	}
+	return out
+}
+
+// histPoint is what a test asserts of one histogram point.
+type histPoint struct {
+	count uint64
+	sum   float64
+}
+
+// histogramPoints returns the named histogram's points by attribute set (nil
+// if it was not exported), checking its bounds unless bounds is nil.
+func histogramPoints[N int64 | float64](t *testing.T, h *harness, name string, bounds []float64) map[attribute.Distinct]histPoint {
+	t.Helper()
 	m, ok := h.metrics(t)[name]
 	if !ok {
 		return nil
 	}
-	hist, ok := m.Data.(metricdata.Histogram[float64])
+	hist, ok := m.Data.(metricdata.Histogram[N])
 	if !ok {
-		t.Fatalf("metric %s is %T, want Histogram[float64]", name, m.Data)
+		t.Fatalf("metric %s is %T, want %T", name, m.Data, hist)
 	}
-	out := make(map[attribute.Distinct]uint64)
+	out := map[attribute.Distinct]histPoint{}
 	for _, dp := range hist.DataPoints {
-		out[dp.Attributes.Equivalent()] = dp.Count
+		if bounds != nil && !slices.Equal(dp.Bounds, bounds) {
+			t.Errorf("%s bounds %v, want %v", name, dp.Bounds, bounds)
+		}
+		out[dp.Attributes.Equivalent()] = histPoint{dp.Count, float64(dp.Sum)}
 	}
 	return out
 }
