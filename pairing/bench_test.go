@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
@@ -350,6 +351,36 @@ func BenchmarkNewNamespaces(b *testing.B) {
 				k := Key{Namespace: fresh[i%len(fresh)], WorkflowID: wfID(1), RunID: runID(1)}
 				tr.Dispatched(ctx, k, "charge", dispatchedAt)
 				tr.Finished(ctx, k, OutcomeSucceeded, finishedAt)
+			}
+		})
+	}
+}
+
+// BenchmarkCollectOldestAge: one collection of the tracker's metrics, the
+// oldest-in-flight gauge's callback included, with the same four activity
+// types and ever more activities in flight. Its cost follows the types, not
+// the activities (the per-type heaps give each oldest at once).
+func BenchmarkCollectOldestAge(b *testing.B) {
+	for _, inFlight := range []int{10, 1_000, 100_000} {
+		b.Run(fmt.Sprintf("inflight=%d", inFlight), func(b *testing.B) {
+			reader := sdkmetric.NewManualReader()
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+			b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+			tr, err := New(WithMeterProvider(mp), WithTimelineSpans(false))
+			if err != nil {
+				b.Fatal(err)
+			}
+			types := []string{"charge", "ship", "email", "plan"}
+			for i := range inFlight {
+				k := Key{Namespace: "bench", WorkflowID: wfID(byte(i)), RunID: runID(byte(i >> 8)), ActivityID: eventstore.ActivityID(i)}
+				tr.Dispatched(context.Background(), k, types[i%len(types)], dispatchedAt.Add(time.Duration(i%977)*time.Second))
+			}
+			var rm metricdata.ResourceMetrics
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := reader.Collect(context.Background(), &rm); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}
