@@ -63,7 +63,7 @@ func (t *Tracker) RunStarted(ctx context.Context, namespace string, workflowID e
 		span = t.spans.startRun(ctx, rk, wa, prev, at)
 	}
 	opened, ev := t.live.open(rk, wa, at, span)
-	t.evicted(ctx, ev)
+	t.countEvicted(ctx, ev)
 	return opened
 }
 
@@ -120,7 +120,7 @@ func (t *Tracker) closeRun(ctx context.Context, namespace string, workflowID eve
 			if o.span != nil {
 				prev = o.span.SpanContext()
 			}
-			t.evicted(ctx, t.live.expect(nk, t.attrs.namespaces.Get(rk.namespace), prev))
+			t.countEvicted(ctx, t.live.expect(nk, t.attrs.namespaces.Get(rk.namespace), prev))
 		}
 	}
 	t.spans.endRun(ctx, o, status, nextAnchor, at)

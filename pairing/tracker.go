@@ -114,15 +114,15 @@ func (t *Tracker) Dispatched(ctx context.Context, key Key, activityType string, 
 		return false
 	}
 	t.inst.dispatched.Add(ctx, 1, ta.base...)
-	t.evicted(ctx, evicted)
+	t.countEvicted(ctx, evicted)
 	return true
 }
 
-// evicted records what one eviction removed: an activity releases its gauge
+// countEvicted records what one eviction removed: an activity releases its gauge
 // slot and counts on aion.activity.pairing.evicted, an open run counts on
 // aion.workflow.pairing.evicted; neither span is ended (so neither is
 // exported).
-func (t *Tracker) evicted(ctx context.Context, ev evicted) {
+func (t *Tracker) countEvicted(ctx context.Context, ev evicted) {
 	switch {
 	case ev.attrs != nil:
 		t.inst.inflight.Add(ctx, -1, ev.attrs.base...)
