@@ -99,7 +99,7 @@ const (
 // terminal): its item goes stale and is skipped when it reaches the front,
 // and the whole queue is compacted once stale items outnumber live ones (plus
 // minQueue), so it never holds more than about twice the live entries and
-// each dispatch pays O(1) amortised for it. Removed entries and runs are
+// each dispatch or removal pays O(1) amortised for it. Removed entries and runs are
 // reused, so in steady state nothing allocates; container/list would
 // allocate an element per dispatch.
 //
@@ -201,10 +201,18 @@ func (tb *table) runOf(rk runKey) *run {
 // push appends e to the slot order; tb.mu is held.
 func (tb *table) push(e *entry) {
 	tb.n++
+	tb.shrink()
+	tb.order = append(tb.order, queued{e: e, seq: e.seq})
+}
+
+// shrink compacts the queue once its popped and stale items outnumber the
+// live slots (plus minQueue); tb.mu is held. It runs after every change of
+// the live count, so the bound holds after removals too (an AbandonRun of
+// a large run, a burst of terminals), and each call pays O(1) amortised.
+func (tb *table) shrink() {
 	if len(tb.order) >= 2*tb.n+minQueue {
 		tb.compact()
 	}
-	tb.order = append(tb.order, queued{e: e, seq: e.seq})
 }
 
 // lookup returns k's live entry, or nil; tb.mu is held.
@@ -279,6 +287,7 @@ func (tb *table) takeEntries(r *run, dst []taken) []taken {
 		delete(tb.runs, r.key)
 		tb.freeRun(r)
 	}
+	tb.shrink()
 	return dst
 }
 
@@ -369,6 +378,7 @@ func (tb *table) removeMarker(r *run) {
 	tb.freeEntry(r.marker)
 	r.marker, r.wf, r.ns, r.prev = nil, nil, nil, trace.SpanContext{}
 	tb.n--
+	tb.shrink()
 }
 
 // age is the oldest dispatch time of one type's live activities (zero if
@@ -445,6 +455,7 @@ func (tb *table) remove(e *entry) {
 		tb.freeRun(r)
 	}
 	tb.freeEntry(e)
+	tb.shrink()
 }
 
 // unlinkActivity takes activity entry e out of the counts and its age

@@ -198,3 +198,27 @@ func TestTableDuplicatesInAnyOrder(t *testing.T) {
 		})
 	}
 }
+
+// The queue bound holds after removals too: a burst of terminals or the
+// abandon of a large run leaves no queue several times the live entries.
+func TestTableQueueShrinksAfterRemovals(t *testing.T) {
+	tb := newTable(1 << 20)
+	for i := range 300 {
+		tb.add(key("n", 1, 1, uint64(i)), anyAttrs, ts(i), nil)
+	}
+	for i := range 300 {
+		if _, ok := tb.take(key("n", 1, 1, uint64(i))); !ok {
+			t.Fatalf("take %d: not live", i)
+		}
+		if _, err := tb.check(); err != nil {
+			t.Fatalf("after %d terminals: %v", i+1, err)
+		}
+	}
+	for i := range 300 {
+		tb.add(key("n", 2, 2, uint64(i)), anyAttrs, ts(i), nil)
+	}
+	tb.takeRun(key("n", 2, 2, 0).run(), nil)
+	if _, err := tb.check(); err != nil {
+		t.Fatalf("after the abandon of a run: %v", err)
+	}
+}
