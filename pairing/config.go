@@ -15,9 +15,13 @@ import (
 
 // Defaults applied by [New] before any option.
 const (
-	// DefaultMaxInFlight is the number of live entries a [Tracker] keeps
-	// without [WithMaxInFlight].
+	// DefaultMaxInFlight is the number of activities in flight and open
+	// runs a [Tracker] keeps without [WithMaxInFlight].
 	DefaultMaxInFlight = 1 << 20
+	// DefaultMaxRemembered is the number of settled activities, closed
+	// runs and unpaired facts a [Tracker] remembers without
+	// [WithMaxRemembered].
+	DefaultMaxRemembered = 1 << 16
 	// DefaultTypeCardinalityLimit is the number of distinct activity types a
 	// [Tracker] records without [WithTypeCardinalityLimit].
 	DefaultTypeCardinalityLimit = 512
@@ -32,6 +36,7 @@ type config struct {
 	tracerProvider trace.TracerProvider
 	timeline       bool
 	maxInFlight    int
+	maxRemembered  int
 	attrs          []attribute.KeyValue
 	typeLimit      int
 	nsLimit        int
@@ -42,13 +47,13 @@ type config struct {
 
 func newConfig(opts []Option) (config, error) {
 	c := config{
-		meterProvider:  otel.GetMeterProvider(),
-		tracerProvider: otel.GetTracerProvider(),
-		timeline:       true,
-		maxInFlight:    DefaultMaxInFlight,
-		typeLimit:      DefaultTypeCardinalityLimit,
-		nsLimit:        DefaultNamespaceCardinalityLimit,
-		handle:         otel.Handle,
+		meterProvider: otel.GetMeterProvider(),
+		timeline:      true,
+		maxInFlight:   DefaultMaxInFlight,
+		maxRemembered: DefaultMaxRemembered,
+		typeLimit:     DefaultTypeCardinalityLimit,
+		nsLimit:       DefaultNamespaceCardinalityLimit,
+		handle:        otel.Handle,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -109,9 +114,10 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 
 // WithTracerProvider sets the TracerProvider the tracker creates its
 // timeline spans from (see [WithTimelineSpans]). Without it (or with nil,
-// also a nil pointer in the interface),
-// the global provider returned by otel.GetTracerProvider at the time [New]
-// runs is used.
+// also a nil pointer in the interface), the global provider is used, as
+// otel.GetTracerProvider returns it when each span is made: before a
+// program installs one, the global default records nothing and the
+// timeline costs nothing; once it does, spans start.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) {
 		if !guard.IsNil(tp) {
@@ -130,14 +136,31 @@ func WithTimelineSpans(on bool) Option {
 }
 
 // WithMaxInFlight bounds the number of live entries the tracker keeps:
-// activities dispatched and not yet terminated, and open runs (started and
-// not yet closed, see [Tracker.RunStarted]). Once the bound is reached, each
-// new entry evicts the oldest live one (see [Tracker.Dispatched]). Without it, or
-// with n <= 0, the bound is [DefaultMaxInFlight].
+// activities in flight and open runs (started and not yet closed, see
+// [Tracker.RunStarted]). Past the bound, the oldest live entry is evicted
+// (see [Tracker.Dispatched]). Without it, or with n <= 0, the bound is
+// [DefaultMaxInFlight].
 func WithMaxInFlight(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {
 			c.maxInFlight = n
+		}
+	})
+}
+
+// WithMaxRemembered bounds the number of facts the tracker remembers beyond
+// the live entries: settled activities and closed runs, kept so that a
+// repeat is recognised and a late fact finds its partner (a dispatch that
+// arrives after its run's close is settled by it), and facts still waiting
+// for a partner (a terminal before its dispatch, a close before its run's
+// start, a settlement waiting for history positions). Past the bound the
+// oldest is dropped: one still waiting counts on aion.pairing.forgotten; a
+// settled one goes silently, and a repeat of it arriving later counts as
+// new. Without it, or with n <= 0, the bound is [DefaultMaxRemembered].
+func WithMaxRemembered(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.maxRemembered = n
 		}
 	})
 }

@@ -29,6 +29,7 @@ type instruments struct {
 	evicted          metric.Int64Counter
 	workflowDuration metric.Float64Histogram
 	runEvicted       metric.Int64Counter
+	forgotten        metric.Int64Counter
 }
 
 // ageCallback observes the oldest-in-flight gauge g.
@@ -63,6 +64,8 @@ func newInstruments(mp metric.MeterProvider, handle func(error), ages ageCallbac
 			"Time from a run's start to its close, by workflow type and status.", catalog.WorkflowDurationBoundaries),
 		runEvicted: m.Int64Counter(catalog.WorkflowPairingEvicted, catalog.UnitWorkflow,
 			"Open runs dropped by the pairing tracker's memory bound; their run span is not emitted."),
+		forgotten: m.Int64Counter(catalog.PairingForgotten, catalog.UnitFact,
+			"Facts the pairing tracker remembered for a partner that had not arrived, dropped by its memory bound."),
 	}
 	registerAges(m, ages)
 	if len(errs) > 0 {

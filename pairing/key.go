@@ -84,3 +84,26 @@ func (o Outcome) index() int {
 	}
 	return -1
 }
+
+// abandonedIndex is the index of OutcomeAbandoned.
+const abandonedIndex = 4
+
+// statuses are the closing statuses of a run, in the order of the
+// per-workflow-type option cache.
+var statuses = [...]eventstore.WorkflowStatus{
+	eventstore.StatusCompleted, eventstore.StatusFailed, eventstore.StatusCancelled,
+	eventstore.StatusTimedOut, eventstore.StatusContinuedAsNew,
+}
+
+const numStatuses = len(statuses)
+
+// statusIndex returns s's position in statuses, or -1 if s does not close a
+// run.
+func statusIndex(s eventstore.WorkflowStatus) int {
+	for i, c := range statuses {
+		if c == s {
+			return i
+		}
+	}
+	return -1
+}

@@ -2,9 +2,10 @@ package pairing
 
 import (
 	"context"
-	"fmt"
-	"time"
+	"reflect"
+	"sync/atomic"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -17,178 +18,271 @@ import (
 	"github.com/aionotel/aionotel/internal/version"
 )
 
-// spans makes the timeline spans: run spans from RunStarted to the run's
-// close, activity spans from dispatch to first terminal, each started and
-// ended at the times of history. A nil *spans makes none.
+// spans makes the timeline: a run span from a run's start to its close, an
+// activity span from a dispatch to its settlement, each at the times of
+// history. A nil *spans makes none.
 //
-// A tracer and its spans run user code (span processors, samplers): each
-// method recovers a panic of theirs and reports it to handle, so that it
-// can neither fail the call nor leave the tracker's state half updated.
+// Whether span IDs are derived (the provider's ID generator is the one of
+// [NewIDGenerator]) is learned from the spans themselves: a span asks for
+// its derived IDs through its context, and gets them only from that
+// generator. While they are, a run span is a true root whose IDs are the
+// run's [timeline.Root], and activity spans are its children whichever
+// order the facts came in. While they are not, a run span is a child of
+// that root context (an anchor that is never exported), and an activity
+// span a child of its run span when this tracker holds it, else of the
+// anchor.
 type spans struct {
-	tracer trace.Tracer
-	handle func(error)
+	tracers tracers
+	ids     atomic.Int32
 }
 
-func newSpans(tp trace.TracerProvider, on bool, handle func(error)) *spans {
-	if _, noop := tp.(tracenoop.TracerProvider); noop || !on {
-		return nil // a no-op provider would only cost allocations
-	}
-	return &spans{tracer: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version),
-		trace.WithSchemaURL(catalog.SchemaURL)), handle: handle}
-}
-
-// recovered is deferred by every method: it reports a panic of the tracer
-// or a span instead of passing it on.
-func (s *spans) recovered() {
-	if r := recover(); r != nil {
-		s.handle(fmt.Errorf("pairing: timeline span: panic: %v", r))
-	}
-}
-
-// Link attributes, one set per role.
-var (
-	linkScheduled   = []attribute.KeyValue{catalog.TimelineLink.String(catalog.LinkScheduled)}
-	linkSettled     = []attribute.KeyValue{catalog.TimelineLink.String(catalog.LinkSettled)}
-	linkStarted     = []attribute.KeyValue{catalog.TimelineLink.String(catalog.LinkStarted)}
-	linkClosed      = []attribute.KeyValue{catalog.TimelineLink.String(catalog.LinkClosed)}
-	linkPreviousRun = []attribute.KeyValue{catalog.TimelineLink.String(catalog.LinkPreviousRun)}
-	linkNextRun     = []attribute.KeyValue{catalog.TimelineLink.String(catalog.LinkNextRun)}
+// What the spans taught about the provider's IDs.
+const (
+	idsUnknown int32 = iota
+	idsDerived
+	idsRandom
 )
 
-// callLink returns the link to the span of ctx (the store call being
-// observed) with the role attrs, if ctx has a valid one.
-func callLink(ctx context.Context, role []attribute.KeyValue) (trace.Link, bool) {
-	sc := trace.SpanContextFromContext(ctx)
-	return trace.Link{SpanContext: sc, Attributes: role}, sc.IsValid()
+func newSpans(tp trace.TracerProvider, on bool) *spans {
+	if !on {
+		return nil
+	}
+	if _, noop := tp.(tracenoop.TracerProvider); noop {
+		return nil // nothing would be recorded, at the cost of allocations
+	}
+	return &spans{tracers: tracers{fixed: tp, global: tp == nil || isGlobalDefault(tp)}}
 }
 
-// anchorOf returns the run's derived anchor span context.
-func anchorOf(rk runKey) trace.SpanContext {
-	return timeline.Anchor(rk.namespace, rk.workflowID, rk.runID)
+// tracers gives the tracer spans are made with. A fixed provider gives one
+// tracer; the global one is looked up again at every use, so that spans
+// start once a program installs a provider (otel.SetTracerProvider) and,
+// before that, cost nothing: the global default records nothing.
+type tracers struct {
+	fixed  trace.TracerProvider
+	global bool
+	once   atomic.Pointer[cachedTracer]
 }
+
+type cachedTracer struct {
+	tp         trace.TracerProvider
+	comparable bool
+	tracer     trace.Tracer // nil: the provider records nothing
+}
+
+func (t *tracers) get() trace.Tracer {
+	tp := t.fixed
+	if t.global {
+		tp = otel.GetTracerProvider()
+	}
+	if c := t.once.Load(); c != nil && c.comparable && sameType(c.tp, tp) && c.tp == tp {
+		return c.tracer
+	}
+	c := &cachedTracer{tp: tp, comparable: reflect.TypeOf(tp).Comparable()}
+	if !isGlobalDefault(tp) {
+		if _, noop := tp.(tracenoop.TracerProvider); !noop {
+			c.tracer = tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version),
+				trace.WithSchemaURL(catalog.SchemaURL))
+		}
+	}
+	t.once.Store(c)
+	return c.tracer
+}
+
+func sameType(a, b any) bool { return reflect.TypeOf(a) == reflect.TypeOf(b) }
+
+// globalDefaultType is the type of the provider otel.GetTracerProvider
+// returns before any is installed: it records nothing until one is.
+var globalDefaultType = reflect.TypeOf(otel.GetTracerProvider())
+
+func isGlobalDefault(tp trace.TracerProvider) bool {
+	return tp != nil && reflect.TypeOf(tp) == globalDefaultType && globalDefaultType.String() == "*global.tracerProvider"
+}
+
+// idRequest asks the ID generator of [NewIDGenerator] for a span's derived
+// IDs: a run span's (as a root) or an activity span's (in its run's trace).
+type idRequest struct {
+	run   bool
+	trace trace.TraceID
+	span  trace.SpanID
+}
+
+type idRequestKey struct{}
 
 // internalKind is the kind of every timeline span, made once: an option
 // built per span would cost an allocation.
 var internalKind = trace.WithSpanKind(trace.SpanKindInternal)
 
-// startActivity starts the span of the activity key, dispatched at at, as a
-// child of parent (the run span) or, when the tracker holds no run span,
-// of the run's anchor, linked to the store call of ctx. The type's
-// attributes go to the sampler; the IDs are set only on a recording span.
-func (s *spans) startActivity(ctx context.Context, key Key, ta *typeAttrs, runSpan trace.Span, at time.Time) (span trace.Span) {
-	defer s.recovered()
-	var parent trace.SpanContext
-	if runSpan != nil {
-		parent = runSpan.SpanContext()
+// Link attributes, one set per role.
+var (
+	linkScheduled = []attribute.KeyValue{catalog.TimelineLink.String(catalog.LinkScheduled)}
+	linkSettled   = []attribute.KeyValue{catalog.TimelineLink.String(catalog.LinkSettled)}
+	linkStarted   = []attribute.KeyValue{catalog.TimelineLink.String(catalog.LinkStarted)}
+	linkClosed    = []attribute.KeyValue{catalog.TimelineLink.String(catalog.LinkClosed)}
+	linkNextRun   = []attribute.KeyValue{catalog.TimelineLink.String(catalog.LinkNextRun)}
+)
+
+func rootOf(k Key) trace.SpanContext { return timeline.Root(k.Namespace, k.WorkflowID, k.RunID) }
+
+// startActivity opens the span of an activity now in flight; nil if no
+// span can be made.
+func (s *spans) startActivity(ctx context.Context, e *effect) trace.Span {
+	if s == nil {
+		return nil
 	}
-	if !parent.IsValid() {
-		parent = anchorOf(key.run())
+	tr := s.tracers.get()
+	if tr == nil {
+		return nil
 	}
-	_, span = s.tracer.Start(trace.ContextWithSpanContext(ctx, parent), ta.spanName,
-		internalKind, ta.spanStart, trace.WithTimestamp(at))
+	return s.openActivity(ctx, tr, e)
+}
+
+// openActivity starts an activity span at its dispatch, as a child of its
+// run span (or the run's root), linked to the call that wrote the
+// dispatch.
+func (s *spans) openActivity(ctx context.Context, tr trace.Tracer, e *effect) trace.Span {
+	k := e.key
+	root := rootOf(k)
+	parent := root
+	if s.ids.Load() != idsDerived && e.parent.IsValid() {
+		parent = e.parent
+	}
+	want := timeline.ActivitySpanID(k.Namespace, k.WorkflowID, k.RunID, k.ActivityID)
+	ctx = context.WithValue(trace.ContextWithSpanContext(ctx, parent), idRequestKey{},
+		idRequest{trace: root.TraceID(), span: want})
+	_, span := tr.Start(ctx, e.ta.spanName, internalKind, e.ta.spanStart, trace.WithTimestamp(timeOf(e.from)))
+	if sc := span.SpanContext(); sc.IsValid() {
+		if sc.SpanID() == want {
+			s.ids.Store(idsDerived)
+		} else {
+			s.ids.Store(idsRandom)
+		}
+	}
 	if !span.IsRecording() {
 		return span
 	}
 	span.SetAttributes(
-		catalog.WorkflowID.String(key.WorkflowID.String()),
-		catalog.RunID.String(key.RunID.String()),
-		catalog.ActivityID.Int64(attrvalue.Int64(uint64(key.ActivityID))),
+		catalog.WorkflowID.String(k.WorkflowID.String()),
+		catalog.RunID.String(k.RunID.String()),
+		catalog.ActivityID.Int64(attrvalue.Int64(uint64(k.ActivityID))),
 	)
-	if l, ok := callLink(ctx, linkScheduled); ok {
-		span.AddLink(l)
+	if e.start.span.IsValid() {
+		span.AddLink(trace.Link{SpanContext: e.start.spanContext(), Attributes: linkScheduled})
 	}
 	return span
 }
 
-// endActivity ends the span of a settled activity at at (never before its
-// start), linked to the store call of ctx. A nil span is nothing to end.
-func (s *spans) endActivity(ctx context.Context, t taken, outcome Outcome, at time.Time) {
-	if t.span == nil {
+// settle ends a settled activity's span, or makes it whole from its
+// dispatch when it has none: outcome, retries as events at their times, a
+// link to the call that wrote the settling fact, status Error for failed
+// and timed_out.
+func (s *spans) settle(ctx context.Context, e *effect, retryTimes []int64) {
+	if s == nil {
 		return
 	}
-	defer s.recovered()
-	if !t.span.IsRecording() {
-		t.span.End() // nothing is recorded: spare the options
-		return
-	}
-	t.span.SetAttributes(
-		catalog.ActivityOutcome.String(string(outcome)),
-		catalog.RetryCount.Int64(int64(t.retries)),
-	)
-	if outcome == OutcomeFailed || outcome == OutcomeTimedOut {
-		t.span.SetStatus(codes.Error, string(outcome))
-	}
-	if l, ok := callLink(ctx, linkSettled); ok {
-		t.span.AddLink(l)
-	}
-	t.span.End(trace.WithTimestamp(notBefore(at, t.at)))
-}
-
-// retried adds the retry event n to the open span of an activity.
-func (s *spans) retried(span trace.Span, n uint32, at time.Time) {
+	span := e.span
 	if span == nil {
-		return
+		tr := s.tracers.get()
+		if tr == nil {
+			return
+		}
+		span = s.openActivity(ctx, tr, e)
 	}
-	defer s.recovered()
 	if !span.IsRecording() {
+		span.End() // nothing is recorded: spare the options
 		return
 	}
-	span.AddEvent(catalog.RetryEvent, trace.WithTimestamp(at),
-		trace.WithAttributes(catalog.RetryCount.Int64(int64(n))))
+	outcome := outcomes[e.outcome]
+	span.SetAttributes(
+		catalog.ActivityOutcome.String(string(outcome)),
+		catalog.RetryCount.Int64(int64(e.retries)),
+	)
+	for i, at := range retryTimes {
+		span.AddEvent(catalog.RetryEvent, trace.WithTimestamp(timeOf(at)),
+			trace.WithAttributes(catalog.RetryCount.Int64(int64(i+1))))
+	}
+	if outcome == OutcomeFailed || outcome == OutcomeTimedOut {
+		span.SetStatus(codes.Error, string(outcome))
+	}
+	if e.end.span.IsValid() {
+		span.AddLink(trace.Link{SpanContext: e.end.spanContext(), Attributes: linkSettled})
+	}
+	span.End(trace.WithTimestamp(timeOf(max(e.to, e.from))))
 }
 
-// startRun starts the run span of rk, started at at, as a child of the
-// run's anchor, linked to the store call of ctx and to prev, the run span of
-// the run it continues (if known).
-func (s *spans) startRun(ctx context.Context, rk runKey, wa *workflowAttrs, prev trace.SpanContext, at time.Time) (span trace.Span) {
-	defer s.recovered()
-	_, span = s.tracer.Start(trace.ContextWithSpanContext(ctx, anchorOf(rk)), wa.spanName,
-		internalKind, wa.spanStart, trace.WithTimestamp(at))
+// startRun opens the span of a run now open; nil if no span can be made.
+func (s *spans) startRun(ctx context.Context, e *effect) trace.Span {
+	if s == nil {
+		return nil
+	}
+	tr := s.tracers.get()
+	if tr == nil {
+		return nil
+	}
+	return s.openRun(ctx, tr, e)
+}
+
+// openRun starts a run span at its start, linked to the call that wrote
+// the start: a root with the run's derived IDs when the provider derives
+// them, else a child of the run's anchor. Until the tracker knows, it
+// tries the root first and, if the IDs come back random, drops that span
+// unended (so it is never exported) and starts the child.
+func (s *spans) openRun(ctx context.Context, tr trace.Tracer, e *effect) trace.Span {
+	root := rootOf(e.key)
+	ctx = context.WithValue(ctx, idRequestKey{}, idRequest{run: true, trace: root.TraceID(), span: root.SpanID()})
+	name, attrs := e.wa.spanName, e.wa.spanStart
+	var span trace.Span
+	if s.ids.Load() != idsRandom {
+		_, span = tr.Start(ctx, name, internalKind, attrs, trace.WithTimestamp(timeOf(e.from)), trace.WithNewRoot())
+		if sc := span.SpanContext(); sc.TraceID() != root.TraceID() || sc.SpanID() != root.SpanID() {
+			s.ids.Store(idsRandom)
+			span = nil // a random trace: dropped unended
+		}
+	}
+	if span == nil {
+		_, span = tr.Start(trace.ContextWithSpanContext(ctx, root), name, internalKind, attrs, trace.WithTimestamp(timeOf(e.from)))
+	}
 	if !span.IsRecording() {
 		return span
 	}
 	span.SetAttributes(
-		catalog.WorkflowID.String(rk.workflowID.String()),
-		catalog.RunID.String(rk.runID.String()),
+		catalog.WorkflowID.String(e.key.WorkflowID.String()),
+		catalog.RunID.String(e.key.RunID.String()),
 	)
-	if l, ok := callLink(ctx, linkStarted); ok {
-		span.AddLink(l)
-	}
-	if prev.IsValid() {
-		span.AddLink(trace.Link{SpanContext: prev, Attributes: linkPreviousRun})
+	if e.start.span.IsValid() {
+		span.AddLink(trace.Link{SpanContext: e.start.spanContext(), Attributes: linkStarted})
 	}
 	return span
 }
 
-// endRun ends a run span at at (never before its start) with the run's
-// status, linked to the store call of ctx and, for a continue-as-new, to
-// the anchor of the next run.
-func (s *spans) endRun(ctx context.Context, o openRun, status eventstore.WorkflowStatus, next trace.SpanContext, at time.Time) {
-	if o.span == nil {
+// close ends a closed run's span, or makes it whole from its start when it
+// has none: status, a link to the call that wrote the close and, for a
+// continue-as-new, to the next run's root.
+func (s *spans) close(ctx context.Context, e *effect) {
+	if s == nil || e.wa == nil {
 		return
 	}
-	defer s.recovered()
-	if !o.span.IsRecording() {
-		o.span.End()
+	span := e.span
+	if span == nil {
+		tr := s.tracers.get()
+		if tr == nil {
+			return
+		}
+		span = s.openRun(ctx, tr, e)
+	}
+	if !span.IsRecording() {
+		span.End()
 		return
 	}
-	o.span.SetAttributes(catalog.WorkflowStatus.String(string(status)))
+	status := statuses[e.status]
+	span.SetAttributes(catalog.WorkflowStatus.String(string(status)))
 	if status == eventstore.StatusFailed || status == eventstore.StatusTimedOut {
-		o.span.SetStatus(codes.Error, string(status))
+		span.SetStatus(codes.Error, string(status))
 	}
-	if l, ok := callLink(ctx, linkClosed); ok {
-		o.span.AddLink(l)
+	if e.end.span.IsValid() {
+		span.AddLink(trace.Link{SpanContext: e.end.spanContext(), Attributes: linkClosed})
 	}
-	if next.IsValid() {
-		o.span.AddLink(trace.Link{SpanContext: next, Attributes: linkNextRun})
+	if e.next != (eventstore.RunID{}) && e.next != e.key.RunID {
+		span.AddLink(trace.Link{SpanContext: timeline.Root(e.key.Namespace, e.key.WorkflowID, e.next), Attributes: linkNextRun})
 	}
-	o.span.End(trace.WithTimestamp(notBefore(at, o.at)))
-}
-
-// notBefore returns t, or start if t is before it.
-func notBefore(t, start time.Time) time.Time {
-	if t.Before(start) {
-		return start
-	}
-	return t
+	span.End(trace.WithTimestamp(timeOf(max(e.to, e.from))))
 }

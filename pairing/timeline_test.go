@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -222,8 +221,10 @@ func TestTimelineContinueAsNewLinksTraces(t *testing.T) {
 	if next := linkRoles(t, a)[catalog.LinkNextRun]; next.TraceID() != b.SpanContext().TraceID() {
 		t.Errorf("first run's next_run link %v, want the second run's trace %v", next, b.SpanContext().TraceID())
 	}
-	if prev := linkRoles(t, b)[catalog.LinkPreviousRun]; !prev.Equal(a.SpanContext()) {
-		t.Errorf("second run's previous_run link %v, want the first run span %v", prev, a.SpanContext())
+	// No previous_run link: whether the tracker saw the first run's close
+	// before the second run's span ended depends on arrival order.
+	if prev, ok := linkRoles(t, b)[catalog.LinkPreviousRun]; ok {
+		t.Errorf("second run has a previous_run link %v", prev)
 	}
 	if act.Parent().SpanID() != b.SpanContext().SpanID() {
 		t.Errorf("the second run's activity has parent %v, want its run span", act.Parent())
@@ -231,8 +232,8 @@ func TestTimelineContinueAsNewLinksTraces(t *testing.T) {
 	if !a.EndTime().Equal(ts(40)) || !b.StartTime().Equal(ts(40)) {
 		t.Errorf("first run ends %v, second starts %v, want both %v", a.EndTime(), b.StartTime(), ts(40))
 	}
-	if h.tr.live.len() != 0 || len(h.tr.live.runs) != 0 {
-		t.Errorf("the closed chain left %d activities, %d runs", h.tr.live.len(), len(h.tr.live.runs))
+	if h.tr.InFlight() != 0 || h.tr.join.live.n != 0 {
+		t.Errorf("the closed chain left %d activities, %d live entries", h.tr.InFlight(), h.tr.join.live.n)
 	}
 }
 
@@ -452,7 +453,7 @@ func TestTimelineConcurrentSafe(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if _, err := h.tr.live.check(); err != nil {
+	if err := h.tr.join.check(); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[trace.SpanID]bool{}
@@ -502,8 +503,11 @@ func TestTimelineSpanPanicsAreReported(t *testing.T) {
 			t.Errorf("reported %v, want the span panics", err)
 		}
 	}
-	if h.tr.InFlight() != 0 || len(h.tr.live.runs) != 0 {
-		t.Errorf("after the panics: %d in flight, %d runs held", h.tr.InFlight(), len(h.tr.live.runs))
+	if h.tr.InFlight() != 0 || h.tr.join.live.n != 0 {
+		t.Errorf("after the panics: %d in flight, %d live entries", h.tr.InFlight(), h.tr.join.live.n)
+	}
+	if err := h.tr.join.check(); err != nil {
+		t.Error(err)
 	}
 	if got := h.sums(catalog.ActivitiesCompleted); got[attrs("n", "a", OutcomeSucceeded)] != 1 || got[attrs("n", "a", OutcomeAbandoned)] != 1 {
 		t.Errorf("completions %v, want one succeeded and one abandoned", got)
@@ -527,31 +531,26 @@ func TestTimelineNilContext(t *testing.T) {
 	}
 }
 
-// A dispatch racing a terminal and a re-dispatch of the same key: every
-// completion has its span, whichever dispatch won.
+// Two dispatches of one key racing its terminal: whichever arrives first,
+// the activity completes once, with one span, from the dispatch that won.
 func TestRedispatchRaceKeepsSpanConcurrentSafe(t *testing.T) {
 	h := newHarness(t)
 	for round := range 2000 {
 		k := key("n", 1, 1, uint64(round))
-		before := len(h.spans.Ended())
-		var completions atomic.Int64
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		wg.Go(func() { <-start; h.tr.Dispatched(bg, k, "a", ts(0)) })
 		wg.Go(func() { <-start; h.tr.Dispatched(bg, k, "a", ts(10)) })
-		wg.Go(func() {
-			<-start
-			if h.tr.Finished(bg, k, OutcomeSucceeded, ts(5)) {
-				completions.Add(1)
-			}
-		})
+		wg.Go(func() { <-start; h.tr.Finished(bg, k, OutcomeSucceeded, ts(5)) })
 		close(start)
 		wg.Wait()
-		if h.tr.Finished(bg, k, OutcomeSucceeded, ts(20)) {
-			completions.Add(1)
+		h.tr.Finished(bg, k, OutcomeSucceeded, ts(20)) // a repeat: no-op
+		completed := h.sums(catalog.ActivitiesCompleted)[attrs("n", "a", OutcomeSucceeded)]
+		if spans := len(h.spans.Ended()); completed != int64(round+1) || spans != round+1 {
+			t.Fatalf("round %d: %d completions, %d spans, want %d of each", round, completed, spans, round+1)
 		}
-		if got := int64(len(h.spans.Ended()) - before); got != completions.Load() {
-			t.Fatalf("round %d: %d completions, %d spans", round, completions.Load(), got)
-		}
+	}
+	if h.tr.InFlight() != 0 {
+		t.Errorf("%d left in flight", h.tr.InFlight())
 	}
 }

@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
 )
 
-// Tracker pairs each activity dispatch with its first terminal and records
-// the pairing instruments of the telemetry catalog. Each method documents
-// the rule it keeps.
+// Tracker pairs each activity dispatch with its first terminal, and each
+// run's start with its close, and records the pairing instruments and the
+// timeline. Each method documents the rule it keeps; [Tracker.Observe] is
+// the entry point that takes facts with their history positions.
 //
 // A Tracker is safe for concurrent use by multiple goroutines and must not be
 // copied after first use. Its zero value is not ready: create one with [New].
@@ -23,7 +25,7 @@ type Tracker struct {
 	attrs  *attrCache
 	inst   instruments
 	spans  *spans // nil: no timeline spans
-	live   *table
+	join   *join
 }
 
 // New returns a Tracker configured by opts.
@@ -32,8 +34,7 @@ type Tracker struct {
 // reported to otel.Handle and the tracker keeps working, pairing entries
 // correctly, with a no-op instrument in its place. The only error New returns
 // is a misused option: [WithAttributes] given an empty key or a key the
-// tracker sets itself, matching [ErrInvalidOption] with errors.Is. (The
-// design contract fixes the (T, error) signature; this is its one use.)
+// tracker sets itself, matching [ErrInvalidOption] with errors.Is.
 //
 // The oldest-in-flight gauge is an observable instrument: its callback stays
 // registered with the MeterProvider (and keeps the tracker reachable) for
@@ -46,111 +47,73 @@ func New(opts ...Option) (*Tracker, error) {
 	t := &Tracker{
 		handle: c.handle,
 		attrs:  newAttrCache(c.attrs, c.nsLimit, c.typeLimit),
-		spans:  newSpans(c.tracerProvider, c.timeline, c.handle),
-		live:   newTable(c.maxInFlight),
+		spans:  newSpans(c.tracerProvider, c.timeline),
 	}
+	t.join = newJoin(c.maxInFlight, c.maxRemembered, t.spans != nil)
 	t.inst = newInstruments(c.meterProvider, c.handle, t.observeAges)
 	return t, nil
 }
 
+// The per-fact methods below take one fact without its history position.
+// Where a position would decide, arrival stands in for it: a terminal or a
+// close settles whatever dispatch of its activity or run it meets, before
+// or after it arrives. Observe, given positions, needs no such stand-in.
+
 // Dispatched records the dispatch of the activity key, of type activityType,
-// at time at. If key is not live, it becomes a live entry remembering the
-// type and at, aion.activities.dispatched is counted and
-// aion.inflight_activities raised by one, and Dispatched returns true.
+// at time at (its ActivityScheduled's RecordedAt; a zero time is now). If
+// the tracker knows no dispatch of key, the dispatch is remembered with its
+// type and time, aion.activities.dispatched is counted and, unless a
+// terminal of key (or a close of its run) already arrived, the activity is
+// in flight: aion.inflight_activities is raised by one and Dispatched
+// returns true. A terminal that arrived first settles it at once, with
+// the duration and span history gives.
 //
-// A dispatch of a key that is already live (a re-driven append) changes
-// nothing and returns false: the first dispatch time and type stay. The
-// gauge increment is recorded before the entry becomes visible to
-// terminals, so the exported gauge never goes below the live count; a
-// duplicate therefore makes a provisional increment and takes it back (net
-// nothing, though a duplicate claiming a type never seen before leaves a
-// 0-valued point for it and uses up a place under the type limit).
+// A dispatch of a key the tracker already knows (a repeat, or a re-driven
+// append; also after the activity settled, while the tracker remembers it)
+// changes nothing and returns false: the first dispatch time and type stay.
 //
-// Memory bound: if the tracker already holds [WithMaxInFlight] live
-// entries (activities and open runs), the oldest one (first in, first out
-// in the order they reached the tracker, not by their times; a retry does
-// not make an entry younger) is evicted to make room. An evicted activity's
-// gauge slot is released under its own type and
-// aion.activity.pairing.evicted counted under its namespace; no completion,
-// duration or span is recorded for it, and its later terminal is a no-op.
-// An evicted open run is counted on aion.workflow.pairing.evicted and gets
-// neither run span nor duration. The bound is exact, also under concurrent
-// calls.
+// Memory bound: past [WithMaxInFlight] activities in flight and open runs,
+// the oldest in arrival order (not by their times; a retry does not make
+// an entry younger) is evicted: its gauge slot is released under its own
+// type, aion.activity.pairing.evicted counted under its namespace, and no
+// completion, duration or span is recorded for it.
 //
 // The activity type and the namespace become attribute values only after
 // cleaning (invalid UTF-8 replaced by U+FFFD, cut to 256 bytes); an empty
 // type is recorded as "_unknown", a type past [WithTypeCardinalityLimit] as
 // "_other", a namespace past [WithNamespaceCardinalityLimit] as "_other".
-// The key itself is kept as given. ctx is passed to the instruments.
-//
-// With the timeline on, a new entry's activity span starts at at: a child of
-// its run's span if this tracker holds it (else of the run's anchor),
-// linked to the span in ctx, the store call that appended the dispatch. An
-// evicted entry's span is dropped without ending.
+// The key itself is kept as given. ctx is passed to the instruments, and
+// its span is linked from the activity span as the store call that wrote
+// the dispatch.
 func (t *Tracker) Dispatched(ctx context.Context, key Key, activityType string, at time.Time) bool {
-	if t == nil || t.live == nil {
+	if t == nil || t.join == nil {
 		return false
 	}
-	key.normalize()
-	if at.IsZero() {
-		at = time.Now()
-	}
-	ctx = orBackground(ctx)
-	ta := t.attrs.forType(key.Namespace, activityType)
-	// No instrument or span is made under the table's lock. The span is
-	// started for every dispatch, also one that turns out a duplicate (and
-	// then is dropped): deciding first would lose the span of a dispatch
-	// that wins against a terminal of the same key in between.
-	var span trace.Span
-	if t.spans != nil {
-		span = t.spans.startActivity(ctx, key, ta, t.live.runSpanOf(key.run()), at)
-	}
-	t.inst.inflight.Add(ctx, 1, ta.base...)
-	added, evicted := t.live.add(key, ta, at, span)
-	if !added {
-		// A duplicate: take the increment back. Its span, if one was
-		// started, is dropped without ending, so it is never exported.
-		t.inst.inflight.Add(ctx, -1, ta.base...)
-		return false
-	}
-	t.inst.dispatched.Add(ctx, 1, ta.base...)
-	t.countEvicted(ctx, evicted)
-	return true
-}
-
-// countEvicted records what one eviction removed: an activity releases its gauge
-// slot and counts on aion.activity.pairing.evicted, an open run counts on
-// aion.workflow.pairing.evicted; neither span is ended (so neither is
-// exported).
-func (t *Tracker) countEvicted(ctx context.Context, ev evicted) {
-	switch {
-	case ev.attrs != nil:
-		t.inst.inflight.Add(ctx, -1, ev.attrs.base...)
-		t.inst.evicted.Add(ctx, 1, ev.attrs.ns.evicted...)
-	case ev.ns != nil:
-		t.inst.runEvicted.Add(ctx, 1, ev.ns.evicted...)
-	}
+	f := fact{kind: factDispatch, run: key.RunID, activity: key.ActivityID, typ: activityType}
+	return t.one(ctx, key.Namespace, key.WorkflowID, f, at).isNew
 }
 
 // Finished records the terminal of the activity key with outcome at time at.
-// If key is live, the entry is removed, aion.inflight_activities lowered by
+// If key is in flight, it is settled: aion.inflight_activities lowered by
 // one, aion.activities.completed counted and at minus the dispatch time
 // recorded in aion.activity.duration (0 if at is before the dispatch), all
-// under the remembered type and outcome, and Finished returns true.
+// under the remembered type and outcome, the activity span ended, and
+// Finished returns true.
 //
-// A terminal with no live entry (a duplicate, a terminal whose dispatch this
-// process never saw or already evicted) is a no-op returning false: no gauge
-// movement, no completion.
+// A terminal whose dispatch has not arrived is remembered until it does
+// (or the memory bound drops it), and returns false; a terminal of an
+// activity already settled (a repeat, or a second terminal) changes
+// nothing and returns false: the gauge never goes below the true in-flight
+// count and no completion is counted twice.
 //
-// An outcome that is not one of the [Outcome] constants is refused: it is
-// reported to otel.Handle as [ErrInvalidOutcome], the entry stays live, and
-// Finished returns false. ctx is passed to the instruments.
+// An outcome that is not one of the [Outcome] constants is refused: it is reported to otel.Handle as
+// [ErrInvalidOutcome], nothing changes, and Finished returns false.
 //
-// The entry's activity span, if it has one, ends at at (never before its
-// start) with aion.activity.outcome and aion.activity.retry_count, status
-// Error for failed and timed_out, linked to the span in ctx.
+// The activity span, if it has one, ends at at (never before its start)
+// with aion.activity.outcome and aion.activity.retry_count, status Error
+// for failed and timed_out, linked to the span in ctx.
 func (t *Tracker) Finished(ctx context.Context, key Key, outcome Outcome, at time.Time) bool {
-	if t == nil || t.live == nil {
+	if t == nil || t.join == nil {
 		return false
 	}
 	oi := outcome.index()
@@ -158,108 +121,171 @@ func (t *Tracker) Finished(ctx context.Context, key Key, outcome Outcome, at tim
 		t.handle(fmt.Errorf("%w %q (want one of the pairing.Outcome constants)", ErrInvalidOutcome, string(outcome)))
 		return false
 	}
-	key.normalize()
-	ctx = orBackground(ctx)
-	if at.IsZero() {
-		at = time.Now()
-	}
-	e, ok := t.live.take(key)
-	if !ok {
-		return false
-	}
-	t.settle(ctx, e, oi, at)
-	return true
+	f := fact{kind: factTerminal, run: key.RunID, activity: key.ActivityID, outcome: oi}
+	return t.one(ctx, key.Namespace, key.WorkflowID, f, at).settled
 }
 
-// settle records the end of one removed entry and ends its span.
-func (t *Tracker) settle(ctx context.Context, e taken, outcome int, at time.Time) {
-	ta := e.attrs
-	t.inst.inflight.Add(ctx, -1, ta.base...)
-	t.inst.completed.Add(ctx, 1, ta.completed[outcome]...)
-	t.inst.duration.Record(ctx, seconds(e.at, at), ta.duration[outcome]...)
-	t.spans.endActivity(ctx, e, outcomes[outcome], at)
-}
-
-// orBackground returns ctx, or context.Background for a nil one: a nil
-// context must not panic the timeline.
-func orBackground(ctx context.Context) context.Context {
-	if ctx == nil {
-		return context.Background()
-	}
-	return ctx
-}
-
-// seconds returns to - from in seconds, never negative.
-func seconds(from, to time.Time) float64 {
-	d := to.Sub(from)
-	if d < 0 {
-		return 0
-	}
-	return d.Seconds()
-}
-
-// Retried records a retry of the activity key at time at. If key is live,
-// aion.activities.retried is counted under the remembered type and Retried
-// returns true; the entry stays live and keeps its dispatch time, so its
-// eventual duration covers every attempt (schedule-to-close latency) and a
-// retry does not make it younger for eviction. A retry of a key that is not
-// live is a no-op returning false.
-//
-// The entry's activity span, if it has one, gets an aion.activity.retry event
-// at at. ctx is passed to the instrument.
+// Retried records a retry of the activity key at time at. If key is in
+// flight, aion.activities.retried is counted under its type and Retried
+// returns true; the activity stays in flight and keeps its dispatch time,
+// so its eventual duration covers every attempt (schedule-to-close
+// latency). A retry that arrives before its dispatch is remembered and
+// counted when the dispatch arrives; the same retry twice (same time) is
+// counted once. The activity span gets an aion.activity.retry event at at.
 func (t *Tracker) Retried(ctx context.Context, key Key, at time.Time) bool {
-	if t == nil || t.live == nil {
+	if t == nil || t.join == nil {
 		return false
+	}
+	f := fact{kind: factRetry, run: key.RunID, activity: key.ActivityID}
+	return t.one(ctx, key.Namespace, key.WorkflowID, f, at).retried
+}
+
+// RunStarted records that run (namespace, workflowID, runID) of type
+// workflowType started at at (its WorkflowStarted's RecordedAt; a zero time
+// is now). Until it closes the run is open: it takes a slot under
+// [WithMaxInFlight], and with the timeline on its run span starts at at
+// (see the package doc for its identity), linked to the span in ctx (the
+// store call that appended the WorkflowStarted). A run whose close arrived
+// first is recorded whole at once. A run already started here is left as
+// it is and RunStarted returns false; otherwise it returns true.
+//
+// The workflow type is cleaned and bounded like activity types (per
+// namespace, [WithTypeCardinalityLimit]).
+func (t *Tracker) RunStarted(ctx context.Context, namespace string, workflowID eventstore.WorkflowID, runID eventstore.RunID, workflowType string, at time.Time) bool {
+	if t == nil || t.join == nil {
+		return false
+	}
+	f := fact{kind: factStart, run: runID, typ: workflowType}
+	return t.one(ctx, namespace, workflowID, f, at).isNew
+}
+
+// RunClosed records that run (namespace, workflowID, runID) closed at at
+// with status, one of the five closing statuses (completed, failed,
+// cancelled, timed_out, continued_as_new). Its activities not settled by a
+// terminal, including any whose dispatch arrives later, are settled as
+// abandoned at at; if the run started here, aion.workflow.duration records
+// at minus its start and its run span ends at at, with status Error for
+// failed and timed_out, linked to the span in ctx. A run closed twice (a
+// reopened run) records its first close. RunClosed returns the number of
+// activities it took out of flight.
+//
+// A status that does not close a run is refused: it is reported to
+// otel.Handle as [ErrInvalidStatus] and nothing changes.
+func (t *Tracker) RunClosed(ctx context.Context, namespace string, workflowID eventstore.WorkflowID, runID eventstore.RunID, status eventstore.WorkflowStatus, at time.Time) int {
+	return t.closeRun(ctx, namespace, workflowID, runID, status, eventstore.RunID{}, at)
+}
+
+// RunContinued records that run (namespace, workflowID, runID) continued as
+// newRunID at at: RunClosed with status continued_as_new, whose run span
+// also links to the new run's root (its trace).
+func (t *Tracker) RunContinued(ctx context.Context, namespace string, workflowID eventstore.WorkflowID, runID, newRunID eventstore.RunID, at time.Time) int {
+	return t.closeRun(ctx, namespace, workflowID, runID, eventstore.StatusContinuedAsNew, newRunID, at)
+}
+
+func (t *Tracker) closeRun(ctx context.Context, namespace string, workflowID eventstore.WorkflowID, runID eventstore.RunID, status eventstore.WorkflowStatus, next eventstore.RunID, at time.Time) int {
+	if t == nil || t.join == nil {
+		return 0
+	}
+	si := statusIndex(status)
+	if si < 0 {
+		t.handle(fmt.Errorf("%w %q (want a status that closes a run)", ErrInvalidStatus, string(status)))
+		return 0
+	}
+	f := fact{kind: factClose, run: runID, status: si, next: next}
+	return t.one(ctx, namespace, workflowID, f, at).abandoned
+}
+
+// AbandonRun settles every activity of one run (namespace, workflowID,
+// runID) still in flight at time at, as if each had finished with
+// [OutcomeAbandoned]: the gauge is lowered, the completion counted and the
+// duration recorded for each, and its span ended, linked to the span in
+// ctx. It returns the number of activities settled. Other runs, including
+// other runs of the same workflow, are untouched; the run itself stays
+// open, and an activity dispatched later is in flight as usual (closing the
+// run is [Tracker.RunClosed]). An empty namespace is "default".
+func (t *Tracker) AbandonRun(ctx context.Context, namespace string, workflowID eventstore.WorkflowID, runID eventstore.RunID, at time.Time) int {
+	if t == nil || t.join == nil {
+		return 0
+	}
+	fx := getEffects(orBackground(ctx))
+	defer putEffects(fx)
+	s := settler{ok: true, at: nanos(at), outcome: abandonedIndex, call: callOf(trace.SpanContextFromContext(fx.ctx)), live: true}
+	n := t.join.abandon(wfKey{namespace: namespaceOf(namespace), id: workflowID}, runID, s, fx)
+	t.apply(fx)
+	return n
+}
+
+// abandon settles the activities of a run in flight with s.
+func (j *join) abandon(k wfKey, runID eventstore.RunID, s settler, fx *effects) int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	w := j.workflows[k]
+	if w == nil || w.runs[runID] == nil {
+		return 0
+	}
+	n := 0
+	for _, a := range w.runs[runID].acts {
+		if a.state != actLive {
+			continue
+		}
+		j.leaveFlight(a)
+		fx.add(effect{op: opGauge, ta: a.ta})
+		a.state, a.emitted = actDone, true
+		fx.add(settleEffect(a, s, fx))
+		a.span, a.spanSC = nil, trace.SpanContext{}
+		j.place(a, &j.remembered)
+		n++
+	}
+	j.trim(fx)
+	return n
+}
+
+// ActivitySpanContext returns the span context of the activity key's span
+// while the activity is in flight, so that work done for it elsewhere (log
+// records, a worker's own spans) can join its trace. It is invalid when key
+// is not in flight, its span is not yet open, or the timeline is off. With
+// the ID generator of [NewIDGenerator] installed, it is also what any
+// process computes from the key alone.
+func (t *Tracker) ActivitySpanContext(key Key) trace.SpanContext {
+	if t == nil || t.join == nil {
+		return trace.SpanContext{}
 	}
 	key.normalize()
-	if at.IsZero() {
-		at = time.Now()
+	j := t.join
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if w := j.workflows[wfKey{namespace: key.Namespace, id: key.WorkflowID}]; w != nil {
+		if r := w.runs[key.RunID]; r != nil {
+			if a := r.acts[key.ActivityID]; a != nil && a.state == actLive {
+				return a.spanSC
+			}
+		}
 	}
-	ta, span, n := t.live.retry(key)
-	if ta == nil {
-		return false
-	}
-	ctx = orBackground(ctx)
-	t.inst.retried.Add(ctx, 1, ta.base...)
-	t.spans.retried(span, n, at)
-	return true
+	return trace.SpanContext{}
 }
 
-// AbandonRun settles every live entry of one run (namespace, workflowID,
-// runID) at time at, as if each had finished with [OutcomeAbandoned]: the
-// gauge is lowered, the completion counted and the duration recorded for
-// each. It returns the number of entries settled. Other runs, including
-// other runs of the same workflow, are untouched. The cost grows with the
-// run's entries (the most it has held at once), not with the tracker's. An
-// empty namespace is "default". ctx is passed to the instruments, and the
-// entries' spans end at at as abandoned, linked to the span in ctx. The
-// run itself stays open: closing it is [Tracker.RunClosed].
-func (t *Tracker) AbandonRun(ctx context.Context, namespace string, workflowID eventstore.WorkflowID, runID eventstore.RunID, at time.Time) int {
-	if t == nil || t.live == nil {
-		return 0
-	}
-	if at.IsZero() {
-		at = time.Now()
-	}
-	rk := runKey{namespace: namespaceOf(namespace), workflowID: workflowID, runID: runID}
-	var buf [16]taken
-	return t.abandon(orBackground(ctx), t.live.takeRun(rk, buf[:0]), at)
-}
-
-// abandon settles entries removed from the table as abandoned at at.
-func (t *Tracker) abandon(ctx context.Context, done []taken, at time.Time) int {
-	oi := OutcomeAbandoned.index()
-	for _, e := range done {
-		t.settle(ctx, e, oi, at)
-	}
-	return len(done)
-}
-
-// InFlight returns the number of live entries now: dispatched, not finished,
-// not abandoned and not evicted.
+// InFlight returns the number of activities in flight now: dispatched, not
+// settled and not evicted.
 func (t *Tracker) InFlight() int {
-	if t == nil || t.live == nil {
+	if t == nil || t.join == nil {
 		return 0
 	}
-	return t.live.len()
+	t.join.mu.Lock()
+	defer t.join.mu.Unlock()
+	return t.join.active
+}
+
+// observeAges is the callback of aion.activity.oldest_inflight_age: for
+// each (namespace, activity type) that has had an activity in flight, the
+// age of its oldest one still in flight, 0 if none is. O(types).
+func (t *Tracker) observeAges(_ context.Context, o metric.Observer, g metric.Float64Observable) {
+	ages := t.join.oldest(nil)
+	now := time.Now().UnixNano()
+	for _, a := range ages {
+		v := 0.0
+		if a.live {
+			v = secondsBetween(a.oldest, now)
+		}
+		o.ObserveFloat64(g, v, a.attrs.age...)
+	}
 }

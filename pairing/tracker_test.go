@@ -337,17 +337,17 @@ func TestEvictionIsFIFOAfterRemovals(t *testing.T) {
 	h.tr.Finished(bg, b, OutcomeSucceeded, ts(1))
 	h.tr.Dispatched(bg, d, "t", ts(2)) // room left: no eviction
 	h.tr.Dispatched(bg, e, "t", ts(3)) // evicts a
-	h.tr.Dispatched(bg, b, "t", ts(4)) // b again, new entry: evicts c
+	h.tr.Dispatched(bg, b, "t", ts(4)) // b again: a repeat of a settled dispatch, nothing evicted
 	for _, tc := range []struct {
 		name string
 		k    Key
 		live bool
-	}{{"a", a, false}, {"c", c, false}, {"d", d, true}, {"e", e, true}, {"b", b, true}} {
+	}{{"a", a, false}, {"c", c, true}, {"d", d, true}, {"e", e, true}, {"b", b, false}} {
 		if got := h.tr.Retried(bg, tc.k, ts(5)); got != tc.live {
 			t.Errorf("%s live = %v, want %v", tc.name, got, tc.live)
 		}
 	}
-	h.assertMetric(wantEvicted(point(attribute.NewSet(catalog.Namespace.String("n")), 2)))
+	h.assertMetric(wantEvicted(point(attribute.NewSet(catalog.Namespace.String("n")), 1)))
 	h.assertMetric(wantInflight(point(attrs("n", "t"), 3)))
 }
 
@@ -591,10 +591,13 @@ func TestTrackerConcurrentSafe(t *testing.T) {
 			if d := total(s.dispatched); d != sum.dispatched {
 				t.Errorf("dispatched = %d, new dispatches reported %d", d, sum.dispatched)
 			}
-			if completed != sum.finished+sum.abandoned || durations != uint64(completed) {
-				t.Errorf("completed = %d, durations = %d, want %d matched + %d abandoned", completed, durations, sum.finished, sum.abandoned)
+			// A terminal or a retry that arrives before its dispatch is
+			// recorded when the dispatch arrives, so the calls' results
+			// are lower bounds.
+			if completed < sum.finished+sum.abandoned || durations != uint64(completed) {
+				t.Errorf("completed = %d, durations = %d, want at least %d matched + %d abandoned", completed, durations, sum.finished, sum.abandoned)
 			}
-			if r := total(s.retried); r != sum.retried {
+			if r := total(s.retried); r < sum.retried {
 				t.Errorf("retried = %d, retries reported %d", r, sum.retried)
 			}
 			if sum.dispatched != completed+evicted+live {
@@ -606,7 +609,7 @@ func TestTrackerConcurrentSafe(t *testing.T) {
 			if tc.maxInFlight > 0 && (evicted == 0 || live > int64(tc.maxInFlight)) {
 				t.Errorf("evicted %d with live %d under bound %d: eviction not exercised or bound broken", evicted, live, tc.maxInFlight)
 			}
-			if _, err := h.tr.live.check(); err != nil {
+			if err := h.tr.join.check(); err != nil {
 				t.Error(err)
 			}
 

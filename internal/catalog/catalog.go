@@ -33,10 +33,11 @@ const (
 	ActivityPairingEvicted    = "aion.activity.pairing.evicted"
 	KeyspaceOperationDuration = "aion.keyspace.operation.duration"
 	KeyspaceAppendBatchSize   = "aion.keyspace.append.batch_size"
-	// StoreLifecycleUnordered counts committed append batches observed
-	// before an earlier append of the same workflow returned, because too
-	// much was waiting behind it.
-	StoreLifecycleUnordered = "aion.store.lifecycle.unordered"
+	// PairingForgotten counts facts the pairing tracker remembered for a
+	// partner that had not arrived (a terminal before its dispatch, a
+	// close before its run's start, a settlement waiting for history
+	// positions not observed) and that its memory bound dropped.
+	PairingForgotten = "aion.pairing.forgotten"
 )
 
 // Units (UCUM; the annotations in braces are dropped from Prometheus names).
@@ -47,7 +48,7 @@ const (
 	UnitSignal   = "{signal}"
 	UnitSchedule = "{schedule}"
 	UnitEvent    = "{event}"
-	UnitBatch    = "{batch}"
+	UnitFact     = "{fact}"
 )
 
 // Attribute keys the semantic conventions define.

@@ -1,0 +1,89 @@
+package pairing
+
+import (
+	"errors"
+	"fmt"
+)
+
+// check verifies the join's structural invariants: every item is in the
+// queue its state says, the counts agree, the age heaps hold exactly the
+// activities in flight, and nothing freed is still reachable. Tests call
+// it after every step.
+func (j *join) check() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	live, remembered, active := 0, 0, 0
+	inHeaps := 0
+	for _, h := range j.ages {
+		for i, a := range *h {
+			if a.heap != i || a.state != actLive {
+				fail("age heap: activity %d at %d says %d, state %d", a.id, i, a.heap, a.state)
+			}
+			inHeaps++
+		}
+	}
+	count := func(s *slot) {
+		switch s.in {
+		case &j.live:
+			live++
+		case &j.remembered:
+			remembered++
+		}
+	}
+	for k, w := range j.workflows {
+		if w.key != k {
+			fail("workflow %v filed under %v", w.key, k)
+		}
+		count(&w.slot)
+		if (len(w.runs) == 0) != (w.slot.in == &j.remembered) {
+			fail("workflow %v has %d runs and is in queue %p", k, len(w.runs), w.slot.in)
+		}
+		for id, r := range w.runs {
+			if r.id != id || r.wf != w {
+				fail("run %v filed under %v", r.id, id)
+			}
+			count(&r.slot)
+			want := map[runState]*queue{runNone: nil, runPending: &j.remembered, runOpen: &j.live, runClosing: &j.remembered, runDone: &j.remembered}[r.state]
+			if r.slot.in != want {
+				fail("run %v in state %d is in the wrong queue", id, r.state)
+			}
+			if r.state == runNone && len(r.acts) == 0 {
+				fail("empty run %v kept", id)
+			}
+			for aid, a := range r.acts {
+				if a.id != aid || a.run != r {
+					fail("activity %d filed under %d", a.id, aid)
+				}
+				count(&a.slot)
+				wantQ := &j.remembered
+				if a.state == actLive {
+					wantQ = &j.live
+					active++
+					if !a.dispatched {
+						fail("activity %d in flight without a dispatch", aid)
+					}
+				}
+				if a.slot.in != wantQ {
+					fail("activity %d in state %d is in the wrong queue", aid, a.state)
+				}
+			}
+		}
+	}
+	if live != j.live.n || remembered != j.remembered.n {
+		fail("queues count %d/%d items, the workflows hold %d/%d", j.live.n, j.remembered.n, live, remembered)
+	}
+	if active != j.active || inHeaps != active {
+		fail("active = %d, %d in flight, %d in the age heaps", j.active, active, inHeaps)
+	}
+	if j.live.n > j.live.max || j.remembered.n > j.remembered.max {
+		fail("over the bound: %d/%d live, %d/%d remembered", j.live.n, j.live.max, j.remembered.n, j.remembered.max)
+	}
+	for _, q := range []*queue{&j.live, &j.remembered} {
+		if len(q.items)-q.head > 2*q.n+minQueue {
+			fail("queue holds %d entries for %d items", len(q.items)-q.head, q.n)
+		}
+	}
+	return errors.Join(errs...)
+}

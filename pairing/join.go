@@ -1,0 +1,784 @@
+package pairing
+
+import (
+	"container/heap"
+	"sync"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/aionotel/aionotel/eventstore"
+)
+
+// The join: what the tracker knows of each workflow, and the rules that
+// turn facts into telemetry whatever order they arrive in.
+//
+// A fact is remembered until its partner arrives: a dispatch waits for its
+// settler, a terminal or a retry for its dispatch, a close for its run's
+// start. A pairing is decided from the facts that take part in it, by
+// their history positions, never by arrival order:
+//
+//   - an activity's settler is the earliest, by position, of its terminal
+//     and its run's closes that follow its dispatch (a close settles it as
+//     abandoned); until a settler is known it is in flight;
+//   - a run's settler is its earliest close that follows its start;
+//   - a pairing is final, and its completion, duration and span recorded,
+//     once every position between its two facts has been observed, so
+//     that no unobserved fact can come between them (a terminal committed
+//     before the close but observed after it). Facts without a position
+//     (the per-fact methods) are final on arrival.
+//
+// State only moves forward (unpaired, in flight, settling, done), so a
+// fact that repeats, or arrives late, can only complete what is missing.
+
+// wfKey names a workflow in a namespace: the scope of history positions.
+type wfKey struct {
+	namespace string
+	id        eventstore.WorkflowID
+}
+
+type workflow struct {
+	// slot holds a workflow in the remembered queue while it has no runs:
+	// a batch without facts still fills in its positions.
+	slot
+	key  wfKey
+	seen seen
+	runs map[eventstore.RunID]*run
+	// waiting are the settling activities and closing runs: their
+	// decision waits for positions not yet observed.
+	waiting []queued
+}
+
+// The states of a run's marker.
+type runState uint8
+
+const (
+	runNone    runState = iota // no start, no close: a container for activities
+	runPending                 // closed, start not known
+	runOpen                    // started, no close follows: live
+	runClosing                 // started and closed, positions between missing
+	runDone                    // closed and recorded
+)
+
+type run struct {
+	slot
+	wf   *workflow
+	id   eventstore.RunID
+	acts map[eventstore.ActivityID]*activity
+	peak int // most activities held at once since acts was made
+
+	state     runState
+	started   bool
+	startPos  position
+	startAt   int64
+	wa        *workflowAttrs
+	startCall callRef
+	ns        *nsAttrs    // for counting a drop of the run's facts
+	closes    []closeFact // sorted by position, at most maxCloses
+	emitted   bool        // the run's duration and span are recorded
+	span      trace.Span  // the open run span, once attached
+	spanSC    trace.SpanContext
+	gen       uint64 // bumped on reuse: a span started for an older use is not attached
+}
+
+// maxCloses bounds the closes a run remembers (a run reopened and closed
+// again and again); past it the latest are not kept.
+const maxCloses = 8
+
+type closeFact struct {
+	pos    position
+	at     int64
+	status int // index in statuses
+	next   eventstore.RunID
+	call   callRef
+	live   bool
+}
+
+// The states of an activity.
+type actState uint8
+
+const (
+	actUnpaired actState = iota // facts known, dispatch not
+	actLive                     // dispatched, no settler known: in flight
+	actSettling                 // settler known, positions between missing
+	actDone                     // settled and recorded
+)
+
+type activity struct {
+	slot
+	run *run
+	id  eventstore.ActivityID
+
+	state      actState
+	dispatched bool
+	dpos       position
+	dat        int64
+	ta         *typeAttrs
+	dcall      callRef
+	counted    bool // aion.activities.dispatched counted for it
+
+	hasTerm bool
+	term    termFact
+	retries []retryFact // sorted by position, at most maxRetries
+	extra   uint32      // retries past maxRetries
+
+	emitted bool
+	span    trace.Span
+	spanSC  trace.SpanContext
+	heap    int // index in its type's age heap while live
+	gen     uint64
+}
+
+// maxRetries bounds the retries an activity remembers for its span events
+// and for recognising a repeat; later ones are only counted.
+const maxRetries = 32
+
+type termFact struct {
+	pos     position
+	at      int64
+	outcome int // index in outcomes
+	call    callRef
+	live    bool
+}
+
+type retryFact struct {
+	pos     position
+	at      int64
+	live    bool
+	counted bool
+}
+
+// callRef is the span context of the store call that wrote a fact, kept
+// small: a link to it needs no trace state.
+type callRef struct {
+	trace trace.TraceID
+	span  trace.SpanID
+	flags trace.TraceFlags
+}
+
+func callOf(sc trace.SpanContext) callRef {
+	if !sc.IsValid() {
+		return callRef{}
+	}
+	return callRef{trace: sc.TraceID(), span: sc.SpanID(), flags: sc.TraceFlags()}
+}
+
+func (c callRef) spanContext() trace.SpanContext {
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: c.trace, SpanID: c.span, TraceFlags: c.flags})
+}
+
+// settler is what settles an activity: its terminal, or a close of its run
+// (outcome abandoned).
+type settler struct {
+	ok      bool
+	pos     position
+	at      int64
+	outcome int
+	call    callRef
+	live    bool
+}
+
+// settler returns a's settler, if one is known. a is dispatched.
+func (a *activity) settler() settler {
+	var s settler
+	if a.hasTerm && a.term.pos.follows(a.dpos) {
+		t := a.term
+		s = settler{ok: true, pos: t.pos, at: t.at, outcome: t.outcome, call: t.call, live: t.live}
+	}
+	for _, c := range a.run.closes {
+		if !c.pos.follows(a.dpos) {
+			continue
+		}
+		if !s.ok || c.pos.before(s.pos) {
+			s = settler{ok: true, pos: c.pos, at: c.at, outcome: abandonedIndex, call: c.call, live: c.live}
+		}
+		break // closes are sorted: the first that follows is the earliest
+	}
+	return s
+}
+
+// closer returns the close that settles run r (started), if one is known.
+func (r *run) closer() (closeFact, bool) {
+	for _, c := range r.closes {
+		if c.pos.follows(r.startPos) {
+			return c, true
+		}
+	}
+	return closeFact{}, false
+}
+
+// join holds everything the tracker knows, under one mutex. No method
+// calls an instrument, a tracer or other user code: each appends what is
+// to be recorded to the effects, which the tracker applies after
+// unlocking.
+type join struct {
+	mu         sync.Mutex
+	workflows  map[wfKey]*workflow
+	live       queue // activities in flight and open runs
+	remembered queue // everything else
+	arrival    uint64
+	active     int // activities in flight
+	ages       map[*typeAttrs]*ageHeap
+	spans      bool // timeline on: live activities and open runs get spans
+
+	freeWorkflows []*workflow
+	freeRuns      []*run
+	freeActs      []*activity
+}
+
+// Reuse bounds: at most maxFree workflows, runs and activities wait for
+// reuse, and a run keeps its activity map for the next run only if it never
+// held more than maxRunPeak activities (Go maps never shrink).
+const (
+	maxFree    = 1024
+	maxRunPeak = 8
+)
+
+func newJoin(maxLive, maxRemembered int, spans bool) *join {
+	return &join{
+		workflows:  make(map[wfKey]*workflow),
+		live:       queue{max: maxLive},
+		remembered: queue{max: maxRemembered},
+		ages:       make(map[*typeAttrs]*ageHeap),
+		spans:      spans,
+	}
+}
+
+// workflowOf returns the workflow k, making it if missing.
+func (j *join) workflowOf(k wfKey) *workflow {
+	w := j.workflows[k]
+	if w == nil {
+		if n := len(j.freeWorkflows); n > 0 {
+			w = j.freeWorkflows[n-1]
+			j.freeWorkflows = j.freeWorkflows[:n-1]
+		} else {
+			w = &workflow{runs: make(map[eventstore.RunID]*run)}
+		}
+		w.key = k
+		j.workflows[k] = w
+	}
+	return w
+}
+
+// runOf returns w's run id, making it if missing.
+func (j *join) runOf(w *workflow, id eventstore.RunID) *run {
+	r := w.runs[id]
+	if r == nil {
+		if n := len(j.freeRuns); n > 0 {
+			r = j.freeRuns[n-1]
+			j.freeRuns = j.freeRuns[:n-1]
+		} else {
+			r = &run{}
+		}
+		r.wf, r.id = w, id
+		if r.acts == nil {
+			r.acts = make(map[eventstore.ActivityID]*activity)
+		}
+		w.runs[id] = r
+	}
+	return r
+}
+
+// activityOf returns r's activity id, making it if missing.
+func (j *join) activityOf(r *run, id eventstore.ActivityID) *activity {
+	a := r.acts[id]
+	if a == nil {
+		if n := len(j.freeActs); n > 0 {
+			a = j.freeActs[n-1]
+			j.freeActs = j.freeActs[:n-1]
+		} else {
+			a = &activity{}
+		}
+		a.run, a.id = r, id
+		r.acts[id] = a
+		r.peak = max(r.peak, len(r.acts))
+	}
+	return a
+}
+
+// dispatch applies a dispatch fact and reports whether it is new and
+// whether it put the activity in flight.
+func (j *join) dispatch(w *workflow, f *fact, fx *effects) (isNew, inFlight bool) {
+	a := j.activityOf(j.runOf(w, f.run), f.activity)
+	if f.live && !a.counted {
+		a.counted = true
+		ta := f.ta
+		if a.dispatched {
+			ta = a.ta
+		}
+		fx.add(effect{op: opDispatched, ta: ta})
+	}
+	if a.dispatched {
+		return false, false
+	}
+	a.dispatched, a.dpos, a.dat, a.ta, a.dcall = true, f.pos, f.at, f.ta, f.call
+	// Every type dispatched has an age point (0 while none is in flight),
+	// whether or not an activity of it was ever in flight here.
+	if j.ages[f.ta] == nil {
+		j.ages[f.ta] = new(ageHeap)
+	}
+	// Retries that arrived first are counted now that the type is known.
+	s := a.settler()
+	for i := range a.retries {
+		j.countRetry(a, &a.retries[i], s, fx)
+	}
+	return true, j.resolveActivity(a, fx)
+}
+
+// terminal applies a terminal fact and reports whether it took its
+// activity out of flight.
+func (j *join) terminal(w *workflow, f *fact, fx *effects) bool {
+	a := j.activityOf(j.runOf(w, f.run), f.activity)
+	switch {
+	case a.hasTerm && f.pos.known() && f.pos.seq == a.term.pos.seq:
+		if !f.live || a.term.live {
+			return false // a repeat
+		}
+		a.term.live = true // seen committing here: its completion is ours
+	case a.state == actDone:
+		return false
+	case a.dispatched && !f.pos.follows(a.dpos):
+		return false // before its own dispatch: not a terminal of it
+	case a.hasTerm && !f.pos.before(a.term.pos):
+		return false // a later terminal: the earliest settles
+	default:
+		a.hasTerm = true
+		a.term = termFact{pos: f.pos, at: f.at, outcome: f.outcome, call: f.call, live: f.live}
+	}
+	before := a.state
+	j.resolveActivity(a, fx)
+	return before == actLive && a.state != actLive
+}
+
+// retry applies a retry fact and reports whether it was counted.
+func (j *join) retry(w *workflow, f *fact, fx *effects) bool {
+	a := j.activityOf(j.runOf(w, f.run), f.activity)
+	i, found := a.findRetry(f.pos, f.at)
+	switch {
+	case found:
+		if f.live && !a.retries[i].live {
+			a.retries[i].live = true
+		} else {
+			return false
+		}
+	case len(a.retries) < maxRetries:
+		a.retries = append(a.retries, retryFact{})
+		copy(a.retries[i+1:], a.retries[i:])
+		a.retries[i] = retryFact{pos: f.pos, at: f.at, live: f.live}
+	default:
+		a.extra++
+		i = -1
+	}
+	if !a.dispatched {
+		j.place(a, &j.remembered)
+		return false
+	}
+	if i < 0 {
+		if f.live && a.state == actLive {
+			fx.add(effect{op: opRetried, ta: a.ta})
+			return true
+		}
+		return false
+	}
+	return j.countRetry(a, &a.retries[i], a.settler(), fx)
+}
+
+// findRetry returns where a retry at (pos, at) is, or would go, in
+// a.retries, and whether it is there: a retry is the same retry when its
+// Seq is, or, without a Seq, when its time is.
+func (a *activity) findRetry(pos position, at int64) (int, bool) {
+	for i, r := range a.retries {
+		if pos.known() && r.pos.seq == pos.seq || !pos.known() && !r.pos.known() && r.at == at {
+			return i, true
+		}
+		if pos.before(r.pos) {
+			return i, false
+		}
+	}
+	return len(a.retries), false
+}
+
+// countRetry counts a live retry of dispatched activity a once, unless its
+// settler s comes before it.
+func (j *join) countRetry(a *activity, r *retryFact, s settler, fx *effects) bool {
+	if !r.live || r.counted || !r.pos.follows(a.dpos) || s.ok && !r.pos.before(s.pos) {
+		return false
+	}
+	r.counted = true
+	fx.add(effect{op: opRetried, ta: a.ta})
+	return true
+}
+
+// start applies a run's start fact and reports whether it is new.
+func (j *join) start(w *workflow, f *fact, fx *effects) bool {
+	r := j.runOf(w, f.run)
+	r.ns = f.ns
+	if r.started {
+		return false
+	}
+	r.started, r.startPos, r.startAt, r.wa, r.startCall = true, f.pos, f.at, f.wa, f.call
+	j.resolveRun(r, fx)
+	return true
+}
+
+// close applies a close fact and returns the number of activities it
+// settled.
+func (j *join) close(w *workflow, f *fact, fx *effects) int {
+	r := j.runOf(w, f.run)
+	if r.ns == nil {
+		r.ns = f.ns
+	}
+	c := closeFact{pos: f.pos, at: f.at, status: f.status, next: f.next, call: f.call, live: f.live}
+	at := len(r.closes)
+	for i, old := range r.closes {
+		if f.pos.known() && old.pos.seq == f.pos.seq {
+			if !f.live || old.live {
+				return 0 // a repeat
+			}
+			r.closes[i].live = true
+			at = -1
+			break
+		}
+		if f.pos.before(old.pos) {
+			at = i
+			break
+		}
+	}
+	if at >= 0 {
+		if at == maxCloses {
+			return 0
+		}
+		if len(r.closes) == maxCloses {
+			r.closes = r.closes[:maxCloses-1]
+		}
+		r.closes = append(r.closes, closeFact{})
+		copy(r.closes[at+1:], r.closes[at:])
+		r.closes[at] = c
+	}
+	j.resolveRun(r, fx)
+	n := 0
+	for _, a := range r.acts {
+		if a.state == actLive || a.state == actSettling {
+			before := a.state
+			j.resolveActivity(a, fx)
+			if before == actLive && a.state != actLive {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// resolveActivity moves a to the state its facts decide, recording what
+// the move means, and reports whether a is newly in flight.
+func (j *join) resolveActivity(a *activity, fx *effects) bool {
+	if !a.dispatched {
+		j.place(a, &j.remembered)
+		return false
+	}
+	s := a.settler()
+	if !s.ok {
+		if a.state == actLive {
+			return false
+		}
+		a.state = actLive
+		j.active++
+		heap.Push(j.ages[a.ta], a)
+		if j.spans {
+			fx.add(effect{op: opStartActivity, act: a, gen: a.gen, ta: a.ta, key: a.key(), from: a.dat, start: a.dcall, parent: a.run.spanSC})
+		}
+		j.place(a, &j.live)
+		return true
+	}
+	switch a.state {
+	case actLive:
+		j.leaveFlight(a)
+		fx.add(effect{op: opGauge, ta: a.ta})
+	case actDone:
+		if !a.emitted && s.live { // the settler is now seen committing here
+			a.emitted = true
+			fx.add(settleEffect(a, s, fx))
+		}
+		return false
+	}
+	if !a.run.wf.seen.between(a.dpos, s.pos) {
+		a.state = actSettling
+		j.wait(a.run.wf, queued{act: a})
+		j.place(a, &j.remembered)
+		return false
+	}
+	a.state = actDone
+	j.unwait(a.run.wf, queued{act: a})
+	if s.live {
+		a.emitted = true
+		fx.add(settleEffect(a, s, fx))
+	}
+	a.span, a.spanSC = nil, trace.SpanContext{} // moved to the effect, or dropped
+	j.place(a, &j.remembered)
+	return false
+}
+
+// settleEffect is the record of a's completion by s: the counter, the
+// duration and the span, ending the open one or, if it has none, made
+// whole. The times of the retries between the two go to fx.times.
+func settleEffect(a *activity, s settler, fx *effects) effect {
+	e := effect{op: opSettle, ta: a.ta, outcome: s.outcome, from: a.dat, to: s.at, span: a.span,
+		key: a.key(), start: a.dcall, end: s.call, parent: a.run.spanSC, retryAt: len(fx.times)}
+	for _, r := range a.retries {
+		if r.pos.follows(a.dpos) && r.pos.before(s.pos) {
+			fx.times = append(fx.times, r.at)
+		}
+	}
+	e.retryTimes = len(fx.times) - e.retryAt
+	e.retries = uint32(e.retryTimes) + a.extra
+	return e
+}
+
+// leaveFlight takes live activity a out of the in-flight count and its age
+// heap.
+func (j *join) leaveFlight(a *activity) {
+	heap.Remove(j.ages[a.ta], a.heap)
+	j.active--
+}
+
+// resolveRun moves run r to the state its facts decide.
+func (j *join) resolveRun(r *run, fx *effects) {
+	if !r.started {
+		if len(r.closes) > 0 && r.state == runNone {
+			r.state = runPending
+			j.place(r, &j.remembered)
+		}
+		return
+	}
+	c, ok := r.closer()
+	if !ok {
+		if r.state == runOpen {
+			return
+		}
+		r.state = runOpen
+		if j.spans {
+			fx.add(effect{op: opStartRun, run: r, gen: r.gen, wa: r.wa, key: r.key(), from: r.startAt, start: r.startCall})
+		}
+		j.place(r, &j.live)
+		return
+	}
+	if r.state == runDone {
+		if !r.emitted && c.live {
+			r.emitted = true
+			fx.add(j.closeEffect(r, c))
+		}
+		return
+	}
+	if !r.wf.seen.between(r.startPos, c.pos) {
+		r.state = runClosing
+		j.wait(r.wf, queued{run: r})
+		j.place(r, &j.remembered)
+		return
+	}
+	r.state = runDone
+	j.unwait(r.wf, queued{run: r})
+	if c.live {
+		r.emitted = true
+		fx.add(j.closeEffect(r, c))
+	}
+	r.span = nil // moved to the effect, or dropped; spanSC stays as the parent of later activities
+	j.place(r, &j.remembered)
+}
+
+// closeEffect is the record of run r's close c: the duration and the run
+// span, ending the open one or, if it has none, made whole.
+func (j *join) closeEffect(r *run, c closeFact) effect {
+	return effect{op: opClose, wa: r.wa, status: c.status, from: r.startAt, to: c.at, span: r.span,
+		key: r.key(), start: r.startCall, end: c.call, next: c.next}
+}
+
+func (a *activity) key() Key {
+	return Key{Namespace: a.run.wf.key.namespace, WorkflowID: a.run.wf.key.id, RunID: a.run.id, ActivityID: a.id}
+}
+
+func (r *run) key() Key {
+	return Key{Namespace: r.wf.key.namespace, WorkflowID: r.wf.key.id, RunID: r.id}
+}
+
+// place moves an activity or run into queue q, if it is not there. The
+// bound is enforced by trim, once the facts of a call are applied, so that
+// no rule sees an item vanish under it.
+func (j *join) place(item any, q *queue) {
+	var e queued
+	var s *slot
+	switch v := item.(type) {
+	case *activity:
+		e, s = queued{act: v}, &v.slot
+	case *run:
+		e, s = queued{run: v}, &v.slot
+	case *workflow:
+		e, s = queued{wf: v}, &v.slot
+	}
+	if s.in != q {
+		remove(s)
+		q.push(e, s)
+	}
+}
+
+// trim drops the oldest items of each queue while it is over its bound.
+func (j *join) trim(fx *effects) {
+	for j.live.full() {
+		j.drop(j.live.pop(), true, fx)
+	}
+	for j.remembered.full() {
+		j.drop(j.remembered.pop(), false, fx)
+	}
+}
+
+// drop forgets an item the bound pushed out of its queue, recording the
+// loss: a live activity releases its gauge slot and counts as evicted, an
+// open run counts as evicted; remembered facts still waiting for a partner
+// or a position count as forgotten, settled ones go silently. Spans are
+// dropped unended, so they are never exported.
+func (j *join) drop(e queued, live bool, fx *effects) {
+	if w := e.wf; w != nil { // positions only
+		j.freeWorkflow(w)
+		return
+	}
+	if a := e.act; a != nil {
+		switch {
+		case a.state == actLive:
+			j.leaveFlight(a)
+			fx.add(effect{op: opEvicted, ta: a.ta})
+		case a.state != actDone:
+			fx.add(effect{op: opForgotten, ns: j.nsOf(a.run)})
+		}
+		j.unwait(a.run.wf, e)
+		j.freeActivity(a)
+		return
+	}
+	r := e.run
+	switch {
+	case r.state == runOpen && live:
+		fx.add(effect{op: opRunEvicted, ns: j.nsOf(r)})
+	case r.state == runClosing || r.state == runPending:
+		fx.add(effect{op: opForgotten, ns: j.nsOf(r)})
+	}
+	j.unwait(r.wf, e)
+	// Without its closes, the run's settled activities could not be told
+	// from new ones: they go with it; those in flight stay.
+	for _, a := range r.acts {
+		if a.state != actLive {
+			if a.state != actDone {
+				fx.add(effect{op: opForgotten, ns: j.nsOf(r)})
+			}
+			remove(&a.slot)
+			j.unwait(r.wf, queued{act: a})
+			j.freeActivity(a)
+		}
+	}
+	r.state, r.started, r.wa, r.span, r.spanSC, r.emitted = runNone, false, nil, nil, trace.SpanContext{}, false
+	r.closes = r.closes[:0]
+	j.freeRunIfEmpty(r)
+}
+
+// nsOf returns the namespace options to count a drop of r's facts under.
+func (j *join) nsOf(r *run) *nsAttrs {
+	if r.ns != nil {
+		return r.ns
+	}
+	for _, a := range r.acts {
+		if a.ta != nil {
+			return a.ta.ns
+		}
+	}
+	return nil
+}
+
+// wait puts a settling activity or closing run on its workflow's list of
+// decisions that wait for positions.
+func (j *join) wait(w *workflow, e queued) {
+	for _, x := range w.waiting {
+		if x.act == e.act && x.run == e.run {
+			return
+		}
+	}
+	w.waiting = append(w.waiting, e)
+}
+
+func (j *join) unwait(w *workflow, e queued) {
+	for i, x := range w.waiting {
+		if x.act == e.act && x.run == e.run {
+			w.waiting = append(w.waiting[:i], w.waiting[i+1:]...)
+			return
+		}
+	}
+}
+
+// observed records that positions lo..hi of w were observed, and decides
+// the pairings that waited for them.
+func (j *join) observed(w *workflow, lo, hi uint64, fx *effects) {
+	if lo == 0 || !w.seen.add(lo, hi) || len(w.waiting) == 0 {
+		return
+	}
+	// Resolving removes from w.waiting: work on a copy of the list head.
+	var buf [8]queued
+	pending := append(buf[:0], w.waiting...)
+	for _, e := range pending {
+		if e.act != nil {
+			j.resolveActivity(e.act, fx)
+		} else {
+			j.resolveRun(e.run, fx)
+		}
+	}
+}
+
+// freeActivity unlinks a from its run (and the run from its workflow, if
+// now empty) and keeps it for reuse.
+func (j *join) freeActivity(a *activity) {
+	r := a.run
+	delete(r.acts, a.id)
+	retries := a.retries[:0]
+	gen := a.gen + 1
+	*a = activity{retries: retries, gen: gen}
+	if len(j.freeActs) < maxFree {
+		j.freeActs = append(j.freeActs, a)
+	}
+	j.freeRunIfEmpty(r)
+}
+
+// freeRunIfEmpty frees r if it holds nothing, and its workflow likewise.
+func (j *join) freeRunIfEmpty(r *run) {
+	if r.state != runNone || len(r.acts) > 0 || r.slot.in != nil {
+		return
+	}
+	w := r.wf
+	delete(w.runs, r.id)
+	acts, peak, closes, gen := r.acts, r.peak, r.closes[:0], r.gen+1
+	*r = run{closes: closes, gen: gen}
+	if peak <= maxRunPeak { // keep the small map
+		clear(acts)
+		r.acts, r.peak = acts, peak
+	}
+	if len(j.freeRuns) < maxFree {
+		j.freeRuns = append(j.freeRuns, r)
+	}
+	if len(w.runs) == 0 && w.slot.in == nil {
+		j.freeWorkflow(w)
+	}
+}
+
+// settle keeps a workflow that has no runs in the remembered queue, for its
+// positions, and takes one that has runs out of it.
+func (j *join) settle(w *workflow) {
+	switch {
+	case len(w.runs) == 0:
+		j.place(w, &j.remembered)
+	case w.slot.in != nil:
+		remove(&w.slot)
+	}
+}
+
+// freeWorkflow forgets a workflow that has no runs, and keeps it for reuse.
+func (j *join) freeWorkflow(w *workflow) {
+	delete(j.workflows, w.key)
+	runs, ranges, waiting := w.runs, w.seen.ranges[:0], w.waiting[:0]
+	*w = workflow{runs: runs, seen: seen{ranges: ranges}, waiting: waiting}
+	if len(j.freeWorkflows) < maxFree {
+		j.freeWorkflows = append(j.freeWorkflows, w)
+	}
+}
