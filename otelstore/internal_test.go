@@ -3,8 +3,6 @@ package otelstore
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
@@ -106,125 +104,6 @@ func TestDurationIsInnerCallTime(t *testing.T) {
 	t.Fatal("no duration recorded")
 }
 
-// hung is a store whose Append at one expected seq commits and then does not
-// return until released: an inner call that hangs.
-type hung struct {
-	*eventstore.Memory
-	at      uint64
-	reached chan struct{}
-	release chan struct{}
-}
-
-func (h *hung) Append(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) error {
-	err := h.Memory.Append(ctx, tok, wf, events, expectedSeq)
-	if expectedSeq == h.at {
-		close(h.reached)
-		<-h.release
-	}
-	return err
-}
-
-// Regression (issue 12.2): behind an append that does not return, a
-// workflow holds at most maxWaiting facts waiting; past that the waiting
-// batches are observed out of order and counted on
-// aion.store.lifecycle.unordered, and nothing is lost once the hung append
-// returns.
-func TestWaitingBoundedBehindHungAppend(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	inner := &hung{Memory: eventstore.NewMemory(), at: 1, reached: make(chan struct{}), release: make(chan struct{})}
-	s, err := New(struct{ eventstore.Store }{inner}, WithMeterProvider(mp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, tok := context.Background(), eventstore.RecorderToken()
-	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
-	signal := []eventstore.Event{eventstore.SignalReceived{Envelope: eventstore.Envelope{RunID: run, RecordedAt: time.Unix(1, 0)}}}
-	if err := s.Append(ctx, tok, wf, signal, 0); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error)
-	go func() { done <- s.Append(ctx, tok, wf, signal, 1) }()
-	<-inner.reached
-	const later = 3 * maxWaiting
-	for i := range uint64(later) {
-		if err := s.Append(ctx, tok, wf, signal, 2+i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	life := s.(*plainStore).life
-	sh := life.shard(wf)
-	sh.mu.Lock()
-	waiting := sh.workflows[wf].facts
-	sh.mu.Unlock()
-	if waiting > maxWaiting {
-		t.Errorf("%d facts waiting behind the hung append, want at most %d", waiting, maxWaiting)
-	}
-	observedEarly := int64(later - waiting)
-	counters := func() (signals, unordered int64) {
-		var rm metricdata.ResourceMetrics
-		if err := reader.Collect(ctx, &rm); err != nil {
-			t.Fatal(err)
-		}
-		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				if sum, ok := m.Data.(metricdata.Sum[int64]); ok && len(sum.DataPoints) == 1 {
-					switch m.Name {
-					case "aion.signals.delivered":
-						signals = sum.DataPoints[0].Value
-					case "aion.store.lifecycle.unordered":
-						unordered = sum.DataPoints[0].Value
-					}
-				}
-			}
-		}
-		return signals, unordered
-	}
-	signals, unordered := counters()
-	if signals != 1+observedEarly || unordered == 0 || unordered != observedEarly {
-		t.Errorf("before the hung append returned: %d signals, %d unordered; want %d and %d", signals, unordered, 1+observedEarly, observedEarly)
-	}
-	close(inner.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	signals, unordered = counters()
-	if signals != 2+later || unordered != observedEarly {
-		t.Errorf("after: %d signals, %d unordered; want %d and %d", signals, unordered, 2+later, observedEarly)
-	}
-	if len(sh.workflows) != 0 {
-		t.Errorf("%d workflows still tracked after every append returned", len(sh.workflows))
-	}
-}
-
-// seqSet against a model (a plain slice), through sizes past its inline
-// part, in seeded random order.
-func TestSeqSetModel(t *testing.T) {
-	for seed := range uint64(20) {
-		rng := rand.New(rand.NewPCG(seed, seed))
-		var s seqSet
-		var model []uint64
-		for step := range 500 {
-			if len(model) > 0 && rng.IntN(2) == 0 {
-				v := model[rng.IntN(len(model))]
-				s.remove(v)
-				model = slices.Delete(model, slices.Index(model, v), slices.Index(model, v)+1)
-			} else {
-				v := uint64(rng.IntN(8)) // repeats: it is a multiset
-				s.add(v)
-				model = append(model, v)
-			}
-			want := ^uint64(0)
-			if len(model) > 0 {
-				want = slices.Min(model)
-			}
-			if s.min() != want || s.empty() != (len(model) == 0) || s.n != len(model) {
-				t.Fatalf("seed %d step %d: min %d empty %v n %d; model %v", seed, step, s.min(), s.empty(), s.n, model)
-			}
-		}
-	}
-}
-
 // Regression: a wake channel the caller closed made AppendWithOutbox panic
 // after the events and rows had committed, so the caller took a committed
 // append for a failed one. The append now returns nil, the rows are there,
@@ -261,74 +140,94 @@ func TestOutboxWakeOnClosedChannelReportsInsteadOfPanicking(t *testing.T) {
 	}
 }
 
-// heldStore commits an Append at seq holdAt, then holds its return until
-// released.
-type heldStore struct {
+// hung is a store whose Append at one expected seq commits and then does not
+// return until released: an inner call that hangs.
+type hung struct {
 	*eventstore.Memory
-	holdAt           uint64
-	reached, release chan struct{}
+	at      uint64
+	reached chan struct{}
+	release chan struct{}
 }
 
-func (g *heldStore) Append(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) error {
-	err := g.Memory.Append(ctx, tok, wf, events, expectedSeq)
-	if expectedSeq == g.holdAt {
-		close(g.reached)
-		<-g.release
+func (h *hung) Append(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) error {
+	err := h.Memory.Append(ctx, tok, wf, events, expectedSeq)
+	if expectedSeq == h.at {
+		close(h.reached)
+		<-h.release
 	}
 	return err
 }
 
-type ctxKey struct{}
-
-// Regression: a batch waiting behind an earlier in-flight append kept the
-// caller's context (its values, however large or secret, and its
-// cancellation) after Append returned, for as long as the earlier append
-// hung. It now keeps only the span context.
-func TestWaitingBatchKeepsNoCallerContext(t *testing.T) {
-	g := &heldStore{Memory: eventstore.NewMemory(), holdAt: 1, reached: make(chan struct{}), release: make(chan struct{})}
-	s, err := New(struct{ eventstore.Store }{g}, WithMeterProvider(noop.NewMeterProvider()))
+// An append that has committed and not returned holds nothing back: later
+// appends of the workflow are observed when they return, and what the hung
+// one says (here, the terminal of an activity whose run closed after it)
+// still decides the outcome once it returns: succeeded, not abandoned.
+func TestHungAppendHoldsNothingBack(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	inner := &hung{Memory: eventstore.NewMemory(), at: 2, reached: make(chan struct{}), release: make(chan struct{})}
+	s, err := New(struct{ eventstore.Store }{inner}, WithMeterProvider(mp), WithTimelineSpans(false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, tok, wf, run := context.Background(), eventstore.RecorderToken(), eventstore.NewWorkflowID(), eventstore.NewRunID()
-	env := eventstore.Envelope{RunID: run}
-	if err := s.Append(ctx, tok, wf, []eventstore.Event{eventstore.WorkflowStarted{Envelope: env, WorkflowType: "checkout"}}, 0); err != nil {
-		t.Fatal(err)
+	ctx, tok := context.Background(), eventstore.RecorderToken()
+	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
+	env := func(sec int64) eventstore.Envelope { return eventstore.Envelope{RunID: run, RecordedAt: time.Unix(sec, 0)} }
+	history := [][]eventstore.Event{
+		{eventstore.WorkflowStarted{Envelope: env(1), WorkflowType: "w"}},
+		{eventstore.ActivityScheduled{Envelope: env(2), ActivityID: 0, ActivityType: "a"}},
+		{eventstore.ActivityCompleted{Envelope: env(5), ActivityID: 0}}, // hangs after committing
+		{eventstore.SignalReceived{Envelope: env(6)}},
+		{eventstore.WorkflowCompleted{Envelope: env(7)}},
+	}
+	for i, b := range history[:2] {
+		if err := s.Append(ctx, tok, wf, b, uint64(i)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	done := make(chan error)
-	go func() {
-		done <- s.Append(ctx, tok, wf, []eventstore.Event{eventstore.SignalReceived{Envelope: env}}, 1)
-	}()
-	<-g.reached
-	released := false
-	defer func() {
-		if !released {
-			close(g.release)
-			<-done
+	go func() { done <- s.Append(ctx, tok, wf, history[2], 2) }()
+	<-inner.reached
+	for i, b := range history[3:] {
+		if err := s.Append(ctx, tok, wf, b, uint64(3+i)); err != nil {
+			t.Fatal(err)
 		}
-	}()
-	callerCtx, cancel := context.WithCancel(context.WithValue(ctx, ctxKey{}, "the caller's secret"))
-	defer cancel()
-	if err := s.Append(callerCtx, tok, wf, []eventstore.Event{eventstore.ActivityScheduled{Envelope: env, ActivityType: "charge"}}, 2); err != nil {
-		t.Fatal(err)
 	}
-	life := s.(*plainStore).life
-	sh := life.shard(wf)
-	sh.mu.Lock()
-	waiting := sh.workflows[wf].waiting
-	if len(waiting) != 1 {
-		sh.mu.Unlock()
-		t.Fatalf("%d batches waiting, want 1", len(waiting))
+	sums := func() map[string]int64 {
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(ctx, &rm); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+					for _, dp := range sum.DataPoints {
+						name := m.Name
+						if o, ok := dp.Attributes.Value("aion.activity.outcome"); ok {
+							name += "/" + o.AsString()
+						}
+						out[name] += dp.Value
+					}
+				}
+			}
+		}
+		return out
 	}
-	kept := waiting[0].ctx
-	sh.mu.Unlock()
-	if kept.Value(ctxKey{}) != nil || kept.Done() != nil {
-		t.Errorf("the waiting batch keeps the caller's context: value %v, cancellable %v", kept.Value(ctxKey{}), kept.Done() != nil)
+	got := sums()
+	if got["aion.signals.delivered"] != 1 || got["aion.workflows.completed"] != 1 {
+		t.Errorf("while an earlier append hangs, later ones are not observed: %v", got)
 	}
-	released = true
-	close(g.release)
+	if got["aion.inflight_activities"] != 0 || got["aion.activities.completed/abandoned"] != 0 {
+		t.Errorf("the close settled the activity before its terminal returned: %v", got)
+	}
+	close(inner.release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	got = sums()
+	if got["aion.activities.completed/succeeded"] != 1 || got["aion.activities.completed/abandoned"] != 0 || got["aion.inflight_activities"] != 0 {
+		t.Errorf("after the hung append returned: %v, want one succeeded, none abandoned, none in flight", got)
 	}
 }
 

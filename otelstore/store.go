@@ -159,8 +159,8 @@ type core struct {
 func (s *core) Unwrap() eventstore.Store { return s.inner }
 
 // Append forwards to the inner store; once it committed, the events are
-// observed as lifecycle metrics (in history order per workflow). Nothing of
-// events is kept after Append returns.
+// observed as lifecycle metrics and pairing facts. Nothing of events is
+// kept after Append returns.
 func (s *core) Append(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) error {
 	return s.observedAppend(ctx, opAppend, workflowID, events, expectedSeq, -1, func(ctx context.Context) error {
 		return s.inner.Append(ctx, token, workflowID, events, expectedSeq)
@@ -168,9 +168,8 @@ func (s *core) Append(ctx context.Context, token eventstore.WriteToken, workflow
 }
 
 // observedAppend is the body of Append and AppendWithOutbox (rows < 0: no
-// outbox): one timed window around commit, the inner call, then the
-// lifecycle observation of what it committed and the outbox wake, outside
-// the window.
+// outbox): the timed call, then, once it committed, the observation of
+// what it committed and the outbox wake, outside the timed window.
 func (s *core) observedAppend(ctx context.Context, op opID, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64, rows int, commit func(context.Context) error) (err error) {
 	c := s.t.begin(ctx, op)
 	defer c.end(&err)
@@ -187,21 +186,16 @@ func (s *core) observedAppend(ctx context.Context, op opID, workflowID eventstor
 			c.annotate(perCall[:]...)
 		}
 	}
-	s.life.start(workflowID, expectedSeq)
-	returned := false
-	defer func() {
-		if !returned { // the inner store panicked
-			s.life.finish(c.ctx, workflowID, expectedSeq, nil, false)
-		}
-	}()
 	err = commit(c.ctx)
-	returned = true
 	c.finish(err)
-	s.life.finish(c.ctx, workflowID, expectedSeq, events, err == nil)
-	if err == nil && rows > 0 && s.wake != nil {
+	if err != nil {
+		return err
+	}
+	s.life.observe(c.ctx, workflowID, expectedSeq+1, events)
+	if rows > 0 && s.wake != nil {
 		s.sendWake()
 	}
-	return err
+	return nil
 }
 
 // sendWake makes the one non-blocking wake send. A channel the caller closed

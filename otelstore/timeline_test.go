@@ -142,8 +142,11 @@ func TestTimelineContinueAsNew(t *testing.T) {
 	if v, _ := attrValue(a, otelstore.AttrRunID); v.AsString() != first.String() {
 		t.Errorf("first run span is of run %v, want %v", v.String(), first)
 	}
-	if links(a)["next_run"].TraceID() != b.SpanContext().TraceID() || !links(b)["previous_run"].Equal(a.SpanContext()) {
-		t.Errorf("links %v and %v do not chain the runs", links(a), links(b))
+	if links(a)["next_run"].TraceID() != b.SpanContext().TraceID() {
+		t.Errorf("links %v do not lead to the next run", links(a))
+	}
+	if prev, ok := links(b)["previous_run"]; ok {
+		t.Errorf("the second run links back to %v: whether that span is known depends on arrival order", prev)
 	}
 	acts := h.spansNamed("activity step")
 	if len(acts) != 1 || acts[0].SpanContext().TraceID() != b.SpanContext().TraceID() {

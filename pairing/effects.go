@@ -36,10 +36,13 @@ type effect struct {
 	retryAt    int
 	retryTimes int
 	next       eventstore.RunID
-	// The item an opened span is attached to, and its use.
-	act *activity
-	run *run
-	gen uint64
+	// The item an opened span is attached to, and its use; for an
+	// activity's span, also its run, whose span may be opened in the same
+	// call.
+	act    *activity
+	run    *run
+	gen    uint64
+	runGen uint64
 }
 
 type effectOp uint8
@@ -122,6 +125,7 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 	case opSettle:
 		t.inst.completed.Add(ctx, 1, e.ta.completed[e.outcome]...)
 		t.inst.duration.Record(ctx, secondsBetween(e.from, e.to), e.ta.duration[e.outcome]...)
+		fx.runSpan(e)
 		t.spans.settle(ctx, e, fx.times[e.retryAt:e.retryAt+e.retryTimes])
 	case opEvicted:
 		t.inst.inflight.Add(ctx, -1, e.ta.base...)
@@ -140,12 +144,27 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 		}
 		t.spans.close(ctx, e)
 	case opStartActivity:
+		fx.runSpan(e)
 		if span := t.spans.startActivity(ctx, e); span != nil {
 			fx.opened = append(fx.opened, opened{act: e.act, gen: e.gen, span: span, sc: span.SpanContext()})
 		}
 	case opStartRun:
 		if span := t.spans.startRun(ctx, e); span != nil {
 			fx.opened = append(fx.opened, opened{run: e.run, gen: e.gen, span: span, sc: span.SpanContext()})
+		}
+	}
+}
+
+// runSpan makes a run span opened earlier in the same call the parent of
+// an activity span about to be made, when the join did not hold it yet.
+func (fx *effects) runSpan(e *effect) {
+	if e.parent.IsValid() || e.run == nil {
+		return
+	}
+	for _, o := range fx.opened {
+		if o.run == e.run && o.gen == e.runGen {
+			e.parent = o.sc
+			return
 		}
 	}
 }

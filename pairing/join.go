@@ -484,7 +484,8 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 		j.active++
 		heap.Push(j.ages[a.ta], a)
 		if j.spans {
-			fx.add(effect{op: opStartActivity, act: a, gen: a.gen, ta: a.ta, key: a.key(), from: a.dat, start: a.dcall, parent: a.run.spanSC})
+			fx.add(effect{op: opStartActivity, act: a, gen: a.gen, ta: a.ta, key: a.key(), from: a.dat, start: a.dcall,
+				parent: a.run.spanSC, run: a.run, runGen: a.run.gen})
 		}
 		j.place(a, &j.live)
 		return true
@@ -522,7 +523,7 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 // whole. The times of the retries between the two go to fx.times.
 func settleEffect(a *activity, s settler, fx *effects) effect {
 	e := effect{op: opSettle, ta: a.ta, outcome: s.outcome, from: a.dat, to: s.at, span: a.span,
-		key: a.key(), start: a.dcall, end: s.call, parent: a.run.spanSC, retryAt: len(fx.times)}
+		key: a.key(), start: a.dcall, end: s.call, parent: a.run.spanSC, retryAt: len(fx.times), run: a.run, runGen: a.run.gen}
 	for _, r := range a.retries {
 		if r.pos.follows(a.dpos) && r.pos.before(s.pos) {
 			fx.times = append(fx.times, r.at)
