@@ -1,7 +1,9 @@
 package eventstore
 
-// WriteToken is the capability that proves a caller is the single writer of
-// histories (the engine's recorder). Only [RecorderToken] makes a valid one;
+// WriteToken is the capability that proves a caller is the engine's
+// recorder, the component allowed to write histories. Several goroutines or
+// nodes may hold one and append to the same workflow: optimistic
+// concurrency (the expected seq) decides between them. Only [RecorderToken] makes a valid one;
 // the zero WriteToken{} is invalid and every write refuses it with
 // [ErrInvalidToken], so a forgotten token fails loudly instead of writing.
 type WriteToken struct {

@@ -172,31 +172,36 @@ func benchBaseline(b *testing.B, m *eventstore.Memory, wf eventstore.WorkflowID,
 }
 
 // BenchmarkAppendPairing measures the lifecycle path: an append of one
-// ActivityScheduled and one ActivityCompleted, through the pairing tracker,
-// with the timeline's activity span (sampled, built and dropped by a
-// provider without processor) and without it.
+// ActivityScheduled and one ActivityCompleted of a fresh activity, through
+// the pairing tracker, with the timeline's activity span (sampled, built
+// and dropped by a provider without processor) and without it.
 func BenchmarkAppendPairing(b *testing.B) {
+	const perWorkflow = 1024 // keep histories short: measure the append, not slice growth
+	runID := eventstore.NewRunID()
+	batches := make([][]eventstore.Event, perWorkflow)
+	for i := range batches {
+		e := eventstore.Envelope{RunID: runID, RecordedAt: time.Unix(1, 0)}
+		id := eventstore.ActivityID(i)
+		batches[i] = []eventstore.Event{
+			eventstore.ActivityScheduled{Envelope: e, ActivityID: id, ActivityType: "charge"},
+			eventstore.ActivityCompleted{Envelope: e, ActivityID: id},
+		}
+	}
 	run := func(b *testing.B, s eventstore.Store) {
 		ctx := context.Background()
-		runID := eventstore.NewRunID()
-		e := eventstore.Envelope{RunID: runID, RecordedAt: time.Unix(1, 0)}
-		events := []eventstore.Event{
-			eventstore.ActivityScheduled{Envelope: e, ActivityType: "charge"},
-			eventstore.ActivityCompleted{Envelope: e},
-		}
 		wf := eventstore.NewWorkflowID()
-		var head uint64
+		i := 0
 		b.ReportAllocs()
 		b.ResetTimer()
 		defer reportCPU(b)()
 		for b.Loop() {
-			if head == 2048 { // keep histories short: measure the append, not slice growth
-				wf, head = eventstore.NewWorkflowID(), 0
+			if i == perWorkflow {
+				wf, i = eventstore.NewWorkflowID(), 0
 			}
-			if err := s.Append(ctx, eventstore.RecorderToken(), wf, events, head); err != nil {
+			if err := s.Append(ctx, eventstore.RecorderToken(), wf, batches[i], uint64(2*i)); err != nil {
 				b.Fatal(err)
 			}
-			head += 2
+			i++
 		}
 	}
 	b.Run("bare", func(b *testing.B) { run(b, eventstore.NewMemory()) })

@@ -154,6 +154,6 @@ const (
 	AttrRetryCount = catalog.RetryCount
 	// On each link of a timeline span: what the linked span is, one of
 	// "scheduled", "settled" (activity spans), "started", "closed",
-	// "previous_run", "next_run" (run spans).
+	// "next_run" (run spans).
 	AttrTimelineLink = catalog.TimelineLink
 )

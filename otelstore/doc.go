@@ -16,8 +16,8 @@
 // and returns the inner results and error values unchanged. Every method
 // that can fail is timed and traced under its [Operation]; the timed window
 // is the inner call alone. After an append committed, its events are
-// observed: workflow counters, and activity dispatches and terminals for the
-// [pairing.Tracker], in history order (see [New]), which also rebuilds each
+// observed: workflow counters, and the batch for the [pairing.Tracker],
+// which joins facts whatever order appends return in (see [New]) and rebuilds each
 // run as a trace: a run span and its activity spans with the times history
 // recorded ([WithTimelineSpans]). The keyspace decorator turns committed
 // agent transcripts into GenAI telemetry: token usage, tool calls and,
@@ -56,10 +56,9 @@
 // # Concurrency, limits and errors
 //
 // The decorators are safe for concurrent use whenever the inner store is.
-// The call path takes no lock except, for an append, a short lock (sharded
-// by workflow) around its observation, and the pairing tracker's. Memory is
-// bounded by the cardinality limits, the tracker's bound and, for history
-// order, 1024 waiting events per workflow (see [New]). The constructors
+// The call path takes no lock of the decorator's; an append's observation
+// takes the pairing tracker's, never while user code runs. Memory is
+// bounded by the cardinality limits and the tracker's bounds. The constructors
 // fail only for a nil inner store ([ErrNilStore]) or an option they cannot
 // honour ([ErrInvalidOption]). Telemetry trouble goes to otel.Handle and
 // never fails or slows a store call: a panic of user code on the call path

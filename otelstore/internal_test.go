@@ -172,7 +172,9 @@ func TestHungAppendHoldsNothingBack(t *testing.T) {
 	}
 	ctx, tok := context.Background(), eventstore.RecorderToken()
 	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
-	env := func(sec int64) eventstore.Envelope { return eventstore.Envelope{RunID: run, RecordedAt: time.Unix(sec, 0)} }
+	env := func(sec int64) eventstore.Envelope {
+		return eventstore.Envelope{RunID: run, RecordedAt: time.Unix(sec, 0)}
+	}
 	history := [][]eventstore.Event{
 		{eventstore.WorkflowStarted{Envelope: env(1), WorkflowType: "w"}},
 		{eventstore.ActivityScheduled{Envelope: env(2), ActivityID: 0, ActivityType: "a"}},

@@ -63,22 +63,20 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // aion.activity.retry events. Span start and end are the events'
 // RecordedAt. Each links to the append spans that wrote its first and last
 // events (aion.timeline.link says which); a continue-as-new chain is one
-// trace per run, linked in order, each trace ID derived from the run (see
-// the pairing package). A reopened run gets no second run span: activities
-// dispatched after WorkflowReopened hang under the run's anchor, in its
-// trace. The tracker also records aion.workflow.duration and the
+// trace per run, each linked to the next, each trace ID derived from the
+// run; with the ID generator of pairing.NewIDGenerator installed, span IDs
+// are derived too and every run's trace is one tree (see the pairing
+// package). A reopened run's span ends at its first close. The tracker
+// also records aion.workflow.duration and the
 // aion.activity.oldest_inflight_age gauge.
 //
-// History order: two appends to one workflow can be in flight together and
-// return in either order, so a committed batch is observed only once no
-// append of that workflow with a smaller expected seq is still in flight in
-// this decorator (the last of them to return observes the waiting batches,
-// in order). A workflow holds at most 1024 events waiting: past that, the
-// waiting batches are observed at once, ahead of the earlier append, and
-// each is counted on aion.store.lifecycle.unordered; a batch that returns
-// after a close of its run was so observed ahead has that run settled again
-// (its dispatches end as abandoned), so no gauge slot leaks. Appends by
-// other processes or other decorators are not waited for.
+// Order: each committed batch is handed to the tracker, with its first
+// position (expectedSeq+1), when its append returns. Appends to one
+// workflow may return in any order, through one decorator or several
+// sharing a tracker ([WithPairing]): the tracker joins the facts by their
+// positions, so the telemetry is the one history order gives (a close
+// observed before a terminal committed ahead of it does not settle that
+// activity as abandoned). The decorator holds no lock of its own.
 //
 // New fails for a nil inner store ([ErrNilStore]), for an option it cannot
 // honour ([ErrInvalidOption]) and when it cannot make the pairing tracker.

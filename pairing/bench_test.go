@@ -24,14 +24,15 @@ import (
 // target (issue 13) is a DispatchFinish cost within 1.10x of
 // BareSDKRecords and 0 allocs/op.
 
-// keySpace is how many keys a benchmark goroutine cycles through, so the
-// live table stays small while every iteration uses a fresh key. Each
-// iteration dispatches key i and finishes key i-lag, so lag entries stay in
-// flight, as in a running server (an empty table is an unrealistic corner:
-// Go maps reseed their hash every time they become empty).
+// Each iteration dispatches activity i and finishes activity i-lag, so lag
+// activities stay in flight, as in a running server (an empty table is an
+// unrealistic corner: Go maps reseed their hash every time they become
+// empty). Activity positions only grow, as in a run: every key is fresh, and
+// the tracker remembers the settled ones up to its bound, as in steady
+// state. warmup iterations run before the timer starts.
 const (
-	keySpace = 1024
-	lag      = 64
+	lag    = 64
+	warmup = 1 << 17
 )
 
 // dispatchedAt and finishedAt are the benchmarks' event times, 3ms apart.
@@ -57,12 +58,9 @@ func benchProvider(b *testing.B) *sdkmetric.MeterProvider {
 	return mp
 }
 
-func benchKeys(wf eventstore.WorkflowID) []Key {
-	keys := make([]Key, keySpace)
-	for i := range keys {
-		keys[i] = Key{Namespace: "bench", WorkflowID: wf, RunID: runID(1), ActivityID: eventstore.ActivityID(i)}
-	}
-	return keys
+// benchKey is the key of the i-th activity of the benchmark's workflow wf.
+func benchKey(wf eventstore.WorkflowID, i int) Key {
+	return Key{Namespace: "bench", WorkflowID: wf, RunID: runID(1), ActivityID: eventstore.ActivityID(i)}
 }
 
 // benchTracker is a tracker on the SDK with the timeline off: the metric
@@ -76,25 +74,24 @@ func benchTracker(b *testing.B, opts ...Option) *Tracker {
 	return tr
 }
 
-// dispatchFinish is iteration i: the dispatch of keys[i] and the terminal of
-// keys[i-lag], both fresh. Run it for i in [0, lag) first to fill the lag.
-func dispatchFinish(ctx context.Context, tr *Tracker, keys []Key, i int) {
-	if !tr.Dispatched(ctx, keys[i%keySpace], "charge", dispatchedAt) {
+// dispatchFinish is iteration i: the dispatch of activity i and the
+// terminal of activity i-lag, both fresh.
+func dispatchFinish(ctx context.Context, tr *Tracker, wf eventstore.WorkflowID, i int) {
+	if !tr.Dispatched(ctx, benchKey(wf, i), "charge", dispatchedAt) {
 		panic("dispatch of a fresh key did not pair in the benchmark")
 	}
-	if i >= lag && !tr.Finished(ctx, keys[(i-lag)%keySpace], OutcomeSucceeded, finishedAt) {
+	if i >= lag && !tr.Finished(ctx, benchKey(wf, i-lag), OutcomeSucceeded, finishedAt) {
 		panic("terminal of a live key did not pair in the benchmark")
 	}
 }
 
-// warm runs iterations [0, keySpace+lag) so the caches, the maps and the queue
+// warm runs iterations [0, warmup) so the caches, the maps and the queues
 // reach their steady size; the timed loop then continues from there.
-func warm(ctx context.Context, tr *Tracker, keys []Key) int {
-	n := keySpace + lag
-	for i := range n {
-		dispatchFinish(ctx, tr, keys, i)
+func warm(ctx context.Context, tr *Tracker, wf eventstore.WorkflowID) int {
+	for i := range warmup {
+		dispatchFinish(ctx, tr, wf, i)
 	}
-	return n
+	return warmup
 }
 
 // BenchmarkDispatchFinish: one Dispatched and one Finished, each of a fresh
@@ -105,13 +102,12 @@ func BenchmarkDispatchFinish(b *testing.B) {
 
 // benchDispatchFinish times dispatchFinish on tr after warming it up.
 func benchDispatchFinish(b *testing.B, tr *Tracker) {
-	keys := benchKeys(wfID(1))
 	ctx := context.Background()
-	i := warm(ctx, tr, keys)
+	i := warm(ctx, tr, wfID(1))
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for ; b.Loop(); i++ {
-		dispatchFinish(ctx, tr, keys, i)
+		dispatchFinish(ctx, tr, wfID(1), i)
 	}
 }
 
@@ -137,48 +133,15 @@ func timelineOn(b *testing.B, sampler sdktrace.Sampler) []Option {
 	return []Option{WithTracerProvider(tp), WithTimelineSpans(true)}
 }
 
-// BenchmarkDispatchFinishPositions: BenchmarkDispatchFinish with activity
-// IDs that only increase, as positions in a run do (BenchmarkDispatchFinish
-// reuses its keys, so an ID comes back while its run is still live), on the
-// SDK and on a no-op MeterProvider (the tracker's own cost).
-func BenchmarkDispatchFinishPositions(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		mp   func(*testing.B) metric.MeterProvider
-	}{
-		{"sdk", func(b *testing.B) metric.MeterProvider { return benchProvider(b) }},
-		{"noop", func(*testing.B) metric.MeterProvider { return noop.NewMeterProvider() }},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			tr, err := New(WithMeterProvider(tc.mp(b)), WithTimelineSpans(false))
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx := context.Background()
-			k := Key{Namespace: "bench", WorkflowID: wfID(1), RunID: runID(1)}
-			step := func(i int) {
-				k.ActivityID = eventstore.ActivityID(i)
-				if !tr.Dispatched(ctx, k, "charge", dispatchedAt) {
-					panic("dispatch of a fresh key did not pair in the benchmark")
-				}
-				if i >= lag {
-					k.ActivityID = eventstore.ActivityID(i - lag)
-					if !tr.Finished(ctx, k, OutcomeSucceeded, finishedAt) {
-						panic("terminal of a live key did not pair in the benchmark")
-					}
-				}
-			}
-			i := 0
-			for ; i < keySpace+lag; i++ {
-				step(i)
-			}
-			b.ReportAllocs()
-			defer reportCPU(b)()
-			for ; b.Loop(); i++ {
-				step(i)
-			}
-		})
+// BenchmarkDispatchFinishNoopMeter: BenchmarkDispatchFinish on a no-op
+// MeterProvider: the tracker's own cost (locks, maps, queues, caches),
+// without any SDK work.
+func BenchmarkDispatchFinishNoopMeter(b *testing.B) {
+	tr, err := New(WithMeterProvider(noop.NewMeterProvider()), WithTimelineSpans(false))
+	if err != nil {
+		b.Fatal(err)
 	}
+	benchDispatchFinish(b, tr)
 }
 
 // bareSDK is the instrument set and precomputed options the tracker's hot
@@ -242,9 +205,8 @@ func BenchmarkDispatchFinishParallel(b *testing.B) {
 		// A workflow of its own per goroutine, never reused across rounds.
 		var wf eventstore.WorkflowID
 		binary.LittleEndian.PutUint32(wf[:], next.Add(1))
-		keys := benchKeys(wf)
 		for i := 0; pb.Next(); i++ {
-			dispatchFinish(ctx, tr, keys, i)
+			dispatchFinish(ctx, tr, wf, i)
 		}
 	})
 }
@@ -270,15 +232,15 @@ func BenchmarkDispatchEvict(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	keys := benchKeys(wfID(1))
 	ctx := context.Background()
-	for _, k := range keys {
-		tr.Dispatched(ctx, k, "charge", t0)
+	i := 0
+	for ; i < warmup; i++ {
+		tr.Dispatched(ctx, benchKey(wfID(1), i), "charge", t0)
 	}
 	b.ReportAllocs()
 	defer reportCPU(b)()
-	for i := 0; b.Loop(); i++ {
-		tr.Dispatched(ctx, keys[i%keySpace], "charge", dispatchedAt)
+	for ; b.Loop(); i++ {
+		tr.Dispatched(ctx, benchKey(wfID(1), i), "charge", dispatchedAt)
 	}
 }
 
@@ -293,36 +255,19 @@ func BenchmarkAbandonRun(b *testing.B) {
 			for i := range others {
 				tr.Dispatched(ctx, Key{Namespace: "bench", WorkflowID: wfID(2), RunID: runID(byte(i % 7)), ActivityID: eventstore.ActivityID(i)}, "ship", t0)
 			}
-			keys := benchKeys(wfID(1))[:4]
 			b.ReportAllocs()
 			defer reportCPU(b)()
-			for b.Loop() {
-				for _, k := range keys {
-					tr.Dispatched(ctx, k, "charge", t0)
+			for n := 0; b.Loop(); n++ {
+				var run eventstore.RunID // a fresh run each time
+				binary.LittleEndian.PutUint64(run[:], uint64(n))
+				for i := range 4 {
+					tr.Dispatched(ctx, Key{Namespace: "bench", WorkflowID: wfID(1), RunID: run, ActivityID: eventstore.ActivityID(i)}, "charge", t0)
 				}
-				if tr.AbandonRun(ctx, "bench", wfID(1), runID(1), ts(3)) != len(keys) {
+				if tr.AbandonRun(ctx, "bench", wfID(1), run, ts(3)) != 4 {
 					b.Fatal("AbandonRun settled the wrong number of entries")
 				}
 			}
 		})
-	}
-}
-
-// BenchmarkDispatchFinishNoop: BenchmarkDispatchFinish on a no-op
-// MeterProvider: the tracker's own cost (locks, map, lists, cache), without
-// any SDK work.
-func BenchmarkDispatchFinishNoop(b *testing.B) {
-	tr, err := New(WithMeterProvider(noop.NewMeterProvider()), WithTimelineSpans(false))
-	if err != nil {
-		b.Fatal(err)
-	}
-	keys := benchKeys(wfID(1))
-	ctx := context.Background()
-	i := warm(ctx, tr, keys)
-	b.ReportAllocs()
-	defer reportCPU(b)()
-	for ; b.Loop(); i++ {
-		dispatchFinish(ctx, tr, keys, i)
 	}
 }
 
@@ -339,8 +284,8 @@ func BenchmarkNewNamespaces(b *testing.B) {
 			for i := range names {
 				names[i] = fmt.Sprintf("tenant-%d", i)
 			}
-			for _, ns := range names[:seen] {
-				k := Key{Namespace: ns, WorkflowID: wfID(1), RunID: runID(1)}
+			for i, ns := range names[:seen] {
+				k := Key{Namespace: ns, WorkflowID: wfID(1), RunID: runID(1), ActivityID: eventstore.ActivityID(i)}
 				tr.Dispatched(ctx, k, "charge", dispatchedAt)
 				tr.Finished(ctx, k, OutcomeSucceeded, finishedAt)
 			}
@@ -348,7 +293,7 @@ func BenchmarkNewNamespaces(b *testing.B) {
 			b.ReportAllocs()
 			defer reportCPU(b)()
 			for i := 0; b.Loop(); i++ {
-				k := Key{Namespace: fresh[i%len(fresh)], WorkflowID: wfID(1), RunID: runID(1)}
+				k := Key{Namespace: fresh[i%len(fresh)], WorkflowID: wfID(1), RunID: runID(1), ActivityID: eventstore.ActivityID(seen + i)}
 				tr.Dispatched(ctx, k, "charge", dispatchedAt)
 				tr.Finished(ctx, k, OutcomeSucceeded, finishedAt)
 			}

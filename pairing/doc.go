@@ -1,70 +1,73 @@
-// Package pairing tracks activities from dispatch to their first terminal and
-// runs from start to close, and turns them into OpenTelemetry metrics and
-// spans: activities in flight now and the age of the oldest of each type,
-// dispatched, completed (by outcome) and retried, how long each took and how
-// long each run took, what the memory bound dropped; and the timeline, one
-// span per run and per activity, started and ended at the times history
+// Package pairing turns the facts of workflow histories into OpenTelemetry
+// metrics and spans: activities in flight now and the age of the oldest of
+// each type, dispatched, completed (by outcome) and retried, how long each
+// activity and each run took, what the memory bounds dropped; and the
+// timeline, one span per run and per activity at the times history
 // recorded.
 //
-// # Use
+// # A join of facts
 //
-// The otelstore decorator feeds a [Tracker] from the events that commit:
-// WorkflowStarted opens a run ([Tracker.RunStarted]), ActivityScheduled is a
-// dispatch, ActivityCompleted, a terminal ActivityFailed, ActivityCancelled
-// and ActivityTimedOut are terminals, a retryable ActivityFailed is a retry,
-// and a run's closing event closes it ([Tracker.RunClosed],
-// [Tracker.RunContinued]), abandoning its activities still in flight.
-// Several decorators may share one tracker (otelstore.WithPairing), or a
-// program may drive one directly with a [Key] per activity. Each method
-// documents its rule: a duplicate changes nothing, the first terminal wins,
-// a terminal with no live entry is a no-op, so the gauge neither leaks nor
-// underflows. A Key is (namespace, workflow, run, activity): a
-// continue-as-new chain keeps its workflow ID and restarts activity
-// positions at 0. The empty namespace is "default".
+// The facts are: a run started (type, time), an activity dispatched (type,
+// time, the store call that wrote it), retried, terminated (outcome, time),
+// a run closed (status, time) or continued as new. The otelstore decorator
+// hands a [Tracker] each committed batch with its history position
+// ([Tracker.Observe]); a program may also drive one fact at a time
+// ([Tracker.Dispatched], [Tracker.Finished], ...). Whatever order the facts
+// arrive in, and however often each repeats, the telemetry is the one
+// history order gives: a fact waits for its partner (a terminal for its
+// dispatch, a close for its run's start); an activity's settler is the
+// earliest, by position, of its terminal and its run's closes after it (a
+// close settles it as abandoned, also a dispatch that arrives after it);
+// and a pairing is recorded only once every position between its two
+// facts was observed, so that a batch returning late can still come
+// between. Until then the activity is out of the gauge (history has it
+// settled) and its completion waits. The facts the per-fact methods take
+// have no position: arrival stands in for it. Counters count facts
+// observed committing, once each.
 //
 // # Timeline
 //
 // On by default ([WithTimelineSpans], [WithTracerProvider]). A run span
-// ("workflow <type>") starts at RunStarted and ends at the close; an
-// activity span ("activity <type>", its child) starts at the dispatch and
-// ends at the first terminal, with retries as events and links to the store
-// calls (the spans in the contexts passed in). Both are of kind internal.
-// Trace identity: a run's trace ID is a hash of (namespace, workflow, run),
-// so processes that each see part of a run agree without shared state, and
-// each run of a chain is its own trace, linked to the next. The run span's
-// parent is a derived anchor that is never exported; an activity whose run
-// span this tracker does not hold hangs under the anchor, in the same trace.
-// The anchor is marked sampled, so a parent-based sampler keeps every
-// timeline; a ratio sampler applies only through [WithTimelineSpans](false)
-// or a custom sampler. The cost of holding spans open: each open run and
-// live activity keeps its span, about 1 KiB with the SDK when sampled; an
-// evicted or never-closed span is dropped unended, so it is not exported.
+// ("workflow <type>") runs from the run's start to its first close; an
+// activity span ("activity <type>") from its dispatch to its settlement,
+// with retries as events and links to the store calls that wrote its
+// facts. A run's trace ID is a hash of (namespace, workflow, run), so
+// processes that each see part of a run agree without shared state; each
+// run of a chain is its own trace, linked to the next. With [NewIDGenerator]
+// installed in the SDK, span IDs are derived too: the run span is a true
+// root and every activity span its child, in any order, in any process.
+// Without it, the run span hangs under a derived anchor that is never
+// exported, and an activity span under its run span when this tracker
+// holds that span (else under the anchor). Spans of activities in flight
+// and open runs are held open (about 1 KiB each with the SDK when sampled)
+// and dropped unended if evicted, so they are never exported.
 //
 // # Concurrency
 //
-// A Tracker is safe for concurrent use and must not be copied. Its live
-// entries sit under one mutex, which no call holds while it runs an
-// instrument, a tracer or other user code, and every critical section
-// unlocks with defer, so a panic (from a misbehaving provider, say) never
-// leaves it held. With the timeline off (or a trace/noop provider),
-// Dispatched and Finished do not allocate in steady state.
+// A Tracker is safe for concurrent use and must not be copied. Its state
+// sits under one mutex, which no call holds while an instrument, a tracer,
+// a span processor or an error handler runs: the decisions are made under
+// it, recorded after it, and a panic of that user code is reported, never
+// passed on. With the timeline off, or no provider that records, a
+// dispatch and its terminal do not allocate in steady state.
 //
 // # Limits
 //
-//   - Memory: at most [WithMaxInFlight] live entries, activities and open
-//     runs together; past it the oldest is evicted and counted on
-//     aion.activity.pairing.evicted or aion.workflow.pairing.evicted.
-//   - Cardinality: namespaces, activity and workflow types are cleaned
-//     (invalid UTF-8 replaced by U+FFFD, cut to 256 bytes) and bounded
-//     ([WithNamespaceCardinalityLimit], [WithTypeCardinalityLimit]), past
-//     which they are recorded as "_other"; pairing stays exact per key. IDs
-//     go on spans only, never on metrics.
+//   - Memory: at most [WithMaxInFlight] activities in flight and open runs
+//     (past it the oldest is evicted: aion.activity.pairing.evicted or
+//     aion.workflow.pairing.evicted), and at most [WithMaxRemembered]
+//     settled activities, closed runs and facts waiting for a partner (past
+//     it the oldest is dropped; one still waiting counts on
+//     aion.pairing.forgotten).
+//   - Cardinality: namespaces, activity and workflow types are cleaned and
+//     bounded ([WithNamespaceCardinalityLimit], [WithTypeCardinalityLimit]),
+//     past which they are recorded as "_other"; IDs go on spans only.
 //   - Per process: the gauges count what this process saw dispatched and
-//     not finished, from zero on restart; for enforcing a limit read the
-//     durable count of claimed outbox rows instead.
-//   - Times are history's: a zero time is taken as now. The age gauge reads
-//     the clock at each collection and never goes below 0.
-//   - Errors: telemetry trouble never fails a call; it goes to otel.Handle
-//     (an instrument that cannot be created becomes a no-op one). [New]
-//     fails only on a misused option ([ErrInvalidOption]).
+//     not settled. A pairing across history positions this tracker never
+//     observes (an append by a writer it does not see) waits until the
+//     bound drops it.
+//   - Times are history's: a zero time is the time of observation; a time
+//     OTLP cannot carry (before 1970, after 2262) is clamped to that range.
+//   - Errors: [New] fails only on a misused option ([ErrInvalidOption]);
+//     everything else goes to otel.Handle.
 package pairing

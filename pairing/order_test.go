@@ -2,7 +2,6 @@ package pairing
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -18,7 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/historytest"
 )
 
 // The order property: for any set of runs, the telemetry is the same
@@ -52,13 +51,13 @@ func TestObservationOrderDoesNotMatter(t *testing.T) {
 
 func checkOrderCase(seed uint64) error {
 	rng := rand.New(rand.NewPCG(seed, 0x0de5))
-	batches := cutBatches(rng, genHistories(rng))
+	batches := historytest.Cut(rng, historytest.Generate(rng))
 	want, err := observeAll(batches)
 	if err != nil {
 		return err
 	}
 	for p := range orderPermutations {
-		order := shuffledWithRepeats(rng, batches)
+		order := historytest.Shuffle(rng, batches, true)
 		got, err := observeAll(order)
 		if err != nil {
 			return err
@@ -70,177 +69,6 @@ func checkOrderCase(seed uint64) error {
 	return nil
 }
 
-// history is one workflow's history.
-type history struct {
-	ns     string
-	wf     eventstore.WorkflowID
-	events []eventstore.Event
-}
-
-// genHistories makes one to three workflows' histories.
-func genHistories(rng *rand.Rand) []history {
-	var out []history
-	for w := range 1 + rng.IntN(3) {
-		g := histGen{rng: rng, h: history{ns: []string{"", "tenant"}[rng.IntN(2)], wf: wfID(byte(w + 1))}, clock: 1_000_000}
-		g.workflow()
-		out = append(out, g.h)
-	}
-	return out
-}
-
-type histGen struct {
-	rng   *rand.Rand
-	h     history
-	clock int64 // whole seconds, so duration sums are exact in any order
-}
-
-func (g *histGen) env(run eventstore.RunID) eventstore.Envelope {
-	g.clock += 1 + g.rng.Int64N(3)
-	return eventstore.Envelope{WorkflowID: g.h.wf, RunID: run, Seq: uint64(len(g.h.events) + 1), RecordedAt: time.Unix(g.clock, 0)}
-}
-
-func (g *histGen) add(ev eventstore.Event) { g.h.events = append(g.h.events, ev) }
-
-var (
-	orderTypes    = []string{"charge", "ship", "llm"}
-	orderStatuses = []eventstore.WorkflowStatus{eventstore.StatusCompleted, eventstore.StatusFailed, eventstore.StatusCancelled, eventstore.StatusTimedOut}
-)
-
-func (g *histGen) workflow() {
-	runs := 1 + g.rng.IntN(3)
-	for r := range runs {
-		run := runID(byte(r + 1))
-		g.add(eventstore.WorkflowStarted{Envelope: g.env(run), WorkflowType: "flow"})
-		open := g.activities(run, 0)
-		switch {
-		case r < runs-1:
-			g.add(eventstore.WorkflowContinuedAsNew{Envelope: g.env(run), NewRunID: runID(byte(r + 2))})
-		case g.rng.IntN(4) == 0:
-			// left open
-			continue
-		default:
-			g.close(run)
-		}
-		// A terminal after the close, for an activity the close abandoned.
-		if len(open) > 0 && g.rng.IntN(3) == 0 {
-			g.terminal(run, open[g.rng.IntN(len(open))])
-		}
-		if r == runs-1 && g.rng.IntN(3) == 0 {
-			g.add(eventstore.WorkflowReopened{Envelope: g.env(run)})
-			g.activities(run, 10)
-			if g.rng.IntN(2) == 0 {
-				g.close(run)
-			}
-		}
-	}
-}
-
-func (g *histGen) close(run eventstore.RunID) {
-	env := g.env(run)
-	switch orderStatuses[g.rng.IntN(len(orderStatuses))] {
-	case eventstore.StatusCompleted:
-		g.add(eventstore.WorkflowCompleted{Envelope: env})
-	case eventstore.StatusFailed:
-		g.add(eventstore.WorkflowFailed{Envelope: env})
-	case eventstore.StatusCancelled:
-		g.add(eventstore.WorkflowCancelled{Envelope: env})
-	default:
-		g.add(eventstore.WorkflowTimedOut{Envelope: env})
-	}
-}
-
-// activities writes a run's activity events from ordinal first on, and
-// returns those left without a terminal.
-func (g *histGen) activities(run eventstore.RunID, first eventstore.ActivityID) []eventstore.ActivityID {
-	var open, done []eventstore.ActivityID
-	next := first
-	for range g.rng.IntN(12) {
-		switch x := g.rng.IntN(10); {
-		case x < 3 || len(open) == 0:
-			g.add(eventstore.ActivityScheduled{Envelope: g.env(run), ActivityID: next, ActivityType: orderTypes[g.rng.IntN(len(orderTypes))]})
-			open = append(open, next)
-			next++
-		case x < 5:
-			a := open[g.rng.IntN(len(open))]
-			g.add(eventstore.ActivityFailed{Envelope: g.env(run), ActivityID: a, Error: eventstore.ActivityError{Kind: eventstore.Retryable}})
-		case x < 8:
-			i := g.rng.IntN(len(open))
-			g.terminal(run, open[i])
-			done = append(done, open[i])
-			open = slices.Delete(open, i, i+1)
-		case x < 9 && len(done) > 0:
-			g.terminal(run, done[g.rng.IntN(len(done))]) // a second terminal
-		default:
-			g.add(eventstore.SignalReceived{Envelope: g.env(run), SignalName: "poke"})
-		}
-	}
-	return open
-}
-
-func (g *histGen) terminal(run eventstore.RunID, a eventstore.ActivityID) {
-	env := g.env(run)
-	switch g.rng.IntN(4) {
-	case 0:
-		g.add(eventstore.ActivityCompleted{Envelope: env, ActivityID: a})
-	case 1:
-		g.add(eventstore.ActivityFailed{Envelope: env, ActivityID: a, Error: eventstore.ActivityError{Kind: eventstore.Terminal}})
-	case 2:
-		g.add(eventstore.ActivityCancelled{Envelope: env, ActivityID: a})
-	default:
-		g.add(eventstore.ActivityTimedOut{Envelope: env, ActivityID: a})
-	}
-}
-
-// obsBatch is one committed batch as the decorator observes it.
-type obsBatch struct {
-	ns       string
-	wf       eventstore.WorkflowID
-	firstSeq uint64 // 0: the events carry their Seq
-	events   []eventstore.Event
-	call     trace.SpanContext
-}
-
-// cutBatches cuts each history into batches of one to four events, in
-// history order; some batches pass their positions as the events' own.
-func cutBatches(rng *rand.Rand, hs []history) []obsBatch {
-	var out []obsBatch
-	for _, h := range hs {
-		for i := 0; i < len(h.events); {
-			n := min(1+rng.IntN(4), len(h.events)-i)
-			b := obsBatch{ns: h.ns, wf: h.wf, firstSeq: uint64(i + 1), events: h.events[i : i+n], call: callSpan(len(out) + 1)}
-			if rng.IntN(3) == 0 {
-				b.firstSeq = 0
-			}
-			out = append(out, b)
-			i += n
-		}
-	}
-	return out
-}
-
-// callSpan is the span context of the n-th store call.
-func callSpan(n int) trace.SpanContext {
-	var tid trace.TraceID
-	var sid trace.SpanID
-	binary.BigEndian.PutUint64(tid[8:], uint64(n))
-	binary.BigEndian.PutUint64(sid[:], uint64(n))
-	tid[0], sid[0] = 0xca, 0xca
-	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled})
-}
-
-// shuffledWithRepeats returns the batches in a random order, some of them
-// twice or three times.
-func shuffledWithRepeats(rng *rand.Rand, batches []obsBatch) []obsBatch {
-	out := slices.Clone(batches)
-	for _, b := range batches {
-		for rng.IntN(4) == 0 {
-			out = append(out, b)
-		}
-	}
-	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out
-}
-
 // observed is what one tracker exported after observing a sequence of
 // batches.
 type observed struct {
@@ -248,7 +76,7 @@ type observed struct {
 	spans   []string
 }
 
-func observeAll(batches []obsBatch) (observed, error) {
+func observeAll(batches []historytest.Batch) (observed, error) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	rec := tracetest.NewSpanRecorder()
@@ -260,8 +88,8 @@ func observeAll(batches []obsBatch) (observed, error) {
 		return observed{}, err
 	}
 	for _, b := range batches {
-		ctx := trace.ContextWithSpanContext(context.Background(), b.call)
-		tr.Observe(ctx, b.ns, b.wf, b.firstSeq, b.events)
+		ctx := trace.ContextWithSpanContext(context.Background(), b.Call)
+		tr.Observe(ctx, b.Namespace, b.WorkflowID, b.FirstSeq, b.Events)
 		if err := tr.join.check(); err != nil {
 			return observed{}, err
 		}

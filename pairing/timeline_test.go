@@ -223,7 +223,7 @@ func TestTimelineContinueAsNewLinksTraces(t *testing.T) {
 	}
 	// No previous_run link: whether the tracker saw the first run's close
 	// before the second run's span ended depends on arrival order.
-	if prev, ok := linkRoles(t, b)[catalog.LinkPreviousRun]; ok {
+	if prev, ok := linkRoles(t, b)["previous_run"]; ok {
 		t.Errorf("second run has a previous_run link %v", prev)
 	}
 	if act.Parent().SpanID() != b.SpanContext().SpanID() {

@@ -2,6 +2,7 @@ package pairing
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -638,37 +639,45 @@ func TestTrackerConcurrentSafe(t *testing.T) {
 // then enters and leaves the table on every step): options are precomputed
 // and entries, runs and the eviction queue are reused.
 func TestDispatchFinishDoesNotAllocate(t *testing.T) {
+	// Fresh keys, as positions in a run: each activity ID is new. The
+	// tracker remembers the settled ones, so the steady state is reached
+	// once the remembered bound recycles them.
 	few := func(i int) Key { return key("n", 1, byte(i%3), uint64(i)) }
-	runPerActivity := func(i int) Key { return key("n", 1, byte(i), 0) }
+	runPerActivity := func(i int) Key {
+		k := key("n", 1, 0, 0)
+		binary.LittleEndian.PutUint64(k.RunID[1:], uint64(i))
+		return k
+	}
+	const remembered = 4096
 	for _, tc := range []struct {
 		name string
 		h    *harness
 		key  func(int) Key
 	}{
-		{"sdk", newHarness(t, WithTimelineSpans(false)), few},
-		{"eviction", newHarness(t, WithTimelineSpans(false), WithMaxInFlight(8)), few},
-		{"run per activity", newHarness(t, WithTimelineSpans(false)), runPerActivity},
-		{"run per activity, eviction", newHarness(t, WithTimelineSpans(false), WithMaxInFlight(8)), runPerActivity},
-		{"noop tracer", newHarness(t, WithTracerProvider(tracenoop.NewTracerProvider())), few},
+		{"sdk", newHarness(t, WithTimelineSpans(false), WithMaxRemembered(remembered)), few},
+		{"eviction", newHarness(t, WithTimelineSpans(false), WithMaxInFlight(8), WithMaxRemembered(remembered)), few},
+		{"run per activity", newHarness(t, WithTimelineSpans(false), WithMaxRemembered(remembered)), runPerActivity},
+		{"run per activity, eviction", newHarness(t, WithTimelineSpans(false), WithMaxInFlight(8), WithMaxRemembered(remembered)), runPerActivity},
+		{"noop tracer", newHarness(t, WithTracerProvider(tracenoop.NewTracerProvider()), WithMaxRemembered(remembered)), few},
+		{"default bounds", newHarness(t, WithTimelineSpans(false)), few},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			keys := make([]Key, 256)
-			for i := range keys {
-				keys[i] = tc.key(i)
-			}
 			i := 0
 			step := func() {
-				tc.h.tr.Dispatched(bg, keys[i%len(keys)], "t", ts(0))
+				tc.h.tr.Dispatched(bg, tc.key(i), "t", ts(0))
 				if i >= 16 {
-					tc.h.tr.Finished(bg, keys[(i-16)%len(keys)], OutcomeSucceeded, ts(3))
+					tc.h.tr.Finished(bg, tc.key(i-16), OutcomeSucceeded, ts(3))
 				}
 				i++
 			}
-			for range 2 * len(keys) { // reach the steady state
+			for range 2 * tc.h.tr.join.remembered.max { // reach the steady state
 				step()
 			}
 			if n := testing.AllocsPerRun(1000, step); n != 0 {
 				t.Errorf("allocations per dispatch+terminal = %v, want 0", n)
+			}
+			if got := tc.h.tr.InFlight(); got != min(16, tc.h.tr.join.live.max) {
+				t.Errorf("InFlight = %d, want 16 or the bound: the steps did not pair", got)
 			}
 		})
 	}

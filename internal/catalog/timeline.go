@@ -48,10 +48,9 @@ const TimelineLink attribute.Key = "aion.timeline.link"
 
 // The values of TimelineLink.
 const (
-	LinkScheduled   = "scheduled"    // the store call that appended the ActivityScheduled
-	LinkSettled     = "settled"      // the store call that appended the activity's terminal (or its run's close)
-	LinkStarted     = "started"      // the store call that appended the WorkflowStarted
-	LinkClosed      = "closed"       // the store call that appended the run's closing event
-	LinkPreviousRun = "previous_run" // the run span of the run this one continues
-	LinkNextRun     = "next_run"     // the anchor of the run this one continued as
+	LinkScheduled = "scheduled" // the store call that appended the ActivityScheduled
+	LinkSettled   = "settled"   // the store call that appended the activity's terminal (or its run's close)
+	LinkStarted   = "started"   // the store call that appended the WorkflowStarted
+	LinkClosed    = "closed"    // the store call that appended the run's closing event
+	LinkNextRun   = "next_run"  // the anchor of the run this one continued as
 )
