@@ -2,6 +2,8 @@
 // contrib autoexport picks the metric reader, the span exporter and the log
 // exporter from OTEL_METRICS_EXPORTER, OTEL_TRACES_EXPORTER and
 // OTEL_LOGS_EXPORTER, on a resource built by the SDK's standard detectors.
+// The tracer provider derives the timeline's span IDs
+// (pairing.NewIDGenerator), so every run's trace is one tree.
 package telemetry
 
 import (
@@ -18,6 +20,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/aionotel/aionotel/pairing"
 )
 
 // Exporters maps the demo's -exporter values onto autoexport's names for
@@ -75,7 +79,9 @@ func Start(ctx context.Context, serviceName string) (*Telemetry, error) {
 		Resource: res,
 		Meter:    sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(reader)),
 	}
-	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	// The timeline's IDs are derived from the runs: each run's trace is one
+	// tree, whichever node saw which part of it.
+	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithIDGenerator(pairing.NewIDGenerator(nil))}
 	if !autoexport.IsNoneSpanExporter(spans) {
 		tpOpts = append(tpOpts, sdktrace.WithBatcher(spans))
 	}
