@@ -81,8 +81,20 @@ func (j *join) check() error {
 		fail("over the bound: %d/%d live, %d/%d remembered", j.live.n, j.live.max, j.remembered.n, j.remembered.max)
 	}
 	for _, q := range []*queue{&j.live, &j.remembered} {
-		if len(q.items)-q.head > 2*q.n+minQueue {
-			fail("queue holds %d entries for %d items", len(q.items)-q.head, q.n)
+		if len(q.items) > 2*q.n+minQueue {
+			fail("queue holds %d entries for %d items", len(q.items), q.n)
+		}
+		held := map[*slot]bool{}
+		for _, e := range q.items[q.head:] {
+			if q.holds(e) {
+				if held[e.slot()] {
+					fail("an item is held twice by one queue")
+				}
+				held[e.slot()] = true
+			}
+		}
+		if len(held) != q.n {
+			fail("queue holds %d items by its entries, counts %d", len(held), q.n)
 		}
 	}
 	return errors.Join(errs...)

@@ -46,7 +46,13 @@ func (q queued) slot() *slot {
 	return &q.wf.slot
 }
 
-func (q queued) live() bool { return q.slot().stamp == q.stamp }
+// holds reports whether e is still in q: its item's slot says q, with e's
+// stamp. Stamps are per queue, so the queue must be checked too: an item
+// that moved on may have the same stamp in another queue.
+func (q *queue) holds(e queued) bool {
+	s := e.slot()
+	return s.in == q && s.stamp == e.stamp
+}
 
 type queue struct {
 	items []queued
@@ -84,7 +90,7 @@ func (q *queue) pop() queued {
 		e := q.items[q.head]
 		q.items[q.head] = queued{}
 		q.head++
-		if e.live() {
+		if q.holds(e) {
 			remove(e.slot())
 			return e
 		}
@@ -100,7 +106,7 @@ func (q *queue) shrink() {
 	}
 	n := 0
 	for _, e := range q.items[q.head:] {
-		if e.live() {
+		if q.holds(e) {
 			q.items[n] = e
 			n++
 		}
