@@ -46,10 +46,13 @@ func (j *join) check() error {
 			}
 			count(&r.slot)
 			want := map[runState]*queue{runNone: nil, runPending: &j.remembered, runOpen: &j.live, runClosing: &j.remembered, runDone: &j.remembered}[r.state]
+			if r.state == runNone && len(r.settled.ranges) > 0 {
+				want = &j.remembered // kept for its settled activities
+			}
 			if r.slot.in != want {
 				fail("run %v in state %d is in the wrong queue", id, r.state)
 			}
-			if r.state == runNone && len(r.acts) == 0 {
+			if r.state == runNone && len(r.acts) == 0 && len(r.settled.ranges) == 0 {
 				fail("empty run %v kept", id)
 			}
 			for aid, a := range r.acts {
@@ -67,6 +70,12 @@ func (j *join) check() error {
 				}
 				if a.slot.in != wantQ {
 					fail("activity %d in state %d is in the wrong queue", aid, a.state)
+				}
+				if a.state == actDone && a.emitted {
+					fail("activity %d settled and recorded but kept as an entry", aid)
+				}
+				if r.isSettled(aid) {
+					fail("activity %d both an entry and settled", aid)
 				}
 			}
 		}

@@ -15,40 +15,44 @@ import (
 // no lock is held while an instrument, a tracer or a span processor runs.
 type effect struct {
 	op      effectOp
+	outcome uint8  // opSettle: index in outcomes
+	status  uint8  // opClose: index in statuses
+	retries uint32 // opSettle: the activity's retries
+	release bool   // opSettle: also the gauge -1 of an activity leaving flight
 	ta      *typeAttrs
 	wa      *workflowAttrs
 	ns      *nsAttrs
-	outcome int // opSettle
-	status  int // opClose
 	// from and to are the pairing's times: dispatch (or start) and
 	// settlement (or close), Unix nanoseconds.
 	from, to int64
 	// span is the open span a settlement ends; nil: make the span whole.
 	span trace.Span
-	// What a span made here needs: the key, the parent the join knew
-	// (the run span's context, if held), the calls that wrote the first
-	// and last facts, the retries (count, and times in effects.times
-	// from retryAt), the next run of a continue-as-new.
-	key        Key
-	parent     trace.SpanContext
-	start, end callRef
-	retries    uint32
-	retryAt    int
-	retryTimes int
-	next       eventstore.RunID
-	// The item an opened span is attached to, and its use; for an
-	// activity's span, also its run, whose span may be opened in the same
-	// call.
-	act    *activity
-	run    *run
-	gen    uint64
-	runGen uint64
+	// work is 1 + the index in effects.work of what a span made or opened
+	// here needs; 0 when the timeline is off.
+	work int32
+}
+
+// spanWork is what making or opening a timeline span needs beyond the
+// effect: the key, the parent the join knew (the run span, if held), the
+// calls that wrote the first and last facts, the retries' times (in
+// effects.times), the next run of a continue-as-new, and the item an
+// opened span is attached to, with its use (and, for an activity, its
+// run's, whose span may be opened in the same call).
+type spanWork struct {
+	key                 Key
+	parent, start, end  callRef
+	retryAt, retryTimes int32
+	next                eventstore.RunID
+	act                 *activity
+	run                 *run
+	gen, runGen         uint64
 }
 
 type effectOp uint8
 
 const (
-	opGauge         effectOp = iota // aion.inflight_activities -1 (a release, or a dispatch that put nothing in flight)
+	opNone          effectOp = iota // cancelled
+	opGauge                         // aion.inflight_activities -1 (a release, or a dispatch that put nothing in flight)
 	opDispatched                    // aion.activities.dispatched +1
 	opRetried                       // aion.activities.retried +1
 	opSettle                        // an activity's completion, duration and span
@@ -66,10 +70,14 @@ type effects struct {
 	ctx    context.Context
 	facts  []fact
 	list   []effect
+	work   []spanWork
 	times  []int64    // retry times of settled activities' span events
 	ranges []seqRange // the history positions of the facts' batch
 	// opened are the spans started by opStart effects, to attach.
 	opened []opened
+	// retired are the activities this call settled and recorded: once its
+	// facts are applied they are kept as ranges of their runs.
+	retired []*activity
 }
 
 type opened struct {
@@ -81,6 +89,44 @@ type opened struct {
 }
 
 func (fx *effects) add(e effect) { fx.list = append(fx.list, e) }
+
+// addWork keeps w for the effect about to be added and returns its ref.
+func (fx *effects) addWork(w spanWork) int32 {
+	fx.work = append(fx.work, w)
+	return int32(len(fx.work))
+}
+
+// workOf returns e's span work, nil if it has none.
+func (fx *effects) workOf(e *effect) *spanWork {
+	if e.work == 0 {
+		return nil
+	}
+	return &fx.work[e.work-1]
+}
+
+// cancel drops the effect that would open an item's span, if this call
+// added one (*opening is 1 + its index): the item left flight in the same
+// call, and its settlement makes the span whole instead.
+func (fx *effects) cancel(opening *int) {
+	if *opening > 0 {
+		fx.list[*opening-1].op = opNone
+		*opening = 0
+	}
+}
+
+// sealOpenings forgets, before the lock is released, which effects open
+// which items' spans: the indices are this call's.
+func (fx *effects) sealOpenings() {
+	for i := range fx.list {
+		if e := &fx.list[i]; e.op == opStartActivity || e.op == opStartRun {
+			if w := fx.workOf(e); w.act != nil {
+				w.act.opening = 0
+			} else {
+				w.run.opening = 0
+			}
+		}
+	}
+}
 
 var effectsPool = sync.Pool{New: func() any { return new(effects) }}
 
@@ -95,8 +141,10 @@ func getEffects(ctx context.Context) *effects {
 func putEffects(fx *effects) {
 	clear(fx.facts)
 	clear(fx.list)
+	clear(fx.work)
 	clear(fx.opened)
-	*fx = effects{facts: fx.facts[:0], list: fx.list[:0], times: fx.times[:0], ranges: fx.ranges[:0], opened: fx.opened[:0]}
+	clear(fx.retired)
+	*fx = effects{facts: fx.facts[:0], list: fx.list[:0], work: fx.work[:0], times: fx.times[:0], ranges: fx.ranges[:0], opened: fx.opened[:0], retired: fx.retired[:0]}
 	effectsPool.Put(fx)
 }
 
@@ -104,16 +152,30 @@ func putEffects(fx *effects) {
 // tracers, span processors), so each recovers a panic of its own and
 // reports it: the others still run, so the gauge stays balanced.
 func (t *Tracker) apply(fx *effects) {
-	for i := range fx.list {
-		t.applyOne(fx, &fx.list[i])
+	for i := 0; i < len(fx.list); {
+		i = t.applyFrom(fx, i)
 	}
 	if len(fx.opened) > 0 {
 		t.attach(fx.opened)
 	}
 }
 
+// applyFrom applies the effects from i on and returns where it stopped:
+// the end, or past an effect that panicked, which is reported.
+func (t *Tracker) applyFrom(fx *effects, i int) (next int) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.handle(fmt.Errorf("pairing: telemetry panicked: %v", r))
+			next = i + 1
+		}
+	}()
+	for ; i < len(fx.list); i++ {
+		t.applyOne(fx, &fx.list[i])
+	}
+	return i
+}
+
 func (t *Tracker) applyOne(fx *effects, e *effect) {
-	defer t.recovered()
 	ctx := fx.ctx
 	switch e.op {
 	case opGauge:
@@ -123,10 +185,15 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 	case opRetried:
 		t.inst.retried.Add(ctx, 1, e.ta.base...)
 	case opSettle:
+		if e.release {
+			t.inst.inflight.Add(ctx, -1, e.ta.base...)
+		}
 		t.inst.completed.Add(ctx, 1, e.ta.completed[e.outcome]...)
 		t.inst.duration.Record(ctx, secondsBetween(e.from, e.to), e.ta.duration[e.outcome]...)
-		fx.runSpan(e)
-		t.spans.settle(ctx, e, fx.times[e.retryAt:e.retryAt+e.retryTimes])
+		if w := fx.workOf(e); w != nil {
+			fx.runSpan(w)
+			t.spans.settle(ctx, e, w, fx.times[w.retryAt:w.retryAt+w.retryTimes])
+		}
 	case opEvicted:
 		t.inst.inflight.Add(ctx, -1, e.ta.base...)
 		t.inst.evicted.Add(ctx, 1, e.ta.ns.evicted...)
@@ -142,28 +209,32 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 		if e.wa != nil {
 			t.inst.workflowDuration.Record(ctx, secondsBetween(e.from, e.to), e.wa.duration[e.status]...)
 		}
-		t.spans.close(ctx, e)
+		if w := fx.workOf(e); w != nil {
+			t.spans.close(ctx, e, w)
+		}
 	case opStartActivity:
-		fx.runSpan(e)
-		if span := t.spans.startActivity(ctx, e); span != nil {
-			fx.opened = append(fx.opened, opened{act: e.act, gen: e.gen, span: span, sc: span.SpanContext()})
+		w := fx.workOf(e)
+		fx.runSpan(w)
+		if span := t.spans.startActivity(ctx, e, w); span != nil {
+			fx.opened = append(fx.opened, opened{act: w.act, gen: w.gen, span: span, sc: span.SpanContext()})
 		}
 	case opStartRun:
-		if span := t.spans.startRun(ctx, e); span != nil {
-			fx.opened = append(fx.opened, opened{run: e.run, gen: e.gen, span: span, sc: span.SpanContext()})
+		w := fx.workOf(e)
+		if span := t.spans.startRun(ctx, e, w); span != nil {
+			fx.opened = append(fx.opened, opened{run: w.run, gen: w.gen, span: span, sc: span.SpanContext()})
 		}
 	}
 }
 
 // runSpan makes a run span opened earlier in the same call the parent of
 // an activity span about to be made, when the join did not hold it yet.
-func (fx *effects) runSpan(e *effect) {
-	if e.parent.IsValid() || e.run == nil {
+func (fx *effects) runSpan(w *spanWork) {
+	if w.parent.span.IsValid() || w.run == nil {
 		return
 	}
 	for _, o := range fx.opened {
-		if o.run == e.run && o.gen == e.runGen {
-			e.parent = o.sc
+		if o.run == w.run && o.gen == w.runGen {
+			w.parent = callOf(o.sc)
 			return
 		}
 	}

@@ -75,9 +75,14 @@ type run struct {
 	ns        *nsAttrs    // for counting a drop of the run's facts
 	closes    []closeFact // sorted by position, at most maxCloses
 	emitted   bool        // the run's duration and span are recorded
+	// settled are the activities settled and recorded here, kept as ranges
+	// of their IDs plus one rather than one entry each: a repeat of their
+	// facts is recognised for as long as the run is remembered.
+	settled seen
 	span      trace.Span  // the open run span, once attached
 	spanSC    trace.SpanContext
 	gen       uint64 // bumped on reuse: a span started for an older use is not attached
+	opening   int    // as activity.opening
 }
 
 // maxCloses bounds the closes a run remembers (a run reopened and closed
@@ -126,6 +131,9 @@ type activity struct {
 	spanSC  trace.SpanContext
 	heap    int // index in its type's age heap while live
 	gen     uint64
+	// opening is 1 + the index of the effect that opens its span, while
+	// the call that added it holds the lock; 0 otherwise.
+	opening int
 }
 
 // maxRetries bounds the retries an activity remembers for its span events
@@ -278,10 +286,14 @@ func (j *join) runOf(w *workflow, id eventstore.RunID) *run {
 	return r
 }
 
-// activityOf returns r's activity id, making it if missing.
+// activityOf returns r's activity id, making it if missing; nil if it is
+// settled and recorded, so that its facts are repeats.
 func (j *join) activityOf(r *run, id eventstore.ActivityID) *activity {
 	a := r.acts[id]
 	if a == nil {
+		if r.isSettled(id) {
+			return nil
+		}
 		if n := len(j.freeActs); n > 0 {
 			a = j.freeActs[n-1]
 			j.freeActs = j.freeActs[:n-1]
@@ -295,10 +307,36 @@ func (j *join) activityOf(r *run, id eventstore.ActivityID) *activity {
 	return a
 }
 
+// isSettled reports whether activity id of r was settled and recorded.
+func (r *run) isSettled(id eventstore.ActivityID) bool {
+	return id != ^eventstore.ActivityID(0) && r.settled.covers(uint64(id)+1, uint64(id)+1)
+}
+
+// retire keeps a settled and recorded activity as a range of its run's
+// settled IDs instead of an entry, once the call that settled it is done
+// with it (the facts of the same batch may still name it).
+func (j *join) retire(fx *effects) {
+	for _, a := range fx.retired {
+		if a.state != actDone || !a.emitted || a.id == ^eventstore.ActivityID(0) {
+			continue
+		}
+		r := a.run
+		r.settled.add(uint64(a.id)+1, uint64(a.id)+1, maxSettledRanges)
+		if r.state == runNone {
+			j.place(r, &j.remembered) // remembered for its settled activities
+		}
+		remove(&a.slot)
+		j.freeActivity(a)
+	}
+}
+
 // dispatch applies a dispatch fact and reports whether it is new and
 // whether it put the activity in flight.
 func (j *join) dispatch(w *workflow, f *fact, fx *effects) (isNew, inFlight bool) {
 	a := j.activityOf(j.runOf(w, f.run), f.activity)
+	if a == nil {
+		return false, false
+	}
 	if f.live && !a.counted {
 		a.counted = true
 		ta := f.ta
@@ -329,6 +367,8 @@ func (j *join) dispatch(w *workflow, f *fact, fx *effects) (isNew, inFlight bool
 func (j *join) terminal(w *workflow, f *fact, fx *effects) bool {
 	a := j.activityOf(j.runOf(w, f.run), f.activity)
 	switch {
+	case a == nil:
+		return false
 	case a.hasTerm && f.pos.known() && f.pos.seq == a.term.pos.seq:
 		if !f.live || a.term.live {
 			return false // a repeat
@@ -352,6 +392,9 @@ func (j *join) terminal(w *workflow, f *fact, fx *effects) bool {
 // retry applies a retry fact and reports whether it was counted.
 func (j *join) retry(w *workflow, f *fact, fx *effects) bool {
 	a := j.activityOf(j.runOf(w, f.run), f.activity)
+	if a == nil {
+		return false
+	}
 	i, found := a.findRetry(f.pos, f.at)
 	switch {
 	case found:
@@ -484,24 +527,32 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 		j.active++
 		heap.Push(j.ages[a.ta], a)
 		if j.spans {
-			fx.add(effect{op: opStartActivity, act: a, gen: a.gen, ta: a.ta, key: a.key(), from: a.dat, start: a.dcall,
-				parent: a.run.spanSC, run: a.run, runGen: a.run.gen})
+			w := fx.addWork(spanWork{act: a, gen: a.gen, key: a.key(), start: a.dcall,
+				parent: callOf(a.run.spanSC), run: a.run, runGen: a.run.gen})
+			fx.add(effect{op: opStartActivity, ta: a.ta, from: a.dat, work: w})
+			a.opening = len(fx.list)
 		}
 		j.place(a, &j.live)
 		return true
 	}
+	release := false
 	switch a.state {
 	case actLive:
 		j.leaveFlight(a)
-		fx.add(effect{op: opGauge, ta: a.ta})
+		fx.cancel(&a.opening)
+		release = true
 	case actDone:
 		if !a.emitted && s.live { // the settler is now seen committing here
 			a.emitted = true
-			fx.add(settleEffect(a, s, fx))
+			fx.add(j.settleEffect(a, s, fx))
+			fx.retired = append(fx.retired, a)
 		}
 		return false
 	}
 	if !a.run.wf.seen.between(a.dpos, s.pos) {
+		if release {
+			fx.add(effect{op: opGauge, ta: a.ta})
+		}
 		a.state = actSettling
 		j.wait(a.run.wf, queued{act: a})
 		j.place(a, &j.remembered)
@@ -509,9 +560,15 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 	}
 	a.state = actDone
 	j.unwait(a.run.wf, queued{act: a})
-	if s.live {
+	switch {
+	case s.live:
 		a.emitted = true
-		fx.add(settleEffect(a, s, fx))
+		e := j.settleEffect(a, s, fx)
+		e.release = release
+		fx.add(e)
+		fx.retired = append(fx.retired, a)
+	case release:
+		fx.add(effect{op: opGauge, ta: a.ta})
 	}
 	a.span, a.spanSC = nil, trace.SpanContext{} // moved to the effect, or dropped
 	j.place(a, &j.remembered)
@@ -519,18 +576,24 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 }
 
 // settleEffect is the record of a's completion by s: the counter, the
-// duration and the span, ending the open one or, if it has none, made
-// whole. The times of the retries between the two go to fx.times.
-func settleEffect(a *activity, s settler, fx *effects) effect {
-	e := effect{op: opSettle, ta: a.ta, outcome: s.outcome, from: a.dat, to: s.at, span: a.span,
-		key: a.key(), start: a.dcall, end: s.call, parent: a.run.spanSC, retryAt: len(fx.times), run: a.run, runGen: a.run.gen}
+// duration and, with the timeline on, the span, ending the open one or, if
+// it has none, made whole. The times of the retries between the two go to
+// fx.times.
+func (j *join) settleEffect(a *activity, s settler, fx *effects) effect {
+	e := effect{op: opSettle, ta: a.ta, outcome: uint8(s.outcome), from: a.dat, to: s.at, span: a.span, retries: a.extra}
+	at := len(fx.times)
 	for _, r := range a.retries {
 		if r.pos.follows(a.dpos) && r.pos.before(s.pos) {
-			fx.times = append(fx.times, r.at)
+			e.retries++
+			if j.spans {
+				fx.times = append(fx.times, r.at)
+			}
 		}
 	}
-	e.retryTimes = len(fx.times) - e.retryAt
-	e.retries = uint32(e.retryTimes) + a.extra
+	if j.spans {
+		e.work = fx.addWork(spanWork{key: a.key(), start: a.dcall, end: s.call, parent: callOf(a.run.spanSC),
+			retryAt: int32(at), retryTimes: int32(len(fx.times) - at), run: a.run, runGen: a.run.gen})
+	}
 	return e
 }
 
@@ -557,15 +620,18 @@ func (j *join) resolveRun(r *run, fx *effects) {
 		}
 		r.state = runOpen
 		if j.spans {
-			fx.add(effect{op: opStartRun, run: r, gen: r.gen, wa: r.wa, key: r.key(), from: r.startAt, start: r.startCall})
+			w := fx.addWork(spanWork{run: r, gen: r.gen, key: r.key(), start: r.startCall})
+			fx.add(effect{op: opStartRun, wa: r.wa, from: r.startAt, work: w})
+			r.opening = len(fx.list)
 		}
 		j.place(r, &j.live)
 		return
 	}
+	fx.cancel(&r.opening)
 	if r.state == runDone {
 		if !r.emitted && c.live {
 			r.emitted = true
-			fx.add(j.closeEffect(r, c))
+			fx.add(j.closeEffect(r, c, fx))
 		}
 		return
 	}
@@ -579,17 +645,21 @@ func (j *join) resolveRun(r *run, fx *effects) {
 	j.unwait(r.wf, queued{run: r})
 	if c.live {
 		r.emitted = true
-		fx.add(j.closeEffect(r, c))
+		fx.add(j.closeEffect(r, c, fx))
 	}
 	r.span = nil // moved to the effect, or dropped; spanSC stays as the parent of later activities
 	j.place(r, &j.remembered)
 }
 
-// closeEffect is the record of run r's close c: the duration and the run
-// span, ending the open one or, if it has none, made whole.
-func (j *join) closeEffect(r *run, c closeFact) effect {
-	return effect{op: opClose, wa: r.wa, status: c.status, from: r.startAt, to: c.at, span: r.span,
-		key: r.key(), start: r.startCall, end: c.call, next: c.next}
+// closeEffect is the record of run r's close c: the duration and, with
+// the timeline on, the run span, ending the open one or, if it has none,
+// made whole.
+func (j *join) closeEffect(r *run, c closeFact, fx *effects) effect {
+	e := effect{op: opClose, wa: r.wa, status: uint8(c.status), from: r.startAt, to: c.at, span: r.span}
+	if j.spans {
+		e.work = fx.addWork(spanWork{key: r.key(), start: r.startCall, end: c.call, next: c.next})
+	}
+	return e
 }
 
 func (a *activity) key() Key {
@@ -644,6 +714,7 @@ func (j *join) drop(e queued, live bool, fx *effects) {
 		switch {
 		case a.state == actLive:
 			j.leaveFlight(a)
+			fx.cancel(&a.opening)
 			fx.add(effect{op: opEvicted, ta: a.ta})
 		case a.state != actDone:
 			fx.add(effect{op: opForgotten, ns: j.nsOf(a.run)})
@@ -653,6 +724,7 @@ func (j *join) drop(e queued, live bool, fx *effects) {
 		return
 	}
 	r := e.run
+	fx.cancel(&r.opening)
 	switch {
 	case r.state == runOpen && live:
 		fx.add(effect{op: opRunEvicted, ns: j.nsOf(r)})
@@ -660,20 +732,22 @@ func (j *join) drop(e queued, live bool, fx *effects) {
 		fx.add(effect{op: opForgotten, ns: j.nsOf(r)})
 	}
 	j.unwait(r.wf, e)
+	ns := j.nsOf(r)
+	r.state, r.started, r.wa, r.span, r.spanSC, r.emitted = runNone, false, nil, nil, trace.SpanContext{}, false
+	r.closes = r.closes[:0]
+	r.settled.reset()
 	// Without its closes, the run's settled activities could not be told
 	// from new ones: they go with it; those in flight stay.
 	for _, a := range r.acts {
 		if a.state != actLive {
 			if a.state != actDone {
-				fx.add(effect{op: opForgotten, ns: j.nsOf(r)})
+				fx.add(effect{op: opForgotten, ns: ns})
 			}
 			remove(&a.slot)
 			j.unwait(r.wf, queued{act: a})
-			j.freeActivity(a)
+			j.unlinkActivity(a)
 		}
 	}
-	r.state, r.started, r.wa, r.span, r.spanSC, r.emitted = runNone, false, nil, nil, trace.SpanContext{}, false
-	r.closes = r.closes[:0]
 	j.freeRunIfEmpty(r)
 }
 
@@ -713,7 +787,7 @@ func (j *join) unwait(w *workflow, e queued) {
 // observed records that positions lo..hi of w were observed, and decides
 // the pairings that waited for them.
 func (j *join) observed(w *workflow, lo, hi uint64, fx *effects) {
-	if lo == 0 || !w.seen.add(lo, hi) || len(w.waiting) == 0 {
+	if lo == 0 || !w.seen.add(lo, hi, maxRanges) || len(w.waiting) == 0 {
 		return
 	}
 	// Resolving removes from w.waiting: work on a copy of the list head.
@@ -732,6 +806,14 @@ func (j *join) observed(w *workflow, lo, hi uint64, fx *effects) {
 // now empty) and keeps it for reuse.
 func (j *join) freeActivity(a *activity) {
 	r := a.run
+	j.unlinkActivity(a)
+	j.freeRunIfEmpty(r)
+}
+
+// unlinkActivity takes a out of its run and keeps it for reuse; the run
+// may be left empty.
+func (j *join) unlinkActivity(a *activity) {
+	r := a.run
 	delete(r.acts, a.id)
 	retries := a.retries[:0]
 	gen := a.gen + 1
@@ -739,18 +821,22 @@ func (j *join) freeActivity(a *activity) {
 	if len(j.freeActs) < maxFree {
 		j.freeActs = append(j.freeActs, a)
 	}
-	j.freeRunIfEmpty(r)
 }
 
-// freeRunIfEmpty frees r if it holds nothing, and its workflow likewise.
+// freeRunIfEmpty frees r if it holds nothing, and its workflow likewise. A
+// run that holds only settled activities is remembered for them.
 func (j *join) freeRunIfEmpty(r *run) {
 	if r.state != runNone || len(r.acts) > 0 || r.slot.in != nil {
 		return
 	}
+	if len(r.settled.ranges) > 0 {
+		j.place(r, &j.remembered)
+		return
+	}
 	w := r.wf
 	delete(w.runs, r.id)
-	acts, peak, closes, gen := r.acts, r.peak, r.closes[:0], r.gen+1
-	*r = run{closes: closes, gen: gen}
+	acts, peak, closes, settled, gen := r.acts, r.peak, r.closes[:0], r.settled.ranges[:0], r.gen+1
+	*r = run{closes: closes, settled: seen{ranges: settled}, gen: gen}
 	if peak <= maxRunPeak { // keep the small map
 		clear(acts)
 		r.acts, r.peak = acts, peak

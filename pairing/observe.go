@@ -40,36 +40,38 @@ const (
 )
 
 // factOf reads the fact an event states, if any, with its RecordedAt and
-// Seq.
+// Seq; an event that states none has kind factNone and no envelope read.
 func factOf(ev eventstore.Event) (f fact, at time.Time, seq uint64) {
+	var env eventstore.Envelope
 	switch e := ev.(type) {
 	case eventstore.WorkflowStarted:
-		f.kind, f.typ = factStart, e.WorkflowType
+		f.kind, f.typ, env = factStart, e.WorkflowType, e.Envelope
 	case eventstore.WorkflowCompleted:
-		f.kind, f.status = factClose, 0
+		f.kind, f.status, env = factClose, 0, e.Envelope
 	case eventstore.WorkflowFailed:
-		f.kind, f.status = factClose, 1
+		f.kind, f.status, env = factClose, 1, e.Envelope
 	case eventstore.WorkflowCancelled:
-		f.kind, f.status = factClose, 2
+		f.kind, f.status, env = factClose, 2, e.Envelope
 	case eventstore.WorkflowTimedOut:
-		f.kind, f.status = factClose, 3
+		f.kind, f.status, env = factClose, 3, e.Envelope
 	case eventstore.WorkflowContinuedAsNew:
-		f.kind, f.status, f.next = factClose, 4, e.NewRunID
+		f.kind, f.status, f.next, env = factClose, 4, e.NewRunID, e.Envelope
 	case eventstore.ActivityScheduled:
-		f.kind, f.activity, f.typ = factDispatch, e.ActivityID, e.ActivityType
+		f.kind, f.activity, f.typ, env = factDispatch, e.ActivityID, e.ActivityType, e.Envelope
 	case eventstore.ActivityCompleted:
-		f.kind, f.activity, f.outcome = factTerminal, e.ActivityID, 0
+		f.kind, f.activity, f.outcome, env = factTerminal, e.ActivityID, 0, e.Envelope
 	case eventstore.ActivityFailed:
-		f.kind, f.activity, f.outcome = factTerminal, e.ActivityID, 1
+		f.kind, f.activity, f.outcome, env = factTerminal, e.ActivityID, 1, e.Envelope
 		if e.Error.Kind == eventstore.Retryable {
 			f.kind = factRetry
 		}
 	case eventstore.ActivityCancelled:
-		f.kind, f.activity, f.outcome = factTerminal, e.ActivityID, 2
+		f.kind, f.activity, f.outcome, env = factTerminal, e.ActivityID, 2, e.Envelope
 	case eventstore.ActivityTimedOut:
-		f.kind, f.activity, f.outcome = factTerminal, e.ActivityID, 3
+		f.kind, f.activity, f.outcome, env = factTerminal, e.ActivityID, 3, e.Envelope
+	default:
+		return f, time.Time{}, 0
 	}
-	env := envelopeOf(ev)
 	f.run = env.RunID
 	return f, env.RecordedAt, env.Seq
 }
@@ -118,12 +120,15 @@ func (t *Tracker) Observe(ctx context.Context, namespace string, workflowID even
 	if firstSeq > ^uint64(0)-uint64(len(events)) {
 		firstSeq = 0 // positions past the largest Seq: taken as unknown
 	}
-	call := callOf(trace.SpanContextFromContext(fx.ctx))
+	call := t.callOf(fx.ctx)
 	var lo, hi uint64 // a run of consecutive positions, not yet recorded
 	for i, ev := range events {
 		f, at, seq := factOf(ev)
-		if firstSeq > 0 {
+		switch {
+		case firstSeq > 0:
 			seq = firstSeq + uint64(i)
+		case f.kind == factNone:
+			seq = envelopeOf(ev).Seq // a position all the same
 		}
 		if seq != 0 {
 			if hi != 0 && seq == hi+1 {
@@ -209,8 +214,10 @@ func (t *Tracker) observe(fx *effects, namespace string, workflowID eventstore.W
 		for _, r := range fx.ranges {
 			j.observed(w, r.lo, r.hi, fx)
 		}
+		j.retire(fx)
 		j.settle(w)
 		j.trim(fx)
+		fx.sealOpenings()
 	}()
 	t.apply(fx)
 	return res
@@ -229,9 +236,18 @@ func (t *Tracker) raise(ctx context.Context, ta *typeAttrs) {
 func (t *Tracker) one(ctx context.Context, namespace string, workflowID eventstore.WorkflowID, f fact, at time.Time) result {
 	fx := getEffects(orBackground(ctx))
 	defer putEffects(fx)
-	f.at, f.live, f.call = nanos(at), true, callOf(trace.SpanContextFromContext(fx.ctx))
+	f.at, f.live, f.call = nanos(at), true, t.callOf(fx.ctx)
 	fx.facts = append(fx.facts, f)
 	return t.observe(fx, namespace, workflowID)
+}
+
+// callOf is the store call of ctx, for the timeline's links; none when the
+// timeline is off.
+func (t *Tracker) callOf(ctx context.Context) callRef {
+	if t.spans == nil {
+		return callRef{}
+	}
+	return callOf(trace.SpanContextFromContext(ctx))
 }
 
 // orBackground returns ctx, or context.Background for a nil one: a nil

@@ -40,18 +40,29 @@ func (p position) before(q position) bool {
 // waits until the memory bound drops it.
 const maxRanges = 16
 
-// seen is the set of history positions of one workflow that the tracker
-// has observed, as sorted, disjoint, non-adjacent ranges. One range is the
-// usual case: every append observed, in whatever order they returned.
+// maxSettledRanges bounds the ranges a run's settled activities are kept
+// as: the gaps are activities still in flight or waiting, so many run in
+// parallel fragment them. Past the bound the lowest range is forgotten,
+// and a repeat of one of its facts counts as new.
+const maxSettledRanges = 64
+
+// seen is a set of positions as sorted, disjoint, non-adjacent ranges: the
+// history positions of a workflow the tracker observed (one range is the
+// usual case: every append observed, in whatever order they returned), or
+// a run's settled activities (positions from 0, stored plus one).
 type seen struct {
 	ranges []seqRange
 }
 
 type seqRange struct{ lo, hi uint64 }
 
-// add records positions lo..hi (1 <= lo <= hi) and reports whether
-// anything new was recorded.
-func (s *seen) add(lo, hi uint64) bool {
+// add records positions lo..hi (1 <= lo <= hi), keeping at most limit
+// ranges, and reports whether anything new was recorded.
+func (s *seen) add(lo, hi uint64, limit int) bool {
+	if n := len(s.ranges); n > 0 && s.ranges[n-1].hi+1 == lo && s.ranges[n-1].hi != ^uint64(0) {
+		s.ranges[n-1].hi = hi // the usual case: right after the last range
+		return true
+	}
 	if s.covers(lo, hi) {
 		return false
 	}
@@ -75,7 +86,7 @@ func (s *seen) add(lo, hi uint64) bool {
 		copy(s.ranges[i+1:], s.ranges[i:])
 		s.ranges[i] = seqRange{lo, hi}
 	}
-	if len(s.ranges) > maxRanges {
+	if len(s.ranges) > limit {
 		s.ranges = append(s.ranges[:0], s.ranges[1:]...)
 	}
 	return true

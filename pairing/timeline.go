@@ -58,9 +58,10 @@ func newSpans(tp trace.TracerProvider, on bool) *spans {
 // start once a program installs a provider (otel.SetTracerProvider) and,
 // before that, cost nothing: the global default records nothing.
 type tracers struct {
-	fixed  trace.TracerProvider
-	global bool
-	once   atomic.Pointer[cachedTracer]
+	fixed   trace.TracerProvider
+	global  bool
+	once    atomic.Pointer[cachedTracer]
+	changed atomic.Bool // the provider changed since the spans last looked
 }
 
 type cachedTracer struct {
@@ -78,6 +79,7 @@ func (t *tracers) get() trace.Tracer {
 		return c.tracer
 	}
 	c := &cachedTracer{tp: tp, comparable: reflect.TypeOf(tp).Comparable()}
+	t.changed.Store(true) // what the spans taught is about another provider
 	if !isGlobalDefault(tp) {
 		if _, noop := tp.(tracenoop.TracerProvider); !noop {
 			c.tracer = tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version),
@@ -123,34 +125,47 @@ var (
 
 func rootOf(k Key) trace.SpanContext { return timeline.Root(k.Namespace, k.WorkflowID, k.RunID) }
 
+// tracer returns the tracer spans are made with, nil if none records; when
+// the provider changed, what the spans taught about its IDs is forgotten.
+func (s *spans) tracer() trace.Tracer {
+	tr := s.tracers.get()
+	if s.tracers.changed.Load() && s.tracers.changed.CompareAndSwap(true, false) {
+		s.ids.Store(idsUnknown)
+	}
+	return tr
+}
+
 // startActivity opens the span of an activity now in flight; nil if no
 // span can be made.
-func (s *spans) startActivity(ctx context.Context, e *effect) trace.Span {
+func (s *spans) startActivity(ctx context.Context, e *effect, w *spanWork) trace.Span {
 	if s == nil {
 		return nil
 	}
-	tr := s.tracers.get()
+	tr := s.tracer()
 	if tr == nil {
 		return nil
 	}
-	return s.openActivity(ctx, tr, e)
+	return s.openActivity(ctx, tr, e, w)
 }
 
 // openActivity starts an activity span at its dispatch, as a child of its
 // run span (or the run's root), linked to the call that wrote the
 // dispatch.
-func (s *spans) openActivity(ctx context.Context, tr trace.Tracer, e *effect) trace.Span {
-	k := e.key
+func (s *spans) openActivity(ctx context.Context, tr trace.Tracer, e *effect, w *spanWork) trace.Span {
+	k := w.key
 	root := rootOf(k)
 	parent := root
-	if s.ids.Load() != idsDerived && e.parent.IsValid() {
-		parent = e.parent
+	if s.ids.Load() != idsDerived && w.parent.span.IsValid() {
+		parent = w.parent.spanContext()
 	}
-	want := timeline.ActivitySpanID(k.Namespace, k.WorkflowID, k.RunID, k.ActivityID)
-	ctx = context.WithValue(trace.ContextWithSpanContext(ctx, parent), idRequestKey{},
-		idRequest{trace: root.TraceID(), span: want})
+	ctx = trace.ContextWithSpanContext(ctx, parent)
+	var want trace.SpanID
+	if s.ids.Load() != idsRandom { // ask for the derived ID, and learn whether it comes
+		want = timeline.ActivitySpanID(k.Namespace, k.WorkflowID, k.RunID, k.ActivityID)
+		ctx = context.WithValue(ctx, idRequestKey{}, idRequest{trace: root.TraceID(), span: want})
+	}
 	_, span := tr.Start(ctx, e.ta.spanName, internalKind, e.ta.spanStart, trace.WithTimestamp(timeOf(e.from)))
-	if sc := span.SpanContext(); sc.IsValid() {
+	if sc := span.SpanContext(); sc.IsValid() && want.IsValid() {
 		if sc.SpanID() == want {
 			s.ids.Store(idsDerived)
 		} else {
@@ -165,8 +180,8 @@ func (s *spans) openActivity(ctx context.Context, tr trace.Tracer, e *effect) tr
 		catalog.RunID.String(k.RunID.String()),
 		catalog.ActivityID.Int64(attrvalue.Int64(uint64(k.ActivityID))),
 	)
-	if e.start.span.IsValid() {
-		span.AddLink(trace.Link{SpanContext: e.start.spanContext(), Attributes: linkScheduled})
+	if w.start.span.IsValid() {
+		span.AddLink(trace.Link{SpanContext: w.start.spanContext(), Attributes: linkScheduled})
 	}
 	return span
 }
@@ -175,17 +190,17 @@ func (s *spans) openActivity(ctx context.Context, tr trace.Tracer, e *effect) tr
 // dispatch when it has none: outcome, retries as events at their times, a
 // link to the call that wrote the settling fact, status Error for failed
 // and timed_out.
-func (s *spans) settle(ctx context.Context, e *effect, retryTimes []int64) {
+func (s *spans) settle(ctx context.Context, e *effect, w *spanWork, retryTimes []int64) {
 	if s == nil {
 		return
 	}
 	span := e.span
 	if span == nil {
-		tr := s.tracers.get()
+		tr := s.tracer()
 		if tr == nil {
 			return
 		}
-		span = s.openActivity(ctx, tr, e)
+		span = s.openActivity(ctx, tr, e, w)
 	}
 	if !span.IsRecording() {
 		span.End() // nothing is recorded: spare the options
@@ -203,22 +218,22 @@ func (s *spans) settle(ctx context.Context, e *effect, retryTimes []int64) {
 	if outcome == OutcomeFailed || outcome == OutcomeTimedOut {
 		span.SetStatus(codes.Error, string(outcome))
 	}
-	if e.end.span.IsValid() {
-		span.AddLink(trace.Link{SpanContext: e.end.spanContext(), Attributes: linkSettled})
+	if w.end.span.IsValid() {
+		span.AddLink(trace.Link{SpanContext: w.end.spanContext(), Attributes: linkSettled})
 	}
 	span.End(trace.WithTimestamp(timeOf(max(e.to, e.from))))
 }
 
 // startRun opens the span of a run now open; nil if no span can be made.
-func (s *spans) startRun(ctx context.Context, e *effect) trace.Span {
+func (s *spans) startRun(ctx context.Context, e *effect, w *spanWork) trace.Span {
 	if s == nil {
 		return nil
 	}
-	tr := s.tracers.get()
+	tr := s.tracer()
 	if tr == nil {
 		return nil
 	}
-	return s.openRun(ctx, tr, e)
+	return s.openRun(ctx, tr, e, w)
 }
 
 // openRun starts a run span at its start, linked to the call that wrote
@@ -226,12 +241,12 @@ func (s *spans) startRun(ctx context.Context, e *effect) trace.Span {
 // them, else a child of the run's anchor. Until the tracker knows, it
 // tries the root first and, if the IDs come back random, drops that span
 // unended (so it is never exported) and starts the child.
-func (s *spans) openRun(ctx context.Context, tr trace.Tracer, e *effect) trace.Span {
-	root := rootOf(e.key)
-	ctx = context.WithValue(ctx, idRequestKey{}, idRequest{run: true, trace: root.TraceID(), span: root.SpanID()})
+func (s *spans) openRun(ctx context.Context, tr trace.Tracer, e *effect, w *spanWork) trace.Span {
+	root := rootOf(w.key)
 	name, attrs := e.wa.spanName, e.wa.spanStart
 	var span trace.Span
 	if s.ids.Load() != idsRandom {
+		ctx := context.WithValue(ctx, idRequestKey{}, idRequest{run: true, trace: root.TraceID(), span: root.SpanID()})
 		_, span = tr.Start(ctx, name, internalKind, attrs, trace.WithTimestamp(timeOf(e.from)), trace.WithNewRoot())
 		if sc := span.SpanContext(); sc.TraceID() != root.TraceID() || sc.SpanID() != root.SpanID() {
 			s.ids.Store(idsRandom)
@@ -245,11 +260,11 @@ func (s *spans) openRun(ctx context.Context, tr trace.Tracer, e *effect) trace.S
 		return span
 	}
 	span.SetAttributes(
-		catalog.WorkflowID.String(e.key.WorkflowID.String()),
-		catalog.RunID.String(e.key.RunID.String()),
+		catalog.WorkflowID.String(w.key.WorkflowID.String()),
+		catalog.RunID.String(w.key.RunID.String()),
 	)
-	if e.start.span.IsValid() {
-		span.AddLink(trace.Link{SpanContext: e.start.spanContext(), Attributes: linkStarted})
+	if w.start.span.IsValid() {
+		span.AddLink(trace.Link{SpanContext: w.start.spanContext(), Attributes: linkStarted})
 	}
 	return span
 }
@@ -257,17 +272,17 @@ func (s *spans) openRun(ctx context.Context, tr trace.Tracer, e *effect) trace.S
 // close ends a closed run's span, or makes it whole from its start when it
 // has none: status, a link to the call that wrote the close and, for a
 // continue-as-new, to the next run's root.
-func (s *spans) close(ctx context.Context, e *effect) {
+func (s *spans) close(ctx context.Context, e *effect, w *spanWork) {
 	if s == nil || e.wa == nil {
 		return
 	}
 	span := e.span
 	if span == nil {
-		tr := s.tracers.get()
+		tr := s.tracer()
 		if tr == nil {
 			return
 		}
-		span = s.openRun(ctx, tr, e)
+		span = s.openRun(ctx, tr, e, w)
 	}
 	if !span.IsRecording() {
 		span.End()
@@ -278,11 +293,11 @@ func (s *spans) close(ctx context.Context, e *effect) {
 	if status == eventstore.StatusFailed || status == eventstore.StatusTimedOut {
 		span.SetStatus(codes.Error, string(status))
 	}
-	if e.end.span.IsValid() {
-		span.AddLink(trace.Link{SpanContext: e.end.spanContext(), Attributes: linkClosed})
+	if w.end.span.IsValid() {
+		span.AddLink(trace.Link{SpanContext: w.end.spanContext(), Attributes: linkClosed})
 	}
-	if e.next != (eventstore.RunID{}) && e.next != e.key.RunID {
-		span.AddLink(trace.Link{SpanContext: timeline.Root(e.key.Namespace, e.key.WorkflowID, e.next), Attributes: linkNextRun})
+	if w.next != (eventstore.RunID{}) && w.next != w.key.RunID {
+		span.AddLink(trace.Link{SpanContext: timeline.Root(w.key.Namespace, w.key.WorkflowID, w.next), Attributes: linkNextRun})
 	}
 	span.End(trace.WithTimestamp(timeOf(max(e.to, e.from))))
 }

@@ -209,7 +209,7 @@ func (t *Tracker) AbandonRun(ctx context.Context, namespace string, workflowID e
 	}
 	fx := getEffects(orBackground(ctx))
 	defer putEffects(fx)
-	s := settler{ok: true, at: nanos(at), outcome: abandonedIndex, call: callOf(trace.SpanContextFromContext(fx.ctx)), live: true}
+	s := settler{ok: true, at: nanos(at), outcome: abandonedIndex, call: t.callOf(fx.ctx), live: true}
 	n := t.join.abandon(wfKey{namespace: namespaceOf(namespace), id: workflowID}, runID, s, fx)
 	t.apply(fx)
 	return n
@@ -229,14 +229,18 @@ func (j *join) abandon(k wfKey, runID eventstore.RunID, s settler, fx *effects) 
 			continue
 		}
 		j.leaveFlight(a)
+		fx.cancel(&a.opening)
 		fx.add(effect{op: opGauge, ta: a.ta})
 		a.state, a.emitted = actDone, true
-		fx.add(settleEffect(a, s, fx))
+		fx.add(j.settleEffect(a, s, fx))
+		fx.retired = append(fx.retired, a)
 		a.span, a.spanSC = nil, trace.SpanContext{}
 		j.place(a, &j.remembered)
 		n++
 	}
+	j.retire(fx)
 	j.trim(fx)
+	fx.sealOpenings()
 	return n
 }
 
