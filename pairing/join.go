@@ -79,10 +79,10 @@ type run struct {
 	// of their IDs plus one rather than one entry each: a repeat of their
 	// facts is recognised for as long as the run is remembered.
 	settled seen
-	span      trace.Span  // the open run span, once attached
-	spanSC    trace.SpanContext
-	gen       uint64 // bumped on reuse: a span started for an older use is not attached
-	opening   int    // as activity.opening
+	span    trace.Span // the open run span, once attached
+	spanSC  trace.SpanContext
+	gen     uint64 // bumped on reuse: a span started for an older use is not attached
+	opening int    // as activity.opening
 }
 
 // maxCloses bounds the closes a run remembers (a run reopened and closed
