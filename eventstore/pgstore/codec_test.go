@@ -168,7 +168,7 @@ func FuzzDecodeEvent(f *testing.F) {
 
 func TestTimesKeepTheirOffset(t *testing.T) {
 	for _, in := range []time.Time{
-		time.Date(2030, 1, 2, 3, 4, 5, 6, time.FixedZone("X", -(7*3600 + 30*60))),
+		time.Date(2030, 1, 2, 3, 4, 5, 6, time.FixedZone("X", -(7*3600+30*60))),
 		time.Date(2030, 1, 2, 3, 4, 5, 6, time.FixedZone("Y", 5*3600+45*60+30)),
 	} {
 		got, err := timeFromBytes(timeBytes(in))
