@@ -197,6 +197,9 @@ func (s *Store) Query(ctx context.Context, filter eventstore.WorkflowFilter) ([]
 		typ = []byte(filter.WorkflowType)
 	}
 	if filter.Status != "" {
+		if !knownStatus(filter.Status) {
+			return []eventstore.WorkflowSummary{}, nil // no run has it
+		}
 		status = &statusText
 	}
 	if !filter.StartedAfter.IsZero() {
@@ -241,4 +244,15 @@ func (s *Store) Query(ctx context.Context, filter eventstore.WorkflowFilter) ([]
 		return nil, s.dbErr("query", err)
 	}
 	return out, nil
+}
+
+// knownStatus reports whether st is one of the statuses a run can have (the
+// only values of the status column).
+func knownStatus(st eventstore.WorkflowStatus) bool {
+	switch st {
+	case eventstore.StatusRunning, eventstore.StatusPaused, eventstore.StatusCompleted, eventstore.StatusFailed,
+		eventstore.StatusCancelled, eventstore.StatusTimedOut, eventstore.StatusContinuedAsNew:
+		return true
+	}
+	return false
 }
