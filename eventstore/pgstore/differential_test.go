@@ -196,7 +196,9 @@ func hostileOps() []op {
 			return nil, ob(s).RearmOutboxPending(ctx, []eventstore.OutboxRow{{DispatchKey: "nul\x00key"}, {DispatchKey: "rows-only"}})
 		}),
 		read("claim 10", func(ctx context.Context, s eventstore.Store) (any, error) { return ob(s).ClaimOutboxRows(ctx, 10) }),
-		read("settle an empty key", func(ctx context.Context, s eventstore.Store) (any, error) { return nil, ob(s).SettleOutboxRowCancelled(ctx, "") }),
+		read("settle an empty key", func(ctx context.Context, s eventstore.Store) (any, error) {
+			return nil, ob(s).SettleOutboxRowCancelled(ctx, "")
+		}),
 		read("settle an unknown key", func(ctx context.Context, s eventstore.Store) (any, error) {
 			return nil, ob(s).SettleOutboxRowCancelled(ctx, "nul\x00keyX")
 		}),
@@ -236,7 +238,9 @@ func hostileOps() []op {
 			return s.ExpiredTimers(ctx, nanoAt.Add(-1))
 		}),
 		read("expired exactly at", func(ctx context.Context, s eventstore.Store) (any, error) { return s.ExpiredTimers(ctx, nanoAt.Add(1)) }),
-		read("expired all", func(ctx context.Context, s eventstore.Store) (any, error) { return s.ExpiredTimers(ctx, local.Add(time.Hour)) }),
+		read("expired all", func(ctx context.Context, s eventstore.Store) (any, error) {
+			return s.ExpiredTimers(ctx, local.Add(time.Hour))
+		}),
 		read("retire: fireAt one nanosecond off", func(ctx context.Context, s eventstore.Store) (any, error) {
 			return s.RetireTimer(ctx, wfs[0], "t", local.Add(1), 5)
 		}),
@@ -246,8 +250,12 @@ func hostileOps() []op {
 		read("retire: the same instant in another zone", func(ctx context.Context, s eventstore.Store) (any, error) {
 			return s.RetireTimer(ctx, wfs[0], "t", local.In(time.FixedZone("Z", 3*3600)), 5)
 		}),
-		read("retire again", func(ctx context.Context, s eventstore.Store) (any, error) { return s.RetireTimer(ctx, wfs[0], "t", local, 5) }),
-		read("retire an empty ID", func(ctx context.Context, s eventstore.Store) (any, error) { return s.RetireTimer(ctx, wfs[0], "", local, 5) }),
+		read("retire again", func(ctx context.Context, s eventstore.Store) (any, error) {
+			return s.RetireTimer(ctx, wfs[0], "t", local, 5)
+		}),
+		read("retire an empty ID", func(ctx context.Context, s eventstore.Store) (any, error) {
+			return s.RetireTimer(ctx, wfs[0], "", local, 5)
+		}),
 		read("retire the huge one", func(ctx context.Context, s eventstore.Store) (any, error) {
 			return s.RetireTimer(ctx, wfs[7%3], eventstore.TimerID(texts[7]+"t"), nanoAt.Add(1), 7<<60)
 		}),
@@ -282,7 +290,9 @@ func hostileOps() []op {
 		read("route to an unknown hash", func(ctx context.Context, s eventstore.Store) (any, error) {
 			return nil, s.PutPackageRoute(ctx, "x", "nohash")
 		}),
-		read("route with empty names", func(ctx context.Context, s eventstore.Store) (any, error) { return nil, s.PutPackageRoute(ctx, "", "h") }),
+		read("route with empty names", func(ctx context.Context, s eventstore.Store) (any, error) {
+			return nil, s.PutPackageRoute(ctx, "", "h")
+		}),
 		read("re-route", func(ctx context.Context, s eventstore.Store) (any, error) {
 			return nil, s.PutPackageRoute(ctx, "shared", "h"+texts[1])
 		}),
@@ -306,16 +316,24 @@ func hostileOps() []op {
 	)
 	// Shards.
 	ops = append(ops,
-		read("acquire -1", func(ctx context.Context, s eventstore.Store) (any, error) { return nil, so(s).AcquireOwnedShard(ctx, -1) }),
-		read("acquire 16 of 16", func(ctx context.Context, s eventstore.Store) (any, error) { return nil, so(s).AcquireOwnedShard(ctx, 16) }),
+		read("acquire -1", func(ctx context.Context, s eventstore.Store) (any, error) {
+			return nil, so(s).AcquireOwnedShard(ctx, -1)
+		}),
+		read("acquire 16 of 16", func(ctx context.Context, s eventstore.Store) (any, error) {
+			return nil, so(s).AcquireOwnedShard(ctx, 16)
+		}),
 		read("acquire [0 -1]", func(ctx context.Context, s eventstore.Store) (any, error) {
 			return so(s).IsCurrentOwner(ctx, 0), so(s).AcquireOwnedShards(ctx, []int{0, -1})
 		}),
 		read("owner of 0 after a refused election", func(ctx context.Context, s eventstore.Store) (any, error) {
 			return so(s).IsCurrentOwner(ctx, 0), nil
 		}),
-		read("publish before acquiring", func(ctx context.Context, s eventstore.Store) (any, error) { return nil, so(s).PublishShardOwner(ctx, 1) }),
-		read("publish out of range", func(ctx context.Context, s eventstore.Store) (any, error) { return nil, so(s).PublishShardOwner(ctx, 99) }),
+		read("publish before acquiring", func(ctx context.Context, s eventstore.Store) (any, error) {
+			return nil, so(s).PublishShardOwner(ctx, 1)
+		}),
+		read("publish out of range", func(ctx context.Context, s eventstore.Store) (any, error) {
+			return nil, so(s).PublishShardOwner(ctx, 99)
+		}),
 		read("acquire every shard, twice over", func(ctx context.Context, s eventstore.Store) (any, error) {
 			all := []int{}
 			for i := range 16 {
@@ -323,8 +341,12 @@ func hostileOps() []op {
 			}
 			return nil, so(s).AcquireOwnedShards(ctx, all)
 		}),
-		read("publish after acquiring", func(ctx context.Context, s eventstore.Store) (any, error) { return nil, so(s).PublishShardOwner(ctx, 1) }),
-		read("acquire nothing", func(ctx context.Context, s eventstore.Store) (any, error) { return nil, so(s).AcquireOwnedShards(ctx, nil) }),
+		read("publish after acquiring", func(ctx context.Context, s eventstore.Store) (any, error) {
+			return nil, so(s).PublishShardOwner(ctx, 1)
+		}),
+		read("acquire nothing", func(ctx context.Context, s eventstore.Store) (any, error) {
+			return nil, so(s).AcquireOwnedShards(ctx, nil)
+		}),
 		read("append as the owner", func(ctx context.Context, s eventstore.Store) (any, error) {
 			return nil, s.Append(ctx, token, wfs[2], []eventstore.Event{eventstore.WorkflowStarted{Envelope: env(3, nanoAt), WorkflowType: "late"}}, 1)
 		}),
@@ -336,7 +358,9 @@ func hostileOps() []op {
 			read(tag+"list active", func(ctx context.Context, s eventstore.Store) (any, error) { return s.ListActive(ctx) }),
 			read(tag+"list paused", func(ctx context.Context, s eventstore.Store) (any, error) { return s.ListPaused(ctx) }),
 			read(tag+"stream heads", func(ctx context.Context, s eventstore.Store) (any, error) { return s.StreamHeads(ctx) }),
-			read(tag+"expired timers", func(ctx context.Context, s eventstore.Store) (any, error) { return s.ExpiredTimers(ctx, local.Add(time.Hour)) }),
+			read(tag+"expired timers", func(ctx context.Context, s eventstore.Store) (any, error) {
+				return s.ExpiredTimers(ctx, local.Add(time.Hour))
+			}),
 		}
 	}
 	ops = append(ops, reads("")...)
@@ -456,10 +480,14 @@ func hostileReads(wf eventstore.WorkflowID) []op {
 	return []op{
 		{"list IDs", func(ctx context.Context, s eventstore.Store) (any, error) { return s.ListWorkflowIDs(ctx) }},
 		{"stream heads", func(ctx context.Context, s eventstore.Store) (any, error) { return s.StreamHeads(ctx) }},
-		{"query", func(ctx context.Context, s eventstore.Store) (any, error) { return s.Query(ctx, eventstore.WorkflowFilter{}) }},
+		{"query", func(ctx context.Context, s eventstore.Store) (any, error) {
+			return s.Query(ctx, eventstore.WorkflowFilter{})
+		}},
 		{"history", func(ctx context.Context, s eventstore.Store) (any, error) { return s.ReadHistory(ctx, wf) }},
 		{"run chain", func(ctx context.Context, s eventstore.Store) (any, error) { return s.ReadRunChain(ctx, wf) }},
-		{"timers", func(ctx context.Context, s eventstore.Store) (any, error) { return s.ExpiredTimers(ctx, time.Unix(1<<40, 0)) }},
+		{"timers", func(ctx context.Context, s eventstore.Store) (any, error) {
+			return s.ExpiredTimers(ctx, time.Unix(1<<40, 0))
+		}},
 		{"claimed", func(ctx context.Context, s eventstore.Store) (any, error) {
 			return s.(eventstore.Outbox).CountClaimedOutboxRows(ctx)
 		}},
