@@ -38,7 +38,7 @@
 // agrees. A node owns a shard by holding its lease ([Store.AcquireOwnedShards]):
 // one holder at a time, in epochs; a lease lasts [WithLeaseDuration] unless
 // renewed ([Store.RenewOwnedShards]) and can be handed over at once
-// ([Store.ReleaseOwnedShards]); [Store.Leases] lists them. Leases are timed
+// ([Store.ReleaseShards]); [Store.Leases] lists them. Leases are timed
 // on the database's clock, or on [WithLeaseClock] in tests. Writes to a
 // shard's workflows are fenced: see [Store.AcquireOwnedShards]. The
 // enumeration scope ([Store.SetOwnedShards]) is per Store value.

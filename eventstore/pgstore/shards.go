@@ -41,12 +41,10 @@ WHERE owner = $1 AND expires > coalesce($2::timestamptz, clock_timestamp())
 RETURNING shard`
 	qRelease = `WITH r AS (
 	UPDATE {shards} SET expires = '-infinity'
-	WHERE owner = $1 AND expires > coalesce($2::timestamptz, clock_timestamp()) AND ($3::int[] IS NULL OR shard = ANY($3))
+	WHERE owner = $1 AND expires > coalesce($2::timestamptz, clock_timestamp()) AND shard = ANY($3)
 	RETURNING shard
-), d AS (
-	DELETE FROM {directory} WHERE owner = $1 AND shard IN (SELECT shard FROM r)
 )
-SELECT coalesce(array_agg(shard ORDER BY shard), '{}') FROM r`
+DELETE FROM {directory} WHERE owner = $1 AND shard IN (SELECT shard FROM r)`
 	qLeases = `SELECT s.shard, s.owner, s.epoch, s.expires, s.expires > coalesce($1::timestamptz, clock_timestamp()),
 	d.owner IS NOT NULL AND d.owner = s.owner AND d.epoch = s.epoch
 FROM {shards} s LEFT JOIN {directory} d ON d.shard = s.shard ORDER BY s.shard`
@@ -235,38 +233,33 @@ func (s *Store) RenewOwnedShards(ctx context.Context) ([]int, error) {
 	return out, nil
 }
 
-// ReleaseOwnedShards ends this node's live leases on the listed shards (nil:
-// every shard it holds) at once, instead of letting them expire, and
-// removes its directory entries for them; it returns the shards released.
-// A released shard is free: the next node to acquire it takes it in a new
-// epoch, and until then it takes no writes (it was acquired once). Shards
-// this node does not hold are left alone; a shard outside
+// ReleaseShards ends this node's live leases on the listed shards at once,
+// instead of letting them expire, and removes its directory entries for
+// them, as [eventstore.Memory.ReleaseShards] gives shards up. A released
+// shard is free: the next node to acquire it takes it in a new epoch, and
+// until then it takes no writes (it was acquired once). Listed shards this
+// node does not hold are left alone, and nil or an empty list releases
+// nothing (a node shutting down lists every shard); a shard outside
 // [0, ShardCount) returns an error wrapping [eventstore.ErrInvalidArgument]
-// and releases nothing. A node shutting down calls it so that its shards
-// fail over without waiting for the lease duration.
-func (s *Store) ReleaseOwnedShards(ctx context.Context, shards []int) ([]int, error) {
+// and releases nothing. One statement.
+func (s *Store) ReleaseShards(ctx context.Context, shards []int) error {
 	if err := s.enter(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	var which []int32
-	if shards != nil {
-		which = make([]int32, 0, len(shards))
-		for _, sh := range shards {
-			if err := shardCheck(sh, s.shards); err != nil {
-				return nil, err
-			}
-			which = append(which, int32(sh))
+	which := make([]int32, 0, len(shards))
+	for _, sh := range shards {
+		if err := shardCheck(sh, s.shards); err != nil {
+			return err
 		}
+		which = append(which, int32(sh))
 	}
-	var got []int32
-	if err := s.pool.QueryRow(ctx, s.q.release, s.cfg.node, s.leaseNow(), which).Scan(&got); err != nil {
-		return nil, s.dbErr("release shards", err)
+	if len(which) == 0 {
+		return nil
 	}
-	out := make([]int, len(got))
-	for i, sh := range got {
-		out[i] = int(sh)
+	if _, err := s.pool.Exec(ctx, s.q.release, s.cfg.node, s.leaseNow(), which); err != nil {
+		return s.dbErr("release shards", err)
 	}
-	return out, nil
+	return nil
 }
 
 // Lease is one shard's lease as [Store.Leases] reads it.

@@ -110,7 +110,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 // Close ends the Store. A Store from [Open] closes its pool, waiting for the
 // calls in progress to give their connections back; one from [New] leaves
 // the caller's pool open. Close does not release the shard leases this node
-// holds (they expire; [Store.ReleaseOwnedShards] hands them over at once).
+// holds (they expire; [Store.ReleaseShards] hands them over at once).
 // Close is idempotent and returns nil.
 func (s *Store) Close() error {
 	if s == nil || s.pool == nil {
