@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"flag"
+	"testing"
 	"time"
 )
 
@@ -41,6 +42,8 @@ type config struct {
 	noShrink bool
 	only     map[string]bool
 	noSeeded bool
+	// nodes makes two nodes of one backend for the nodes/* rules.
+	nodes func(t *testing.T) Nodes
 }
 
 // selected reports whether a rule runs under c.

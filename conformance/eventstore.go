@@ -36,7 +36,11 @@ import (
 // names the seed that replays it (-conformance.seed).
 func TestEventStore(t *testing.T, newStore func(t *testing.T) eventstore.Store, opts ...Option) {
 	t.Helper()
-	eventStoreSuite.test(t, newConfig(opts), newStore)
+	cfg := newConfig(opts)
+	eventStoreSuite.test(t, cfg, newStore)
+	if cfg.nodes != nil {
+		nodesSuite.test(t, cfg, cfg.nodes)
+	}
 }
 
 // CheckEventStore is the error-returning core of [TestEventStore]: it runs
@@ -49,7 +53,15 @@ func TestEventStore(t *testing.T, newStore func(t *testing.T) eventstore.Store, 
 // which makes it a failure matching [ErrCapabilityMissing]. It never stops
 // at the first failure; it stops early only when ctx is done.
 func CheckEventStore(ctx context.Context, newStore func() (eventstore.Store, func(), error), opts ...Option) error {
-	return eventStoreSuite.check(ctx, newConfig(opts), newStore)
+	cfg := newConfig(opts)
+	err := eventStoreSuite.check(ctx, cfg, newStore)
+	if cfg.nodes == nil {
+		return err
+	}
+	return errors.Join(err, nodesSuite.check(ctx, cfg, func() (Nodes, func(), error) {
+		n := cfg.nodes(nil)
+		return n, n.Close, nil
+	}))
 }
 
 var eventStoreSuite = suite[eventstore.Store]{

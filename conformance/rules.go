@@ -114,6 +114,23 @@ const (
 	RuleShardScopeEveryShard = "shardowner/nil-scope-lists-every-shard"
 )
 
+// The election rules between two nodes of one backend, run by
+// [TestEventStore] and [CheckEventStore] only with [WithNodes].
+const (
+	// RuleNodesOneOwner: a shard held by one node is refused to the other (a many-shard call acquiring none), renewed by its holder, published only by it; IsCurrentOwner follows.
+	RuleNodesOneOwner = "nodes/one-owner"
+	// RuleNodesFencing: a never-acquired shard takes appends from both nodes; a held one only from its holder: the other's Append and AppendWithOutbox fail with ErrNotOwner and write nothing, read back through both nodes.
+	RuleNodesFencing = "nodes/fencing"
+	// RuleNodesHandoff: a released shard is fenced for both nodes until the other acquires it; then only the new holder appends and publishes (needs a ReleaseShards(ctx, shards) method).
+	RuleNodesHandoff = "nodes/handoff"
+	// RuleNodesKill: the shard of a killed holder (Nodes.Kill) is fenced until the survivor acquires it; then the dead node's appends fail with ErrNotOwner.
+	RuleNodesKill = "nodes/kill"
+	// RuleNodesScopes: each node's enumeration scope is its own.
+	RuleNodesScopes = "nodes/scopes"
+	// RuleNodesModel (seeded): random elections, renewals, releases, appends with and without rows, publications and a late death of node A, checked against a model of holders and fences; every write read back through both nodes.
+	RuleNodesModel = "nodes/model"
+)
+
 // The decorator rules: [TestDecorator] runs each, for each capability
 // combination of the [Spy], as the subtest "<capabilities>/<rule>", where
 // <capabilities> is a [Capabilities] String ("store", "outbox",

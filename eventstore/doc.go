@@ -42,16 +42,20 @@
 // # Concurrency
 //
 // [Memory] is safe for concurrent use; every call is atomic with respect to
-// every other. Its zero value is not ready: create it with [NewMemory]. IDs
+// every other. Its zero value is not ready: create it with [NewMemory], or
+// the nodes of one shared history with [NewMemoryCluster] (elections and
+// fencing between nodes, as [ShardOwner] states them). IDs
 // and tokens are comparable values; stores copy the events and payload bytes
 // they are given and return copies, so a caller may reuse its own.
 //
 // # Limits
 //
-// [Memory] is a single-node reference store, not a fast one: one lock guards
-// all its state, and it keeps everything in memory until [Memory.PruneClosed]
-// removes closed workflows; a long-running process calls PruneClosed
-// periodically so that its memory levels off.
+// [Memory] is a reference store, not a fast one: one lock guards all the
+// state of its cluster, its nodes live in one process (a node's death is a
+// test hook, [MemoryCluster.Kill]; there are no leases), and it keeps
+// everything in memory until [Memory.PruneClosed] removes closed workflows;
+// a long-running process calls PruneClosed periodically so that its memory
+// levels off.
 //
 // # Other stores
 //

@@ -5,13 +5,15 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Memory is the complete, single-node, in-memory reference store. It
-// implements [Store], [Outbox] and [ShardOwner] and passes the conformance
-// package's TestEventStore. Where the contract leaves a choice open, Memory
-// makes the one written here and on its methods.
+// Memory is the complete in-memory reference store, one node of a
+// [MemoryCluster]. It implements [Store], [Outbox] and [ShardOwner] and
+// passes the conformance package's TestEventStore, with two nodes of one
+// cluster for the election rules. Where the contract leaves a choice open,
+// Memory makes the one written here and on its methods.
 //
 // Every call whose context is already done returns ctx.Err() itself (the
 // appends check the token first), so errors.Is(err, context.Canceled) holds.
@@ -53,24 +55,59 @@ import (
 // # Shards
 //
 // Workflows fall into [WithShardCount] shards by [ShardOf]. A Memory is one
-// node with one owner identity and tracks two separate things: ownership,
-// the shards it has won by election ([Memory.AcquireOwnedShards]) and
-// published ([Memory.PublishShardOwner]); and the enumeration scope, the
-// shards whose workflows the enumerating reads return
-// ([Memory.SetOwnedShards]). Acquiring a shard does not widen the scope; the
-// engine sets both. Query, reads by workflow ID and writes ignore the scope.
+// node of a [MemoryCluster]: a view of the cluster's one shared history (the
+// histories, run chains, timers, packages, routes and outbox rows are the
+// cluster's) with its own owner identity, its own ownership and its own
+// enumeration scope. [NewMemory] makes a cluster of one node, which runs no
+// election unless asked to and then always wins it.
+//
+// A node tracks two separate things: ownership, the shards it has won by
+// election ([Memory.AcquireOwnedShards]) and published
+// ([Memory.PublishShardOwner]); and the enumeration scope, the shards whose
+// workflows the enumerating reads return ([Memory.SetOwnedShards]).
+// Acquiring a shard does not widen the scope; the engine sets both. Query,
+// reads by workflow ID and writes ignore the scope.
+//
+// Elections keep the [ShardOwner] contract: a shard has at most one holder
+// at a time; acquiring a shard another live node holds fails with
+// [ErrNotOwner]; re-acquiring a shard the node holds renews it (same
+// epoch); a node gives shards up with [Memory.ReleaseShards], and loses all
+// of them when [MemoryCluster.Kill] declares it dead; each acquisition by a
+// new holder starts a new epoch of the shard. Memory has no leases: a node
+// holds a shard until it releases it or is killed, which is what a lease
+// running out is for a store that has leases.
+//
+// Fencing: a shard no node ever acquired is open to appends from every node
+// (so single-node use, which runs no election, is unchanged). Once a shard
+// has been acquired, only its current holder may append to its workflows
+// (Append, AppendWithOutbox); any other node's append fails with
+// [ErrNotOwner] and writes nothing, also after the holder released the
+// shard or died and before a new holder acquired it. The other writes are
+// not fenced: timers (a retirement is fenced by its armed seq, and a timer
+// takes effect through an append), outbox claims, re-arms and settlements
+// (the dispatcher's, idempotent, and settled by appends in the normal
+// course), packages and routes (global, in no shard).
 //
 // # Concurrency
 //
 // A Memory is safe for concurrent use by multiple goroutines: one
-// sync.RWMutex guards all of its state, so every call is atomic with respect
-// to every other; reads run in parallel, writes one at a time. The zero value
-// is not ready for use (its methods return an error wrapping
-// [ErrInvalidArgument]); create one with [NewMemory]. A Memory must not be
-// copied after first use.
+// sync.RWMutex per cluster guards all of its state, so every call is atomic
+// with respect to every other call on any node of the cluster; reads run in
+// parallel, writes one at a time. The zero value is not ready for use (its
+// methods return an error wrapping [ErrInvalidArgument]); create one with
+// [NewMemory] or [MemoryCluster.Node]. A Memory must not be copied after
+// first use.
 type Memory struct {
-	cfg   memoryConfig
-	ready bool // set by NewMemory, never changed afterwards
+	*memShared // the cluster's state; nil in a zero Memory
+
+	name  string
+	dead  atomic.Bool      // set by MemoryCluster.Kill, never cleared
+	scope map[int]struct{} // enumeration scope, guarded by mu; nil means every shard
+}
+
+// memShared is the state of a cluster, shared by its nodes.
+type memShared struct {
+	cfg memoryConfig
 
 	mu        sync.RWMutex
 	workflows map[WorkflowID]*memWorkflow
@@ -86,9 +123,22 @@ type Memory struct {
 	pendingFrom  int // no row before this index of outbox is pending
 	claimedCount int
 
-	owned     map[int]uint64   // shard -> election epoch, for shards this store won
-	directory map[int]uint64   // shard -> epoch published to the owner directory
-	scope     map[int]struct{} // enumeration scope; nil means every shard
+	shards    map[int]*shardState // elections by shard; absent: never acquired
+	directory map[int]ownerRecord // the owner directory, by shard
+	nodes     map[string]*Memory
+}
+
+// shardState is a shard's election: its holder (nil once released or its
+// holder died) and the epoch of the current or last holding.
+type shardState struct {
+	holder *Memory
+	epoch  uint64
+}
+
+// ownerRecord is a published owner: the node's name and its epoch.
+type ownerRecord struct {
+	node  string
+	epoch uint64
 }
 
 // The promises Memory makes.
@@ -147,26 +197,9 @@ func WithShardCount(n int) MemoryOption {
 const defaultShardCount = 16
 
 // NewMemory returns an empty store, configured by opts (nil options are
-// ignored).
+// ignored): the one node of a new [MemoryCluster], named "memory".
 func NewMemory(opts ...MemoryOption) *Memory {
-	cfg := memoryConfig{now: time.Now, shardCount: defaultShardCount}
-	for _, o := range opts {
-		if o != nil {
-			o.applyMemory(&cfg)
-		}
-	}
-	return &Memory{
-		cfg:         cfg,
-		ready:       true,
-		workflows:   make(map[WorkflowID]*memWorkflow),
-		timers:      make(map[timerKey]TimerEntry),
-		packages:    make(map[packageKey]PackageRecord),
-		routes:      make(map[string]string),
-		outboxByKey: make(map[string]*outboxEntry),
-		outboxByWf:  make(map[WorkflowID][]*outboxEntry),
-		owned:       make(map[int]uint64),
-		directory:   make(map[int]uint64),
-	}
+	return NewMemoryCluster(opts...).Node("memory")
 }
 
 // errNotReady is what every method of a Memory not made by NewMemory returns.
@@ -178,21 +211,27 @@ func notFoundf(format string, args ...any) error {
 }
 
 // enter is the first check of every method: a done context is returned
-// unchanged, then a Memory that NewMemory did not make is refused.
+// unchanged, then a Memory that NewMemory did not make is refused, then a
+// node that was killed.
 func (m *Memory) enter(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if m == nil || !m.ready {
+	if m == nil || m.memShared == nil {
 		return errNotReady
+	}
+	if m.dead.Load() {
+		return fmt.Errorf("%w: node %q was killed", ErrNotOwner, m.name)
 	}
 	return nil
 }
 
 // Append commits events after the workflow's current last event, all or
 // nothing. The checks come in this order: the token ([ErrInvalidToken], even
-// for an empty batch), the context, [ValidateAppend]; then an empty batch is a
-// no-op, and an expectedSeq other than the history length returns a
+// for an empty batch), the context, a killed node, [ValidateAppend]; then an
+// empty batch is a no-op; then the fence ([ErrNotOwner] for a workflow whose
+// shard was acquired and is not held by this node, see the Shards section);
+// then an expectedSeq other than the history length returns a
 // *SequenceConflictError whose Found is the real length. Nothing is written on
 // any error. The caller's slice and events are never modified: the store keeps
 // copies with Seq stamped, a zero WorkflowID and RecordedAt filled in.

@@ -19,8 +19,11 @@ func cloneRow(r OutboxRow) OutboxRow {
 //
 // The Append checks come first, in Append's order (token, context,
 // [ValidateAppend]). With no events and no rows the call is a no-op. Then
-// the expected sequence is checked, also when only rows are staged: a stale
-// one returns a *SequenceConflictError and stages nothing. Then each row is
+// the fence (see the Shards section of [Memory]): an append to a workflow
+// whose shard another node holds, or whose shard has no holder since its
+// last one left, returns an error wrapping [ErrNotOwner]. Then the expected
+// sequence is checked, also when only rows are staged: a stale one returns
+// a *SequenceConflictError and stages nothing. Then each row is
 // checked and completed: a zero WorkflowID is set to workflowID, another
 // workflow or a zero RunID is refused, an empty DispatchKey is set to
 // [DispatchKey](workflow, run, ordinal), and a dispatch key repeated in the
@@ -46,6 +49,9 @@ func (m *Memory) AppendWithOutbox(ctx context.Context, token WriteToken, workflo
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.fenceLocked(workflowID); err != nil {
+		return err
+	}
 	if head := m.headLocked(workflowID); head != expectedSeq {
 		return &SequenceConflictError{Expected: expectedSeq, Found: head}
 	}

@@ -29,9 +29,11 @@ import "time"
 // visits every workflow, timer and outbox row: its cost grows with what
 // the store holds, not with what it removes, so call it periodically (say
 // once per retention interval), not per operation. It ignores the
-// enumeration scope. On a Memory not made by [NewMemory] it returns 0.
+// enumeration scope. Through any node of a [MemoryCluster] it prunes the
+// cluster's shared history. On a Memory not made by [NewMemory] or
+// [MemoryCluster.Node], and on a killed node, it returns 0.
 func (m *Memory) PruneClosed(before time.Time) int {
-	if m == nil || !m.ready {
+	if m == nil || m.memShared == nil || m.dead.Load() {
 		return 0
 	}
 	m.mu.Lock()

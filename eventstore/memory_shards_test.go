@@ -20,10 +20,19 @@ func TestMemoryShardOwnership(t *testing.T) {
 			wantOwned: []int{2}, wantEpoch: map[int]uint64{2: 1}, publish: 2},
 		{name: "several", acquire: func(m *Memory) error { return m.AcquireOwnedShards(t.Context(), []int{0, 3}) },
 			wantOwned: []int{0, 3}, wantEpoch: map[int]uint64{0: 1, 3: 1}, publish: 3},
-		{name: "re-acquire starts a new epoch", acquire: func(m *Memory) error {
+		{name: "re-acquiring renews in the same epoch", acquire: func(m *Memory) error {
 			_ = m.AcquireOwnedShard(t.Context(), 1)
 			return m.AcquireOwnedShard(t.Context(), 1)
+		}, wantOwned: []int{1}, wantEpoch: map[int]uint64{1: 1}, publish: 1},
+		{name: "released and acquired again starts a new epoch", acquire: func(m *Memory) error {
+			_ = m.AcquireOwnedShard(t.Context(), 1)
+			_ = m.ReleaseShards(t.Context(), []int{1})
+			return m.AcquireOwnedShard(t.Context(), 1)
 		}, wantOwned: []int{1}, wantEpoch: map[int]uint64{1: 2}, publish: 1},
+		{name: "released", acquire: func(m *Memory) error {
+			_ = m.AcquireOwnedShards(t.Context(), []int{1, 2})
+			return m.ReleaseShards(t.Context(), []int{1, 3})
+		}, wantOwned: []int{2}, wantEpoch: map[int]uint64{1: 1, 2: 1}, publish: 1, wantPublish: ErrNotOwner},
 		{name: "publish not acquired", acquire: func(m *Memory) error { return m.AcquireOwnedShard(t.Context(), 1) },
 			wantOwned: []int{1}, wantEpoch: map[int]uint64{1: 1}, publish: 2, wantPublish: ErrNotOwner},
 		{name: "publish out of range", acquire: func(m *Memory) error { return nil },
@@ -48,8 +57,8 @@ func TestMemoryShardOwnership(t *testing.T) {
 			}
 			m.mu.RLock()
 			epochs := map[int]uint64{}
-			for s, e := range m.owned {
-				epochs[s] = e
+			for s, st := range m.shards {
+				epochs[s] = st.epoch
 			}
 			m.mu.RUnlock()
 			if len(epochs) != len(tc.wantEpoch) {
@@ -67,8 +76,8 @@ func TestMemoryShardOwnership(t *testing.T) {
 			m.mu.RLock()
 			published, ok := m.directory[tc.publish]
 			m.mu.RUnlock()
-			if ok != (tc.wantPublish == nil) || (ok && published != tc.wantEpoch[tc.publish]) {
-				t.Errorf("directory entry for shard %d = %d, %v; want epoch %d published %v",
+			if ok != (tc.wantPublish == nil) || (ok && published != ownerRecord{node: "memory", epoch: tc.wantEpoch[tc.publish]}) {
+				t.Errorf("directory entry for shard %d = %+v, %v; want node memory at epoch %d, published %v",
 					tc.publish, published, ok, tc.wantEpoch[tc.publish], tc.wantPublish == nil)
 			}
 		})

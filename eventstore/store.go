@@ -117,29 +117,70 @@ type Outbox interface {
 }
 
 // ShardOwner is the optional capability of a store partitioned into shards
-// that nodes own. A workflow's shard is [ShardOf] its ID.
+// that nodes own. A workflow's shard is [ShardOf] its ID and the store's
+// shard count.
+//
+// A ShardOwner value is one node of a backend that several nodes share (one
+// database, say): the nodes see one history, and each has its own identity,
+// its own ownership and its own enumeration scope. The contract between the
+// nodes of one backend (conformance rules nodes/*, run when the caller of
+// the suite gives two nodes, see conformance.WithNodes):
+//
+//   - Election: a shard has at most one holder at a time. Acquiring a shard
+//     that is free (never acquired, released, or whose holder is dead)
+//     succeeds; acquiring a shard this node holds renews it; acquiring a
+//     shard another live node holds fails with an error wrapping
+//     [ErrNotOwner], and the many-shard call then acquires none of its
+//     shards. Each acquisition by a new holder starts a new epoch of the
+//     shard. A holder keeps a shard until it gives it up or is declared
+//     dead (its process is gone; in a store with leases, its lease ran
+//     out).
+//   - Fencing: a shard that no node ever acquired is open to appends from
+//     every node, so a single node that runs no election works unchanged.
+//     Once a shard has been acquired, only its current holder may append
+//     to its workflows (Store.Append, Outbox.AppendWithOutbox); any other
+//     node's append fails with an error wrapping [ErrNotOwner] and writes
+//     nothing, also after the holder gave the shard up or died and before a
+//     new holder acquired it. Which other writes a store fences is its
+//     choice, documented on it ([Memory] fences appends only).
+//   - IsCurrentOwner is true exactly while this node holds the shard.
+//   - The scope set by SetOwnedShards and ExtendOwnedShards is this node's
+//     own.
+//   - A write through one node is read through every other.
+//
+// Shard numbers outside [0, shard count) are malformed input: the
+// error-returning methods refuse them with an error wrapping
+// [ErrInvalidArgument] (the suites try -1, 1<<32 and the largest int), and
+// IsCurrentOwner reports false for them. The infallible methods answer a
+// done context by doing nothing (SetOwnedShards, ExtendOwnedShards) or
+// false (IsCurrentOwner); the others by returning ctx.Err().
 type ShardOwner interface {
-	// SetOwnedShards scopes the enumerating reads to these shards; nil means
-	// every shard. Conformance rule: shardowner/nil-scope-lists-every-shard.
+	// SetOwnedShards scopes this node's enumerating reads (ListWorkflowIDs,
+	// ListActive, ListPaused, StreamHeads, ExpiredTimers) to these shards;
+	// nil means every shard, an empty non-nil slice no shard. Conformance
+	// rules: shardowner/nil-scope-lists-every-shard, nodes/scopes, model.
 	SetOwnedShards(ctx context.Context, shards []int)
-	// AcquireOwnedShards runs the ownership election for each shard, all or
-	// none. Conformance rules: shardowner/acquire-many,
-	// shardowner/negative-shard-refused, model.
+	// AcquireOwnedShards runs the election for each shard, all or none.
+	// Conformance rules: shardowner/acquire-many,
+	// shardowner/negative-shard-refused, nodes/*, model.
 	AcquireOwnedShards(ctx context.Context, shards []int) error
-	// AcquireOwnedShard runs the ownership election for one shard.
-	// Conformance rules: shardowner/acquire-one,
-	// shardowner/negative-shard-refused.
+	// AcquireOwnedShard runs the election for one shard. Conformance rules:
+	// shardowner/acquire-one, shardowner/negative-shard-refused, nodes/*.
 	AcquireOwnedShard(ctx context.Context, shard int) error
-	// ExtendOwnedShards widens the enumeration scope (failover adoption).
-	// Conformance rule: shardowner/nil-scope-lists-every-shard.
+	// ExtendOwnedShards widens this node's enumeration scope (failover
+	// adoption); with no scope set (every shard) it changes nothing.
+	// Conformance rules: shardowner/nil-scope-lists-every-shard,
+	// nodes/scopes.
 	ExtendOwnedShards(ctx context.Context, shards []int)
-	// IsCurrentOwner reports whether this store holds the shard now.
+	// IsCurrentOwner reports whether this node holds the shard now.
 	// Conformance rules: shardowner/acquire-one, shardowner/acquire-many,
-	// shardowner/negative-shard-refused, model.
+	// shardowner/negative-shard-refused, nodes/*, model.
 	IsCurrentOwner(ctx context.Context, shard int) bool
-	// PublishShardOwner records this store as the shard's owner in the owner
-	// directory, so requests for the shard route here. Conformance rules:
-	// shardowner/publish-requires-acquire, shardowner/acquire-one, model.
+	// PublishShardOwner records this node as the shard's owner in the owner
+	// directory, so requests for the shard route here; a shard this node
+	// does not hold is refused with [ErrNotOwner]. Conformance rules:
+	// shardowner/publish-requires-acquire, shardowner/acquire-one,
+	// nodes/*, model.
 	PublishShardOwner(ctx context.Context, shard int) error
 }
 
