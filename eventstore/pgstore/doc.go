@@ -24,8 +24,9 @@
 // does: the same checks in the same order, the same error values, the same
 // run chain, listing order (by workflow ID), Query order (by start time,
 // then ID) and outbox semantics, and every value comes back as it went in
-// (NUL bytes, invalid UTF-8, megabytes, times to the nanosecond with their
-// zone; an empty payload comes back nil, as Memory returns it). The
+// (NUL bytes, invalid UTF-8, megabytes, times to the nanosecond with
+// their zone offset, UTC and Local as such; another zone's name is not
+// kept; an empty payload comes back nil, as Memory returns it). The
 // conformance package's TestEventStore checks it. What is particular to
 // this store is on its methods: transactions and locks on
 // [Store.AppendWithOutbox], claims on [Store.ClaimOutboxRows].
