@@ -1,0 +1,172 @@
+package pgstore
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aionotel/aionotel/eventstore"
+)
+
+// Option configures [New] and [Open].
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// config holds what the options set. newConfig sets the defaults first.
+type config struct {
+	schema     string
+	node       string
+	shardCount int // 0: the count the database records, else 16
+	lease      time.Duration
+	leaseClock func() time.Time // nil: the database's clock
+	now        func() time.Time
+}
+
+// DefaultLeaseDuration is how long an acquired or renewed shard lease lasts
+// without [WithLeaseDuration].
+const DefaultLeaseDuration = 30 * time.Second
+
+// DefaultShardCount is the number of shards of a database created without
+// [WithShardCount]; it is [eventstore.Memory]'s default too.
+const DefaultShardCount = 16
+
+// maxNodeLen bounds a node name, so it stays readable in errors and logs.
+const maxNodeLen = 200
+
+func newConfig(opts []Option) config {
+	c := config{lease: DefaultLeaseDuration, now: time.Now}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	if c.node == "" {
+		c.node = defaultNode()
+	}
+	return c
+}
+
+func (c config) validate() error {
+	if c.schema != "" {
+		if err := checkName("schema", c.schema, 63); err != nil {
+			return err
+		}
+	}
+	return checkName("node", c.node, maxNodeLen)
+}
+
+// checkName refuses a name that PostgreSQL could not store as text (NUL,
+// invalid UTF-8) or that is too long.
+func checkName(what, name string, maxLen int) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: pgstore: empty %s name", eventstore.ErrInvalidArgument, what)
+	case len(name) > maxLen:
+		return fmt.Errorf("%w: pgstore: %s name %q is longer than %d bytes", eventstore.ErrInvalidArgument, what, name, maxLen)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: pgstore: %s name %q is not valid UTF-8", eventstore.ErrInvalidArgument, what, name)
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] == 0 {
+			return fmt.Errorf("%w: pgstore: %s name %q holds a NUL byte", eventstore.ErrInvalidArgument, what, name)
+		}
+	}
+	return nil
+}
+
+// defaultNode is the node name without WithNode: the host name and a random
+// suffix, so that two processes on one host never share a name.
+func defaultNode() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	host, err := os.Hostname()
+	if err != nil || host == "" || checkName("node", host, maxNodeLen-9) != nil {
+		host = "node"
+	}
+	return host + "-" + hex.EncodeToString(b[:])
+}
+
+// WithSchema puts the tables in the named PostgreSQL schema, which [New]
+// creates if it does not exist. The name is quoted, so any text up to 63
+// bytes without NUL is valid, case kept. Without this option the tables are
+// unqualified and land in the first schema of the connection's search_path
+// (normally "public"). Every node of a deployment names the same schema;
+// tests use a schema each to stay apart.
+func WithSchema(name string) Option {
+	return optionFunc(func(c *config) { c.schema = name })
+}
+
+// WithNode names this store's node: the identity that holds shard leases
+// (see [Store.AcquireOwnedShards]). Two Store values with the same name are
+// the same node to the database: give every process its own name. Without
+// this option (or with "") the name is the host name followed by a dash and
+// eight random hex digits, different for every [New]. A name must be valid
+// UTF-8 without NUL, at most 200 bytes, else New fails with an error
+// wrapping [eventstore.ErrInvalidArgument].
+func WithNode(name string) Option {
+	return optionFunc(func(c *config) { c.node = name })
+}
+
+// WithShardCount sets the number of shards workflows are partitioned into
+// ([eventstore.ShardOf]). The database records the count when [New] first
+// creates the tables, and every node must agree with it: New fails with an
+// error wrapping [eventstore.ErrInvalidArgument] when n differs from the
+// recorded count. Without this option (or with n <= 0) the store uses the
+// recorded count, and a database created without it records
+// [DefaultShardCount].
+func WithShardCount(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.shardCount = n
+		}
+	})
+}
+
+// WithLeaseDuration sets how long a shard lease lasts after this node
+// acquires or renews it: a node that stops renewing for d loses its shards
+// to any node that acquires them. Without this option (or with d <= 0) it is
+// [DefaultLeaseDuration]. Renew well within d ([Store.RenewOwnedShards]);
+// a shorter d makes failover faster and a pause of the holder (GC, a slow
+// database) more likely to cost it its shards.
+func WithLeaseDuration(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.lease = d
+		}
+	})
+}
+
+// WithLeaseClock sets the clock that lease expiry is measured on: when a
+// lease is acquired or renewed it expires at now()+duration, and it is live
+// while now() is before that. Every node of a deployment must read the same
+// clock, so this is for tests, which advance a shared fake clock instead of
+// sleeping. Without this option (or with nil) leases are measured on the
+// database's clock (clock_timestamp()), which every node shares whatever the
+// skew of their own clocks.
+func WithLeaseClock(now func() time.Time) Option {
+	return optionFunc(func(c *config) {
+		if now != nil {
+			c.leaseClock = now
+		}
+	})
+}
+
+// WithClock sets the clock the store reads to fill in a zero
+// Envelope.RecordedAt, PackageRecord.CreatedAt or OutboxRow.CreatedAt, as
+// [eventstore.WithClock] does for [eventstore.Memory]. Without it (or with
+// nil) the store uses time.Now of the process that writes.
+func WithClock(now func() time.Time) Option {
+	return optionFunc(func(c *config) {
+		if now != nil {
+			c.now = now
+		}
+	})
+}

@@ -1,0 +1,34 @@
+package pgstore
+
+// queries are the statements, with the table names expanded once by New.
+type queries struct {
+	fenceRow, createWorkflow, lockWorkflow, loadRuns, stagedKeys            string
+	insertEvents, upsertRuns, updateWorkflow, stageRows, settleActivities   string
+	readFrom, runChain, listIDs, listActive, listPaused, streamHeads, query string
+	scheduleTimer, retireTimer, expiredTimers                               string
+	packageLock, putPackage, putRoutes, listPackages, listRoutes            string
+	packageDeps, deletePackage, hashStored                                  string
+	claim, countClaimed, lockKeys, rearm, cancelRow, cancelWorkflow         string
+	acquire, holders, isOwner, publish, renew, release, leases              string
+	pruneClosed                                                             string
+}
+
+func newQueries(n names) queries {
+	return queries{
+		fenceRow: n.sql(qFenceRow), createWorkflow: n.sql(qCreateWorkflow), lockWorkflow: n.sql(qLockWorkflow),
+		loadRuns: n.sql(qLoadRuns), stagedKeys: n.sql(qStagedKeys),
+		insertEvents: n.sql(qInsertEvents), upsertRuns: n.sql(qUpsertRuns), updateWorkflow: n.sql(qUpdateWorkflow),
+		stageRows: n.sql(qStageRows), settleActivities: n.sql(qSettleActivities),
+		readFrom: n.sql(qReadFrom), runChain: n.sql(qRunChain), listIDs: n.sql(qListIDs), listActive: n.sql(qListActive),
+		listPaused: n.sql(qListPaused), streamHeads: n.sql(qStreamHeads), query: n.sql(qQuery),
+		scheduleTimer: n.sql(qScheduleTimer), retireTimer: n.sql(qRetireTimer), expiredTimers: n.sql(qExpiredTimers),
+		packageLock: qPackageLock, putPackage: n.sql(qPutPackage), putRoutes: n.sql(qPutRoutes),
+		listPackages: n.sql(qListPackages), listRoutes: n.sql(qListRoutes), packageDeps: n.sql(qPackageDeps),
+		deletePackage: n.sql(qDeletePackage), hashStored: n.sql(qHashStored),
+		claim: n.sql(qClaim), countClaimed: n.sql(qCountClaimed), lockKeys: n.sql(qLockKeys), rearm: n.sql(qRearm),
+		cancelRow: n.sql(qCancelRow), cancelWorkflow: n.sql(qCancelWorkflow),
+		acquire: n.sql(qAcquire), holders: n.sql(qHolders), isOwner: n.sql(qIsOwner), publish: n.sql(qPublish),
+		renew: n.sql(qRenew), release: n.sql(qRelease), leases: n.sql(qLeases),
+		pruneClosed: n.sql(qPruneClosed),
+	}
+}

@@ -1,0 +1,125 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/eventstore/pgstore"
+)
+
+var wantTables = []string{
+	"aionotel_eventstore_meta", "aionotel_events", "aionotel_outbox", "aionotel_packages", "aionotel_routes",
+	"aionotel_runs", "aionotel_shard_directory", "aionotel_shards", "aionotel_timers", "aionotel_workflows",
+}
+
+func tablesIn(t *testing.T, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, schema string) []string {
+	t.Helper()
+	rows, err := q.Query(context.Background(), `SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestMigrationFromEmptyIsIdempotentAndSafeConcurrently: processes starting
+// together on a database without the tables all succeed and create them
+// once; opening again keeps every row and the recorded version.
+func TestMigrationFromEmptyIsIdempotentAndSafeConcurrently(t *testing.T) {
+	ctx := context.Background()
+	pool := testPool(t)
+	schema := testSchema(t, pool)
+	const starters = 6
+	stores := make([]*pgstore.Store, starters)
+	errs := make([]error, starters)
+	var wg sync.WaitGroup
+	for i := range starters {
+		wg.Go(func() { stores[i], errs[i] = pgstore.New(ctx, pool, pgstore.WithSchema(schema)) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("concurrent first migrations: %v", err)
+	}
+	got := tablesIn(t, pool, schema)
+	want := append([]string(nil), wantTables...)
+	sort.Strings(want)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("tables %v, want %v", got, want)
+	}
+
+	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
+	if err := stores[0].Append(ctx, token, wf, []eventstore.Event{started(wf, run)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := stores[1].PutPackage(ctx, eventstore.PackageRecord{WorkflowType: "order", ContentHash: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHead(t, again, wf, 1)
+	if pkgs, err := again.ListPackages(ctx); err != nil || len(pkgs) != 1 {
+		t.Fatalf("packages after migrating again: %v, %v", pkgs, err)
+	}
+	var version string
+	if err := pool.QueryRow(ctx, `SELECT value FROM `+table(schema, "aionotel_eventstore_meta")+` WHERE key = 'schema_version'`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version != fmt.Sprint(pgstore.SchemaVersion) {
+		t.Fatalf("schema_version %q, want %d", version, pgstore.SchemaVersion)
+	}
+}
+
+func TestNewRefusesANewerSchemaVersion(t *testing.T) {
+	ctx := context.Background()
+	_, pool, schema := newStore(t)
+	meta := table(schema, "aionotel_eventstore_meta")
+	if _, err := pool.Exec(ctx, `UPDATE `+meta+` SET value = $1 WHERE key = 'schema_version'`, fmt.Sprint(pgstore.SchemaVersion+1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema)); !errors.Is(err, pgstore.ErrSchemaVersion) {
+		t.Fatalf("New on a newer schema = %v, want ErrSchemaVersion", err)
+	}
+	var version string
+	if err := pool.QueryRow(ctx, `SELECT value FROM `+meta+` WHERE key = 'schema_version'`).Scan(&version); err != nil || version != fmt.Sprint(pgstore.SchemaVersion+1) {
+		t.Fatalf("the refused New changed the version to %q (%v)", version, err)
+	}
+}
+
+// TestShardCountIsTheDatabases: the first New records the count; later
+// stores adopt it, and one that names another count is refused.
+func TestShardCountIsTheDatabases(t *testing.T) {
+	ctx := context.Background()
+	first, pool, schema := newStore(t, pgstore.WithShardCount(4))
+	if first.ShardCount() != 4 {
+		t.Fatalf("ShardCount = %d, want 4", first.ShardCount())
+	}
+	adopted, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
+	if err != nil || adopted.ShardCount() != 4 {
+		t.Fatalf("New without WithShardCount = %v (count %d), want the recorded 4", err, adopted.ShardCount())
+	}
+	if _, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema), pgstore.WithShardCount(16)); !errors.Is(err, eventstore.ErrInvalidArgument) {
+		t.Fatalf("New with another shard count = %v, want ErrInvalidArgument", err)
+	}
+	if err := adopted.AcquireOwnedShard(ctx, 4); !errors.Is(err, eventstore.ErrInvalidArgument) {
+		t.Fatalf("AcquireOwnedShard(4) of 4 shards = %v, want ErrInvalidArgument", err)
+	}
+	fresh, _, _ := newStore(t)
+	if fresh.ShardCount() != pgstore.DefaultShardCount {
+		t.Fatalf("a fresh database has %d shards, want %d", fresh.ShardCount(), pgstore.DefaultShardCount)
+	}
+}
