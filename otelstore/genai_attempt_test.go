@@ -98,7 +98,9 @@ func TestGenAIScriptedAttempt(t *testing.T) {
 
 	model := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("anthropic"),
 		requestModel.String("claude-sonnet-4"), responseModel.String("claude-sonnet-4-20250514")}
-	with := func(kvs ...attribute.KeyValue) attribute.Distinct { return distinct(append(slices.Clone(model), kvs...)...) }
+	with := func(kvs ...attribute.KeyValue) attribute.Distinct {
+		return distinct(append(slices.Clone(model), kvs...)...)
+	}
 	assertPoints(t, tokenUsage, intHistogram(t, h, tokenUsage, advisedTokenBounds), map[attribute.Distinct]histPoint{
 		with(tokenType.String("input")):  {2, 1300},
 		with(tokenType.String("output")): {2, 250},
