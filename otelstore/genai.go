@@ -74,9 +74,9 @@ type genai struct {
 	agentEvicted  metric.Int64Counter
 	refused       metric.Int64Counter
 	baseOpts      []metric.AddOption // aion.namespace and WithAttributes
-	agentOK       metric.MeasurementOption
-	agentFailed   metric.MeasurementOption
-	refusedOpts   [numTokenFields]metric.AddOption
+	agentOK       []metric.RecordOption
+	agentFailed   []metric.RecordOption
+	refusedOpts   [numTokenFields][]metric.AddOption
 	base          []attribute.KeyValue // aion.namespace, then WithAttributes
 
 	providers, requestModels, responseModels, operations *attrcache.Cache[string]
@@ -137,8 +137,8 @@ func newGenAI(cfg *config) *genai {
 		refused: meter.Int64Counter(catalog.GenAIUsageRefused, catalog.UnitCount,
 			"Token counts of a committed Usage above the plausible bound, recorded nowhere."),
 		baseOpts:       []metric.AddOption{metric.WithAttributeSet(baseSet)},
-		agentOK:        metric.WithAttributeSet(baseSet),
-		agentFailed:    metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(base), catalog.ErrorType.String(catalog.OtherError))...)),
+		agentOK:        []metric.RecordOption{metric.WithAttributeSet(baseSet)},
+		agentFailed:    []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(base), catalog.ErrorType.String(catalog.OtherError))...))},
 		base:           base,
 		providers:      attrcache.New(limit, catalog.UnknownType, catalog.OtherType, same),
 		requestModels:  attrcache.New(limit, "", catalog.OtherType, same),
@@ -158,7 +158,7 @@ func newGenAI(cfg *config) *genai {
 		handle:    cfg.handle,
 	}
 	for f := range numTokenFields {
-		ga.refusedOpts[f] = metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(base), catalog.GenAITokenType.String(tokenFieldNames[f]))...))
+		ga.refusedOpts[f] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(base), catalog.GenAITokenType.String(tokenFieldNames[f]))...))}
 	}
 	if cfg.optIn.latest {
 		ga.inputTokens = dev.Int64Counter(catalog.GenAIInferenceInputTokens, catalog.UnitToken,
@@ -204,9 +204,22 @@ func (g *genai) observe(ctx context.Context, expectedSeq uint64, events []keyspa
 			g.handle(fmt.Errorf("otelstore: GenAI telemetry of a committed batch: panic: %v", r))
 		}
 	}()
-	acts := g.plan(expectedSeq, events)
+	buf := actionPool.Get().(*[]action)
+	acts := g.plan((*buf)[:0], expectedSeq, events)
 	g.run(ctx, acts)
+	if cap(acts) <= maxPooledActions {
+		clear(acts) // drop the references to attempts and events
+		*buf = acts[:0]
+		actionPool.Put(buf)
+	}
 }
+
+// actionPool holds the action slices of observe, so that a committed batch
+// costs no allocation for them; a slice grown past maxPooledActions (a huge
+// batch) is left to the collector.
+var actionPool = sync.Pool{New: func() any { return new([]action) }}
+
+const maxPooledActions = 64
 
 // contentOf returns c as a value kind: a pointer kind is dereferenced; nil
 // for a nil pointer or a foreign type, which no conforming store commits.
@@ -319,16 +332,19 @@ func (k usageKey) spanName() string {
 	return k.operation + " " + k.requestModel
 }
 
-// usageSet is what recording a usage of one usageKey needs.
+// usageSet is what recording a usage of one usageKey needs: the
+// measurement options, each in the slice a variadic call takes, built once.
 type usageSet struct {
 	key usageKey
 	// input and output are gen_ai.client.token.usage's options (with
-	// gen_ai.token.type), or, behind OptInLatest, the input and output
-	// counters' (with gen_ai.token.modality).
-	input, output metric.MeasurementOption
+	// gen_ai.token.type); behind OptInLatest, inputAdd and outputAdd are
+	// the input and output counters' (with gen_ai.token.modality).
+	input, output       []metric.RecordOption
+	inputAdd, outputAdd []metric.AddOption
 	// counts are the breakdown counters' (gen_ai.token.modality), call the
 	// model-call durations' (neither).
-	counts, call metric.MeasurementOption
+	counts []metric.AddOption
+	call   []metric.RecordOption
 	// spanStart are the inference span's sampling-relevant attributes.
 	spanStart trace.SpanStartOption
 	spanName  string
@@ -343,18 +359,17 @@ func (g *genai) usageSetOf(k usageKey) *usageSet {
 	with := func(kv attribute.KeyValue) metric.MeasurementOption {
 		return metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(attrs), kv)...))
 	}
+	counts := with(catalog.GenAITokenModality.String(catalog.GenAIModalityUnknown))
 	set := &usageSet{
 		key:       k,
-		counts:    with(catalog.GenAITokenModality.String(catalog.GenAIModalityUnknown)),
-		call:      metric.WithAttributeSet(attribute.NewSet(attrs...)),
+		counts:    []metric.AddOption{counts},
+		inputAdd:  []metric.AddOption{counts},
+		outputAdd: []metric.AddOption{counts},
+		call:      []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))},
+		input:     []metric.RecordOption{with(catalog.GenAITokenType.String(catalog.GenAITokenInput))},
+		output:    []metric.RecordOption{with(catalog.GenAITokenType.String(catalog.GenAITokenOutput))},
 		spanStart: trace.WithAttributes(k.attrs()...),
 		spanName:  k.spanName(),
-	}
-	if g.optIn.latest {
-		set.input, set.output = set.counts, set.counts
-	} else {
-		set.input = with(catalog.GenAITokenType.String(catalog.GenAITokenInput))
-		set.output = with(catalog.GenAITokenType.String(catalog.GenAITokenOutput))
 	}
 	if g.usageSets.Load() >= maxUsageSets {
 		return set
@@ -374,39 +389,39 @@ func (g *genai) recordUsage(ctx context.Context, u *usageAction) {
 	set, c := u.set, &u.counts
 	if g.optIn.latest {
 		if !c.refused[fieldInput] {
-			g.inputTokens.Add(ctx, c.n[fieldInput], set.input)
+			g.inputTokens.Add(ctx, c.n[fieldInput], set.inputAdd...)
 		}
 		if !c.refused[fieldOutput] {
-			g.outputTokens.Add(ctx, c.n[fieldOutput], set.output)
+			g.outputTokens.Add(ctx, c.n[fieldOutput], set.outputAdd...)
 		}
 	} else {
 		if !c.refused[fieldInput] {
-			g.tokens.Record(ctx, c.n[fieldInput], set.input)
+			g.tokens.Record(ctx, c.n[fieldInput], set.input...)
 		}
 		if !c.refused[fieldOutput] {
-			g.tokens.Record(ctx, c.n[fieldOutput], set.output)
+			g.tokens.Record(ctx, c.n[fieldOutput], set.output...)
 		}
 	}
 	if !c.refused[fieldCacheRead] {
-		g.cacheRead.Add(ctx, c.n[fieldCacheRead], set.counts)
+		g.cacheRead.Add(ctx, c.n[fieldCacheRead], set.counts...)
 	}
 	if !c.refused[fieldCacheCreation] {
-		g.cacheWrite.Add(ctx, c.n[fieldCacheCreation], set.counts)
+		g.cacheWrite.Add(ctx, c.n[fieldCacheCreation], set.counts...)
 	}
 	if !c.refused[fieldReasoning] {
-		g.reasoning.Add(ctx, c.n[fieldReasoning], set.counts)
+		g.reasoning.Add(ctx, c.n[fieldReasoning], set.counts...)
 	}
 	for f := range numTokenFields {
 		if c.refused[f] {
-			g.refused.Add(ctx, 1, g.refusedOpts[f])
+			g.refused.Add(ctx, 1, g.refusedOpts[f]...)
 		}
 	}
 	if u.start.IsZero() {
 		return
 	}
-	g.callDuration.Record(ctx, seconds(u.start, u.end), set.call)
+	g.callDuration.Record(ctx, seconds(u.start, u.end), set.call...)
 	if !u.firstChunk.IsZero() {
-		g.firstChunk.Record(ctx, seconds(u.start, u.firstChunk), set.call)
+		g.firstChunk.Record(ctx, seconds(u.start, u.firstChunk), set.call...)
 	}
 }
 
@@ -422,8 +437,9 @@ func seconds(start, end time.Time) float64 {
 // gen_ai.operation.name) and exec (gen_ai.execute_tool.duration, without).
 type toolOpts struct {
 	name               string
-	calls, callsFailed metric.MeasurementOption
-	exec, execFailed   metric.MeasurementOption
+	calls, callsFailed []metric.AddOption
+	oldCall, oldFailed []metric.RecordOption
+	exec, execFailed   []metric.RecordOption
 	spanStart          trace.SpanStartOption
 	spanName           string
 }
@@ -435,12 +451,15 @@ func newToolOpts(base []attribute.KeyValue, name string) *toolOpts {
 	set := func(kvs ...attribute.KeyValue) metric.MeasurementOption {
 		return metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(base), kvs...)...))
 	}
+	calls, callsFailed := set(op, tool), set(op, tool, failed)
 	return &toolOpts{
 		name:        name,
-		calls:       set(op, tool),
-		callsFailed: set(op, tool, failed),
-		exec:        set(tool),
-		execFailed:  set(tool, failed),
+		calls:       []metric.AddOption{calls},
+		callsFailed: []metric.AddOption{callsFailed},
+		oldCall:     []metric.RecordOption{calls},
+		oldFailed:   []metric.RecordOption{callsFailed},
+		exec:        []metric.RecordOption{set(tool)},
+		execFailed:  []metric.RecordOption{set(tool, failed)},
 		spanStart:   trace.WithAttributes(op, tool),
 		spanName:    catalog.GenAIOperationExecuteTool + " " + name,
 	}

@@ -110,7 +110,7 @@ type action struct {
 	kind int
 	att  *attempt
 	// actUsage
-	usage *usageAction
+	usage usageAction
 	// actTool: both; actOrphan: the result to count (nil for a call) and
 	// whether the memory bound forgot it
 	call, result *pendingTool
@@ -144,24 +144,28 @@ type endInfo struct {
 }
 
 // plan does the bookkeeping of a committed batch under the lock and
-// returns what run must do.
-func (g *genai) plan(expectedSeq uint64, events []keyspace.ActivityEvent) []action {
-	// Names are resolved before the lock: the caches have their own.
-	sets := make([]*usageSet, len(events))
-	tools := make([]*toolOpts, len(events))
+// returns what run must do, appended to acts.
+func (g *genai) plan(acts []action, expectedSeq uint64, events []keyspace.ActivityEvent) []action {
+	// Names are resolved before the lock: the caches have their own. A
+	// batch of a turn's size needs no heap allocation for them.
+	var setsBuf [16]*usageSet
+	var toolsBuf [16]*toolOpts
+	sets, tools := setsBuf[:0], toolsBuf[:0]
 	for i := range events {
+		var set *usageSet
+		var tool *toolOpts
 		switch c := contentOf(events[i].Content).(type) {
 		case keyspace.Usage:
-			sets[i] = g.usageSetOf(g.usageKeyOf(c))
+			set = g.usageSetOf(g.usageKeyOf(c))
 		case keyspace.ToolCall:
-			tools[i] = g.tools.Get(c.Name)
+			tool = g.tools.Get(c.Name)
 		}
+		sets, tools = append(sets, set), append(tools, tool)
 	}
 	now := g.clock()
 	ag := &g.agents
 	ag.mu.Lock()
 	defer ag.mu.Unlock()
-	var acts []action
 	var a *attempt
 	for i := range events {
 		ev := &events[i]
@@ -177,7 +181,8 @@ func (g *genai) plan(expectedSeq uint64, events []keyspace.ActivityEvent) []acti
 		toolName, paired := "", false
 		switch c := c.(type) {
 		case keyspace.Usage:
-			acts = append(acts, action{kind: actUsage, att: a, usage: g.planUsage(a, ev, seq, c, sets[i])})
+			acts = append(acts, action{kind: actUsage, att: a})
+			g.planUsage(&acts[len(acts)-1].usage, a, ev, seq, c, sets[i])
 		case keyspace.ToolCall:
 			pt := &pendingTool{att: a, id: maphash.String(g.seed, c.CallID), isCall: true, tool: tools[i],
 				callID: attrvalue.String(c.CallID), at: ev.EmittedAt}
@@ -223,8 +228,8 @@ func (g *genai) plan(expectedSeq uint64, events []keyspace.ActivityEvent) []acti
 
 // planUsage adds a model call to its attempt and returns what recording it
 // needs.
-func (g *genai) planUsage(a *attempt, ev *keyspace.ActivityEvent, seq uint64, u keyspace.Usage, set *usageSet) *usageAction {
-	ua := &usageAction{ev: ev, seq: seq, set: set, counts: countsOf(u), end: ev.EmittedAt,
+func (g *genai) planUsage(ua *usageAction, a *attempt, ev *keyspace.ActivityEvent, seq uint64, u keyspace.Usage, set *usageSet) {
+	*ua = usageAction{ev: ev, seq: seq, set: set, counts: countsOf(u), end: ev.EmittedAt,
 		start: u.StartedAt, firstChunk: u.FirstChunkAt}
 	if ua.end.IsZero() {
 		ua.end = ua.start
@@ -254,7 +259,6 @@ func (g *genai) planUsage(a *attempt, ev *keyspace.ActivityEvent, seq uint64, u 
 	if g.content && g.logger != nil {
 		ua.in, ua.out = a.msgs.take()
 	}
-	return ua
 }
 
 func saturatingAdd(a, b int64) int64 {
@@ -462,13 +466,20 @@ func (ag *agents) wait(a *attempt, pt *pendingTool, acts *[]action) {
 
 // run does what plan decided, without any lock: spans, points, records.
 func (g *genai) run(ctx context.Context, acts []action) {
+	var in *attempt // the attempt whose span inCtx carries
+	var inCtx context.Context
 	for i := range acts {
 		act := &acts[i]
+		if act.kind == actUsage || act.kind == actTool || act.kind == actLegacy {
+			if act.att != in {
+				in, inCtx = act.att, g.within(ctx, act.att)
+			}
+		}
 		switch act.kind {
 		case actUsage:
-			g.runUsage(ctx, act.att, act.usage)
+			g.runUsage(inCtx, act.att, &act.usage)
 		case actTool:
-			g.runTool(ctx, act.att, act.call, act.result)
+			g.runTool(inCtx, act.call, act.result)
 		case actOrphan:
 			if act.evicted {
 				g.toolEvicted.Add(ctx, 1, g.baseOpts...)
@@ -479,12 +490,12 @@ func (g *genai) run(ctx context.Context, acts []action) {
 				if act.result.isError {
 					opt = unknown.callsFailed
 				}
-				g.toolCalls.Add(ctx, 1, opt)
+				g.toolCalls.Add(ctx, 1, opt...)
 			}
 		case actEnd:
 			g.runEnd(ctx, act.att, act.end)
 		case actLegacy:
-			g.emitLegacy(g.within(ctx, act.att), act.ev, act.seq, act.toolName, act.paired)
+			g.emitLegacy(inCtx, act.ev, act.seq, act.toolName, act.paired)
 		}
 	}
 }
@@ -545,9 +556,8 @@ var (
 
 // runUsage records a model call: its inference span, from its StartedAt (or
 // its end, when unknown) to its EmittedAt, its metric points, with the span
-// as exemplar, and its details record.
+// as exemplar, and its details record. ctx carries the attempt's span.
 func (g *genai) runUsage(ctx context.Context, a *attempt, u *usageAction) {
-	ctx = g.within(ctx, a)
 	end := u.end
 	if end.IsZero() {
 		end = g.clock()
@@ -593,9 +603,9 @@ func usageSpanAttrs(u *usageAction) []attribute.KeyValue {
 
 // runTool records a tool execution: its count, its execute_tool span from
 // the call's EmittedAt to the result's (status Error for an error result),
-// and its duration when both times are known.
-func (g *genai) runTool(ctx context.Context, a *attempt, call, result *pendingTool) {
-	ctx = g.within(ctx, a)
+// and its duration when both times are known. ctx carries the attempt's
+// span.
+func (g *genai) runTool(ctx context.Context, call, result *pendingTool) {
 	tool := call.tool
 	calls, exec := tool.calls, tool.exec
 	if result.isError {
@@ -632,12 +642,16 @@ func (g *genai) runTool(ctx context.Context, a *attempt, call, result *pendingTo
 		}
 		span.End(trace.WithTimestamp(end))
 	}
-	g.toolCalls.Add(ctx, 1, calls)
+	g.toolCalls.Add(ctx, 1, calls...)
 	if timed {
 		d := seconds(start, end)
-		g.toolDuration.Record(ctx, d, exec)
+		g.toolDuration.Record(ctx, d, exec...)
 		if g.optIn.dup {
-			g.callDuration.Record(ctx, d, calls)
+			old := tool.oldCall
+			if result.isError {
+				old = tool.oldFailed
+			}
+			g.callDuration.Record(ctx, d, old...)
 		}
 	}
 }
@@ -653,7 +667,7 @@ func (g *genai) runEnd(ctx context.Context, a *attempt, e *endInfo) {
 	if e.failed {
 		opt = g.agentFailed
 	}
-	g.agentDuration.Record(ctx, seconds(a.start, e.at), opt)
+	g.agentDuration.Record(ctx, seconds(a.start, e.at), opt...)
 	if a.span == nil {
 		return
 	}
