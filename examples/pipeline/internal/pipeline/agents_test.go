@@ -29,7 +29,7 @@ func agentFixture(mutate func(agent *span, kids []*span)) runTrace {
 		"aion.gen_ai.usage.total.input_tokens": "1300", "aion.gen_ai.usage.total.output_tokens": "250",
 		"aion.gen_ai.usage.total.cache_read.input_tokens": "600", "aion.gen_ai.usage.total.cache_creation.input_tokens": "0",
 		"aion.gen_ai.usage.total.reasoning.output_tokens": "120",
-		"aion.gen_ai.invocation.model_calls": "2", "aion.gen_ai.invocation.tool_calls": "2",
+		"aion.gen_ai.invocation.model_calls":              "2", "aion.gen_ai.invocation.tool_calls": "2",
 	})
 	call := func(id byte, start, end float64, extra map[string]string) span {
 		attrs := map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic", "gen_ai.request.model": "claude"}
