@@ -2,16 +2,19 @@ package otelstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
 	"github.com/aionotel/aionotel/otelstore"
 )
@@ -280,4 +283,55 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestGenAIOneAttemptConcurrentSafe: writers racing on one stream (each
+// retrying its conflicts) commit their turns in some order and the
+// decorator observes them concurrently: one invoke_agent span, every model
+// call and tool its child, the totals exact.
+func TestGenAIOneAttemptConcurrentSafe(t *testing.T) {
+	h := newHarness(t)
+	ks := newGenAIKeyspace(t, h, keyspace.NewMemory())
+	wf, run := ids()
+	const writers, turns = 6, 10
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range turns {
+				id := fmt.Sprintf("%d-%d", w, i)
+				events := agentEvents(wf, run, keyspace.ToolCall{CallID: id, Name: "t"}, keyspace.ToolResult{CallID: id},
+					keyspace.Usage{InputTokens: 2, OutputTokens: 1, RequestModel: "m"})
+				for {
+					head, err := ks.Head(context.Background(), keyspace.KeyOf(events[0]))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if _, err := ks.AppendEvents(context.Background(), head, events); err == nil {
+						break
+					} else if !errors.Is(err, eventstore.ErrSequenceConflict) {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	ks.(interface{ EndAgentSpans() }).EndAgentSpans()
+	agents := h.spansNamed("invoke_agent")
+	if len(agents) != 1 {
+		t.Fatalf("%d invoke_agent spans for one attempt, want 1", len(agents))
+	}
+	children := append(h.spansNamed("execute_tool t"), h.spansNamed("chat m")...)
+	if len(children) != 2*writers*turns {
+		t.Fatalf("%d child spans, want %d", len(children), 2*writers*turns)
+	}
+	for _, c := range children {
+		if c.Parent().SpanID() != agents[0].SpanContext().SpanID() {
+			t.Fatalf("span %s is not the child of the attempt's invoke_agent span", c.Name())
+		}
+	}
+	assertSpanAttr(t, agents[0], attribute.Int64("aion.gen_ai.usage.total.input_tokens", 2*writers*turns))
+	assertSpanAttr(t, agents[0], attribute.Int64("aion.gen_ai.invocation.tool_calls", writers*turns))
 }
