@@ -110,17 +110,48 @@ type Status struct {
 	Detail string
 }
 
-// Usage reports the tokens one model call consumed, and which model and
-// provider served it: what the GenAI semantic conventions'
-// gen_ai.client.token.usage needs (package otelstore records it).
+// Usage reports one model call: the tokens it consumed, which model and
+// provider served it, and when it ran. It is what the GenAI semantic
+// conventions' token metrics and inference spans need (package otelstore
+// records them).
+//
+// The counts follow the conventions' inclusive rule, so that nothing is
+// counted twice: InputTokens is every input token of the call, cached ones
+// included (gen_ai.usage.input_tokens), and OutputTokens every output
+// token, reasoning included (gen_ai.usage.output_tokens). The three
+// breakdowns are parts of those totals, never additions to them:
+//
+//	CacheReadInputTokens + CacheCreationInputTokens <= InputTokens
+//	ReasoningOutputTokens                           <= OutputTokens
+//
+// A provider that reports cached tokens apart from the rest (Anthropic's
+// input_tokens excludes cache_read_input_tokens and
+// cache_creation_input_tokens) is reported here as their sum in
+// InputTokens; one that reports them inside its total (OpenAI's
+// prompt_tokens) is reported as is. A zero breakdown means none, or not
+// reported.
 //
 // The names are free text as the agent reports them; any of them may be
-// empty when unknown. Every store keeps them exactly as given (records
-// written before these fields existed read back with them empty); telemetry
-// cleans and bounds them before recording (see otelstore.NewKeyspace).
+// empty when unknown. Every store keeps every field exactly as given
+// (records written before a field existed read back with it zero);
+// telemetry cleans and bounds the names, and ignores counts no model call
+// reaches, before recording (see otelstore.NewKeyspace).
 type Usage struct {
-	InputTokens  uint64
+	// InputTokens is every input (prompt) token of the call, cached ones
+	// included.
+	InputTokens uint64
+	// OutputTokens is every output (completion) token of the call,
+	// reasoning ones included.
 	OutputTokens uint64
+	// CacheReadInputTokens is the part of InputTokens served from a
+	// provider-managed cache (gen_ai.usage.cache_read.input_tokens).
+	CacheReadInputTokens uint64
+	// CacheCreationInputTokens is the part of InputTokens written to a
+	// provider-managed cache (gen_ai.usage.cache_creation.input_tokens).
+	CacheCreationInputTokens uint64
+	// ReasoningOutputTokens is the part of OutputTokens spent on reasoning
+	// (gen_ai.usage.reasoning.output_tokens).
+	ReasoningOutputTokens uint64
 	// Provider is the GenAI provider as the conventions'
 	// gen_ai.provider.name names it: "openai", "anthropic", "aws.bedrock",
 	// "gcp.vertex_ai" and so on.
@@ -134,6 +165,14 @@ type Usage struct {
 	// "chat", "text_completion", "generate_content", "embeddings" and so
 	// on. Empty means "chat", the operation of an agent's turn.
 	Operation string
+	// StartedAt is when the call was sent; the event's EmittedAt is when
+	// it ended (its answer, or its last chunk, came). Zero means unknown:
+	// the call then has no duration.
+	StartedAt time.Time
+	// FirstChunkAt is when the first chunk of a streamed answer came, for
+	// the conventions' time to first chunk. Zero for a call that was not
+	// streamed, or when unknown.
+	FirstChunkAt time.Time
 }
 
 func (Message) ContentKind() string    { return "message" }

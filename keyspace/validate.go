@@ -24,7 +24,11 @@ import (
 //     that is not, for a nil pointer or any other type.
 //
 // An empty batch is valid. A batch that passes is one every implementation
-// can store: nothing else about an event is refused.
+// can store: nothing else about an event is refused. In particular a
+// [Usage]'s token counts are not checked: the transcript keeps whatever the
+// agent wrote (math.MaxUint64 for a -1 included), and it is telemetry that
+// refuses counts no model call reaches (otelstore.MaxTokenCount), so that a
+// bad count never costs the batch's other events.
 func ValidateBatch(events []ActivityEvent) error {
 	if len(events) == 0 {
 		return nil

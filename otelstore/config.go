@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -62,6 +64,9 @@ type config struct {
 	keyspaceNamespace string
 	activitySpans     ActivitySpanSource
 	maxPendingCalls   int
+	maxAttempts       int
+	agentIdle         time.Duration
+	optIn             semconvOptIn
 
 	// Seams for tests inside the package: now stands in for time.Now (and
 	// for time.Since); nil outside tests.
@@ -85,6 +90,9 @@ func newConfig(dbSystem string) config {
 		loggerProvider:    otel.GetLoggerProvider(),
 		keyspaceNamespace: catalog.DefaultNamespace,
 		maxPendingCalls:   DefaultMaxPendingToolCalls,
+		maxAttempts:       DefaultMaxAgentInvocations,
+		agentIdle:         DefaultAgentIdleTimeout,
+		optIn:             parseOptIn(os.Getenv(catalog.OptInEnv)),
 	}
 }
 
@@ -144,12 +152,17 @@ var reserved = map[attribute.Key]bool{
 	catalog.EventCount: true, catalog.OutboxRowCount: true, catalog.ActivityID: true,
 	catalog.Attempt: true, catalog.DBSystemName: true, catalog.RetryCount: true,
 	catalog.TimelineLink: true,
-	// The GenAI telemetry of NewKeyspace.
+	// The GenAI telemetry of NewKeyspace: metrics, spans and log records.
 	catalog.GenAIOperationName: true, catalog.GenAIProviderName: true, catalog.GenAIRequestModel: true,
 	catalog.GenAIResponseModel: true, catalog.GenAITokenType: true, catalog.GenAIToolName: true,
-	// And those of its log records.
-	catalog.AgentRole: true, catalog.StoreSeq: true, catalog.GenAIAgentID: true, catalog.GenAIToolCallID: true,
-	catalog.GenAIUsageInput: true, catalog.GenAIUsageOutput: true,
+	catalog.GenAITokenModality: true, catalog.GenAIToolCallID: true, catalog.GenAIToolCallArgs: true,
+	catalog.GenAIToolCallResult: true, catalog.GenAIAgentID: true, catalog.GenAIUsageInput: true,
+	catalog.GenAIUsageOutput: true, catalog.GenAIUsageCacheRead: true, catalog.GenAIUsageCacheCreation: true,
+	catalog.GenAIUsageReasoning: true, catalog.GenAITimeToFirstChunk: true, catalog.GenAIInputMessages: true,
+	catalog.GenAIOutputMessages: true, catalog.AgentRole: true, catalog.StoreSeq: true,
+	catalog.AgentTotalInput: true, catalog.AgentTotalOutput: true, catalog.AgentTotalCacheRead: true,
+	catalog.AgentTotalCacheCreation: true, catalog.AgentTotalReasoning: true, catalog.AgentModelCalls: true,
+	catalog.AgentToolCalls: true, catalog.AgentEnd: true,
 }
 
 // reservedLabels are the Prometheus label names of the reserved keys: a key
@@ -340,10 +353,10 @@ func WithConflictAsError(asError bool) SharedOption {
 	return sharedFunc(func(c *config) { c.conflictError = asError })
 }
 
-// ActivitySpanSource gives the span context of an activity's live span, so
-// that [NewKeyspace]'s log records join the activity's trace. It returns an
-// invalid span context when it holds no span for the key. A
-// *pairing.Tracker that tracks activity spans is one; the source must be
+// ActivitySpanSource gives the span context of an activity's span, so that
+// [NewKeyspace]'s invoke_agent spans are its children and its log records
+// join the activity's trace. It returns an invalid span context when it
+// holds no span for the key. A *pairing.Tracker is one; the source must be
 // safe for concurrent use.
 type ActivitySpanSource interface {
 	ActivitySpanContext(key pairing.Key) trace.SpanContext
@@ -367,33 +380,37 @@ func WithLoggerProvider(lp log.LoggerProvider) KeyspaceOption {
 	})
 }
 
-// WithTranscriptLogs turns on one log record per committed transcript
-// event, named and shaped by the GenAI conventions (see [NewKeyspace]).
-// Without it, or given false, no log record is emitted. Records carry no
-// content unless [WithContentCapture] is on too.
+// WithTranscriptLogs turns on the GenAI log records of committed
+// transcripts: one gen_ai.client.inference.operation.details event per
+// model call (see [NewKeyspace]). Without it, or given false, no log record
+// is emitted. Records carry no content unless [WithContentCapture] is on
+// too.
 func WithTranscriptLogs(enabled bool) KeyspaceOption {
 	return keyspaceFunc(func(c *config) { c.transcriptLogs = enabled })
 }
 
-// WithContentCapture lets transcript content into the log records: message
-// text, tool arguments and output, status state and detail (each made valid
-// UTF-8 and cut to [MaxContentLen] bytes). It is the conventions'
+// WithContentCapture lets transcript content out, where the GenAI
+// conventions allow it (their opt-in attributes): gen_ai.input.messages and
+// gen_ai.output.messages on the inference-details log records
+// ([WithTranscriptLogs]), and gen_ai.tool.call.arguments and
+// gen_ai.tool.call.result on execute_tool spans; each text is made valid
+// UTF-8 and cut to [MaxContentLen] bytes. It is the conventions'
 // content-capture setting (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
 // in instrumentations that read the environment; a program may map that
 // variable onto this option). Without it, or given false, no content leaves
-// the process: not in log records, spans or metrics. Content never goes
-// into spans or metrics, with it or without.
+// the process: not in log records, spans or metrics. Metrics never carry
+// content, with it or without.
 func WithContentCapture(enabled bool) KeyspaceOption {
 	return keyspaceFunc(func(c *config) { c.contentCapture = enabled })
 }
 
 // WithKeyspaceNamespace sets the namespace of the runs whose transcripts
-// the keyspace holds: the aion.namespace attribute of the GenAI metrics and
-// log records, and the namespace of the activity keys asked of
-// [WithActivitySpans] and of the run's trace anchor. Invalid UTF-8 is
-// replaced by U+FFFD and the value is cut to 256 bytes. Without it, or
-// given "", the namespace is "default". The keyspace call metrics carry no
-// namespace either way.
+// the keyspace holds: the aion.namespace attribute of every metric the
+// keyspace decorator records (the call metrics aion.keyspace.* and the
+// GenAI ones) and of its GenAI spans and log records, and the namespace of
+// the activity keys asked of [WithActivitySpans] and of the run's trace
+// anchor. Invalid UTF-8 is replaced by U+FFFD and the value is cut to 256
+// bytes. Without it, or given "", the namespace is "default".
 func WithKeyspaceNamespace(namespace string) KeyspaceOption {
 	return keyspaceFunc(func(c *config) {
 		if namespace != "" {
@@ -402,15 +419,63 @@ func WithKeyspaceNamespace(namespace string) KeyspaceOption {
 	})
 }
 
-// WithActivitySpans sets where the log records find the live span of the
-// activity whose transcript they belong to, to be emitted in its context.
-// Without it, or given nil, or when the source has no span for the
-// activity, a record is emitted in the context of its run's derived trace
-// anchor (the trace the run span is in), so it is still in the run's trace.
+// WithActivitySpans sets where the GenAI telemetry finds the span of the
+// activity a transcript belongs to: each attempt's invoke_agent span is its
+// child. Without it, or given nil, or when the source has no valid span
+// context for the activity, the invoke_agent span is a child of its run's
+// derived trace anchor (the parent the run span has), so it is in the run's
+// trace either way.
 func WithActivitySpans(src ActivitySpanSource) KeyspaceOption {
 	return keyspaceFunc(func(c *config) {
 		if !guard.IsNil(src) {
 			c.activitySpans = src
 		}
 	})
+}
+
+// WithAgentIdleTimeout sets how long an attempt's invoke_agent span stays
+// open without a new committed event before the next committed batch (of
+// any stream) ends it, at its last event's time. Without it, or given
+// d <= 0, it is [DefaultAgentIdleTimeout]. The other ends of an attempt
+// are listed in [NewKeyspace].
+func WithAgentIdleTimeout(d time.Duration) KeyspaceOption {
+	return keyspaceFunc(func(c *config) {
+		if d > 0 {
+			c.agentIdle = d
+		}
+	})
+}
+
+// WithSemConvStabilityOptIn sets the OTEL_SEMCONV_STABILITY_OPT_IN values
+// the GenAI telemetry follows (a comma-separated list, as in the variable),
+// in place of the variable's: "gen_ai_latest_experimental" records the
+// newest token counters instead of gen_ai.client.token.usage, and
+// "gen_ai/dup" adds the names earlier aionotel builds emitted (see
+// [NewKeyspace]). Other values are ignored. Without it the environment
+// variable, read when NewKeyspace runs, decides; given "", neither value is
+// on.
+func WithSemConvStabilityOptIn(values string) KeyspaceOption {
+	return keyspaceFunc(func(c *config) { c.optIn = parseOptIn(values) })
+}
+
+// semconvOptIn is what OTEL_SEMCONV_STABILITY_OPT_IN asks of the GenAI
+// telemetry.
+type semconvOptIn struct {
+	latest bool // gen_ai_latest_experimental
+	dup    bool // gen_ai/dup
+}
+
+// parseOptIn reads a comma-separated OTEL_SEMCONV_STABILITY_OPT_IN value;
+// spaces around a value are ignored, and so are values of other domains.
+func parseOptIn(values string) semconvOptIn {
+	var o semconvOptIn
+	for v := range strings.SplitSeq(values, ",") {
+		switch strings.TrimSpace(v) {
+		case catalog.OptInLatest:
+			o.latest = true
+		case catalog.OptInDup:
+			o.dup = true
+		}
+	}
+	return o
 }

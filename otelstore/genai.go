@@ -1,7 +1,6 @@
 package otelstore
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"hash/maphash"
@@ -14,74 +13,132 @@ import (
 	"go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/aionotel/aionotel/internal/attrcache"
-	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
 	"github.com/aionotel/aionotel/internal/instrument"
-	"github.com/aionotel/aionotel/internal/timeline"
 	"github.com/aionotel/aionotel/internal/version"
 	"github.com/aionotel/aionotel/keyspace"
-	"github.com/aionotel/aionotel/pairing"
 )
 
-// DefaultMaxPendingToolCalls is how many tool calls [NewKeyspace] remembers
-// while their results are outstanding, to measure their duration. Past it
-// the oldest is forgotten and counted on aion.gen_ai.tool.pairing.evicted;
-// its result, when it comes, is counted with gen_ai.tool.name "_unknown"
-// and no duration.
+// DefaultMaxPendingToolCalls is how many tool calls and tool results
+// [NewKeyspace] remembers while the other half of their pair is
+// outstanding. Past it the oldest is forgotten and counted on
+// aion.gen_ai.tool.pairing.evicted; a forgotten result is counted as a call
+// of gen_ai.tool.name "_unknown", without duration or span.
 const DefaultMaxPendingToolCalls = 1 << 14
 
-// MaxContentLen is the largest length, in bytes, of one content field (a
-// message text, tool arguments or output, a status) in a log record, when
+// DefaultMaxAgentInvocations is how many attempts [NewKeyspace] tracks with
+// an open invoke_agent span, and how many ended ones it remembers so that
+// their late events still join them. Past it the attempt committed to
+// least recently is ended (and counted on aion.gen_ai.agent.pairing.evicted),
+// or the oldest ended one forgotten.
+const DefaultMaxAgentInvocations = 1 << 12
+
+// DefaultAgentIdleTimeout is how long an attempt's invoke_agent span stays
+// open without a committed event, unless [WithAgentIdleTimeout] says
+// otherwise.
+const DefaultAgentIdleTimeout = 10 * time.Minute
+
+// MaxTokenCount is the largest token count of one model call that the
+// GenAI telemetry records. A larger count in a [keyspace.Usage] (an agent
+// writing -1 for "unknown" stores math.MaxUint64) is implausible: it is
+// recorded nowhere (no metric point, span attribute or total) and counted
+// on aion.gen_ai.usage.refused, so that no sum of the process can overflow
+// and every later point stays valid. The transcript keeps it as written.
+const MaxTokenCount = 1 << 32
+
+// MaxContentLen is the largest length, in bytes, of one content text (a
+// message text, tool arguments or output) in a log record or span, when
 // [WithContentCapture] lets content out at all. Longer text is cut on a
 // rune boundary; invalid UTF-8 becomes U+FFFD.
 const MaxContentLen = 64 << 10
 
 // genai turns committed transcript events into the GenAI telemetry: token
-// usage, tool calls and, when enabled, log records. It is safe for
-// concurrent use.
+// usage, model-call, tool and agent durations and spans, tool calls and,
+// when enabled, log records. It is safe for concurrent use.
 type genai struct {
-	tokens       metric.Int64Histogram
-	toolCalls    metric.Int64Counter
-	toolDuration metric.Float64Histogram
-	evicted      metric.Int64Counter
-	evictedOpts  []metric.AddOption
-	base         []attribute.KeyValue // aion.namespace, then WithAttributes
+	tokens        metric.Int64Histogram // gen_ai.client.token.usage; nil behind OptInLatest
+	inputTokens   metric.Int64Counter   // OptInLatest only
+	outputTokens  metric.Int64Counter   // OptInLatest only
+	cacheRead     metric.Int64Counter
+	cacheWrite    metric.Int64Counter
+	reasoning     metric.Int64Counter
+	callDuration  metric.Float64Histogram // model calls; tools too behind OptInDup
+	firstChunk    metric.Float64Histogram
+	toolDuration  metric.Float64Histogram
+	agentDuration metric.Float64Histogram
+	toolCalls     metric.Int64Counter
+	toolEvicted   metric.Int64Counter
+	agentEvicted  metric.Int64Counter
+	refused       metric.Int64Counter
+	baseOpts      []metric.AddOption // aion.namespace and WithAttributes
+	agentOK       []metric.RecordOption
+	agentFailed   []metric.RecordOption
+	refusedOpts   [numTokenFields][]metric.AddOption
+	base          []attribute.KeyValue // aion.namespace, then WithAttributes
 
 	providers, requestModels, responseModels, operations *attrcache.Cache[string]
 	// tools maps a raw tool name to its recorded name and measurement
-	// options; usageOpts a usage's recorded names (a usageKey) to the
-	// options of its two points, for at most maxUsageSets combinations.
+	// options; usageOpts a usage's recorded names (a usageKey) to its
+	// measurement options, for at most maxUsageSets combinations.
 	tools     *attrcache.Cache[*toolOpts]
-	usageOpts sync.Map // usageKey -> *[2]metric.MeasurementOption
+	usageOpts sync.Map // usageKey -> *usageSet
 	usageSets atomic.Int64
 
-	seed    maphash.Seed
-	pending pendingCalls
-
+	tracer    trace.Tracer // nil: no GenAI spans
+	seed      maphash.Seed
+	agents    agents
 	logger    log.Logger // nil: log records are off
 	content   bool
+	optIn     semconvOptIn
 	namespace string
 	spans     ActivitySpanSource
+	idle      time.Duration
 	now       func() time.Time
 	handle    func(error)
 }
 
-func newGenAI(cfg *config, meter *instrument.Meter) *genai {
+func newGenAI(cfg *config) *genai {
 	base := append([]attribute.KeyValue{catalog.Namespace.String(cfg.keyspaceNamespace)}, cfg.attributes...)
+	// The instruments of the current, unreleased text carry its schema URL
+	// (catalog.GenAIDevSchemaURL), the others v1.41.0's, whose gen_ai.*
+	// attribute keys they all use.
+	meterOf := func(schemaURL string) *instrument.Meter {
+		return instrument.New(cfg.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(version.Version),
+			metric.WithSchemaURL(schemaURL)), "otelstore", cfg.handle)
+	}
+	meter, dev := meterOf(catalog.GenAISchemaURL), meterOf(catalog.GenAIDevSchemaURL)
 	same := func(recorded string) string { return recorded }
 	limit := cfg.typeLimit
+	baseSet := attribute.NewSet(base...)
 	ga := &genai{
-		tokens: meter.Int64Histogram(catalog.GenAIClientTokenUsage, catalog.UnitToken,
-			"Number of input and output tokens used.", catalog.TokenUsageBoundaries),
-		toolCalls: meter.Int64Counter(catalog.GenAIToolCalls, catalog.UnitCall,
-			"Tool calls whose result was committed to the transcript keyspace."),
-		toolDuration: meter.Float64Histogram(catalog.GenAIClientOperationDuration, catalog.UnitSeconds,
+		cacheRead: dev.Int64Counter(catalog.GenAIInferenceCacheReadTokens, catalog.UnitToken,
+			"The number of input tokens served from a provider-managed cache."),
+		cacheWrite: dev.Int64Counter(catalog.GenAIInferenceCacheWriteTokens, catalog.UnitToken,
+			"The number of input tokens written to a provider-managed cache."),
+		reasoning: dev.Int64Counter(catalog.GenAIInferenceReasoningTokens, catalog.UnitToken,
+			"The number of output tokens used for reasoning."),
+		callDuration: meter.Float64Histogram(catalog.GenAIClientOperationDuration, catalog.UnitSeconds,
 			"GenAI operation duration.", catalog.GenAIDurationBoundaries),
-		evicted: meter.Int64Counter(catalog.GenAIToolPairingEvicted, catalog.UnitCall,
-			"Tool calls forgotten by the memory bound before their result was committed."),
-		evictedOpts:    []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(base...))},
+		firstChunk: meter.Float64Histogram(catalog.GenAIClientTimeToFirstChunk, catalog.UnitSeconds,
+			"Time to receive the first chunk of a streamed response, from when the request was issued.", catalog.GenAIDurationBoundaries),
+		toolDuration: dev.Float64Histogram(catalog.GenAIExecuteToolDuration, catalog.UnitSeconds,
+			"The duration of a single tool execution.", catalog.GenAIDurationBoundaries),
+		agentDuration: dev.Float64Histogram(catalog.GenAIInvokeAgentDuration, catalog.UnitSeconds,
+			"The end-to-end duration of a single agent invocation.", catalog.InvokeAgentBoundaries),
+		toolCalls: meter.Int64Counter(catalog.GenAIToolCalls, catalog.UnitCall,
+			"Tool executions whose call and result were committed to the transcript keyspace."),
+		toolEvicted: meter.Int64Counter(catalog.GenAIToolPairingEvicted, catalog.UnitCall,
+			"Tool calls and results forgotten by the memory bound before the other half was committed."),
+		agentEvicted: meter.Int64Counter(catalog.GenAIAgentPairingEvicted, catalog.UnitCount,
+			"Agent invocations whose span the memory bound ended before their attempt ended."),
+		refused: meter.Int64Counter(catalog.GenAIUsageRefused, catalog.UnitCount,
+			"Token counts of a committed Usage above the plausible bound, recorded nowhere."),
+		baseOpts:       []metric.AddOption{metric.WithAttributeSet(baseSet)},
+		agentOK:        []metric.RecordOption{metric.WithAttributeSet(baseSet)},
+		agentFailed:    []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(base), catalog.ErrorType.String(catalog.OtherError))...))},
 		base:           base,
 		providers:      attrcache.New(limit, catalog.UnknownType, catalog.OtherType, same),
 		requestModels:  attrcache.New(limit, "", catalog.OtherType, same),
@@ -91,59 +148,78 @@ func newGenAI(cfg *config, meter *instrument.Meter) *genai {
 			return newToolOpts(base, name)
 		}),
 		seed:      maphash.MakeSeed(),
-		pending:   pendingCalls{limit: max(cfg.maxPendingCalls, 1), m: map[callKey]*list.Element{}},
+		agents:    newAgents(max(cfg.maxAttempts, 1), max(cfg.maxPendingCalls, 1)),
 		content:   cfg.contentCapture,
+		optIn:     cfg.optIn,
 		namespace: cfg.keyspaceNamespace,
 		spans:     cfg.activitySpans,
+		idle:      cfg.agentIdle,
 		now:       cfg.now,
 		handle:    cfg.handle,
 	}
+	for f := range numTokenFields {
+		ga.refusedOpts[f] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(base), catalog.GenAITokenType.String(tokenFieldNames[f]))...))}
+	}
+	if cfg.optIn.latest {
+		ga.inputTokens = dev.Int64Counter(catalog.GenAIInferenceInputTokens, catalog.UnitToken,
+			"The number of input (prompt) tokens used, including cached tokens.")
+		ga.outputTokens = dev.Int64Counter(catalog.GenAIInferenceOutputTokens, catalog.UnitToken,
+			"The number of output (completion) tokens used, including reasoning tokens.")
+	} else {
+		ga.tokens = meter.Int64Histogram(catalog.GenAIClientTokenUsage, catalog.UnitToken,
+			"Number of input and output tokens used.", catalog.TokenUsageBoundaries)
+	}
+	if _, noop := cfg.tracerProvider.(tracenoop.TracerProvider); !noop {
+		ga.tracer = cfg.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version),
+			trace.WithSchemaURL(catalog.GenAISchemaURL))
+	}
 	if cfg.transcriptLogs && cfg.loggerProvider != nil {
 		ga.logger = cfg.loggerProvider.Logger(ScopeName, log.WithInstrumentationVersion(version.Version),
-			log.WithSchemaURL(catalog.SchemaURL))
+			log.WithSchemaURL(catalog.GenAISchemaURL))
 	}
 	return ga
 }
 
+// clock returns the current time: the test seam's when set.
+func (g *genai) clock() time.Time {
+	if g.now != nil {
+		return g.now()
+	}
+	return time.Now()
+}
+
 // observe records the telemetry of events, which the inner store has just
 // committed as one batch (so they are of one stream, none ephemeral). ctx
-// is the append_events call's: metric points get its span as exemplar.
+// is the append_events call's: spans link to it and metric points without
+// a span of their own get it as exemplar.
 //
-// A panic inside (of an [ActivitySpanSource], a log processor or an
-// exporter) is reported to the error handler: the batch is committed, and
-// the caller gets the inner result.
+// The bookkeeping (pairing, totals, bounds) is done under one lock without
+// calling out; the spans, points and records are made after it is released.
+// A panic inside (of an [ActivitySpanSource], a sampler, a span or log
+// processor or an exporter) is reported to the error handler: the batch is
+// committed, and the caller gets the inner result.
 func (g *genai) observe(ctx context.Context, expectedSeq uint64, events []keyspace.ActivityEvent) {
 	defer func() {
 		if r := recover(); r != nil {
 			g.handle(fmt.Errorf("otelstore: GenAI telemetry of a committed batch: panic: %v", r))
 		}
 	}()
-	var logCtx context.Context
-	for i := range events {
-		ev := &events[i]
-		if ev.Ephemeral {
-			continue // not a transcript entry; a conforming store refuses it anyway
-		}
-		toolName, paired := "", false
-		switch c := contentOf(ev.Content).(type) {
-		case keyspace.Usage:
-			g.recordUsage(ctx, c)
-		case keyspace.ToolCall:
-			g.callStarted(ev, c)
-		case keyspace.ToolResult:
-			toolName, paired = g.callEnded(ctx, ev, c)
-		case nil:
-			continue // nothing to say, and no record for it
-		}
-		if g.logger == nil {
-			continue
-		}
-		if logCtx == nil {
-			logCtx = g.traceContext(ctx, keyspace.KeyOf(*ev))
-		}
-		g.emit(logCtx, ev, expectedSeq+uint64(i), toolName, paired)
+	buf := actionPool.Get().(*[]action)
+	acts := g.plan((*buf)[:0], expectedSeq, events)
+	g.run(ctx, acts)
+	if cap(acts) <= maxPooledActions {
+		clear(acts) // drop the references to attempts and events
+		*buf = acts[:0]
+		actionPool.Put(buf)
 	}
 }
+
+// actionPool holds the action slices of observe, so that a committed batch
+// costs no allocation for them; a slice grown past maxPooledActions (a huge
+// batch) is left to the collector.
+var actionPool = sync.Pool{New: func() any { return new([]action) }}
+
+const maxPooledActions = 64
 
 // contentOf returns c as a value kind: a pointer kind is dereferenced; nil
 // for a nil pointer or a foreign type, which no conforming store commits.
@@ -173,6 +249,41 @@ func contentOf(c keyspace.Content) keyspace.Content {
 		}
 	}
 	return nil
+}
+
+// The token counts of a Usage, as indexes of arrays.
+const (
+	fieldInput = iota
+	fieldOutput
+	fieldCacheRead
+	fieldCacheCreation
+	fieldReasoning
+	numTokenFields
+)
+
+// tokenFieldNames are the gen_ai.token.type values of
+// aion.gen_ai.usage.refused.
+var tokenFieldNames = [numTokenFields]string{catalog.GenAITokenInput, catalog.GenAITokenOutput,
+	catalog.TokenFieldCacheRead, catalog.TokenFieldCacheCreation, catalog.TokenFieldReasoning}
+
+// tokenCounts are a Usage's counts, each either plausible (at most
+// MaxTokenCount) or refused.
+type tokenCounts struct {
+	n       [numTokenFields]int64
+	refused [numTokenFields]bool
+}
+
+func countsOf(u keyspace.Usage) tokenCounts {
+	var c tokenCounts
+	for f, v := range [numTokenFields]uint64{u.InputTokens, u.OutputTokens, u.CacheReadInputTokens,
+		u.CacheCreationInputTokens, u.ReasoningOutputTokens} {
+		if v > MaxTokenCount {
+			c.refused[f] = true
+			continue
+		}
+		c.n[f] = int64(v)
+	}
+	return c
 }
 
 // maxUsageSets bounds the cached attribute sets of token usage: each name
@@ -212,155 +323,144 @@ func (k usageKey) attrs() []attribute.KeyValue {
 	return attrs
 }
 
-// usageOptions returns the measurement options of a usage's input and
-// output points.
-func (g *genai) usageOptions(k usageKey) *[2]metric.MeasurementOption {
-	if v, ok := g.usageOpts.Load(k); ok {
-		return v.(*[2]metric.MeasurementOption)
+// spanName is the inference span's name: "{operation} {request model}", or
+// the operation alone when no model is given.
+func (k usageKey) spanName() string {
+	if k.requestModel == "" {
+		return k.operation
 	}
-	attrs := append(append(slices.Clone(g.base), k.attrs()...), attribute.KeyValue{})
-	var opts [2]metric.MeasurementOption
-	for i, typ := range [2]string{catalog.GenAITokenInput, catalog.GenAITokenOutput} {
-		attrs[len(attrs)-1] = catalog.GenAITokenType.String(typ)
-		opts[i] = metric.WithAttributeSet(attribute.NewSet(attrs...))
+	return k.operation + " " + k.requestModel
+}
+
+// usageSet is what recording a usage of one usageKey needs: the
+// measurement options, each in the slice a variadic call takes, built once.
+type usageSet struct {
+	key usageKey
+	// input and output are gen_ai.client.token.usage's options (with
+	// gen_ai.token.type); behind OptInLatest, inputAdd and outputAdd are
+	// the input and output counters' (with gen_ai.token.modality).
+	input, output       []metric.RecordOption
+	inputAdd, outputAdd []metric.AddOption
+	// counts are the breakdown counters' (gen_ai.token.modality), call the
+	// model-call durations' (neither).
+	counts []metric.AddOption
+	call   []metric.RecordOption
+	// spanStart are the inference span's sampling-relevant attributes.
+	spanStart trace.SpanStartOption
+	spanName  string
+}
+
+// usageSetOf returns the measurement options of a usage of key k.
+func (g *genai) usageSetOf(k usageKey) *usageSet {
+	if v, ok := g.usageOpts.Load(k); ok {
+		return v.(*usageSet)
+	}
+	attrs := append(slices.Clone(g.base), k.attrs()...)
+	with := func(kv attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(attrs), kv)...))
+	}
+	counts := with(catalog.GenAITokenModality.String(catalog.GenAIModalityUnknown))
+	set := &usageSet{
+		key:       k,
+		counts:    []metric.AddOption{counts},
+		inputAdd:  []metric.AddOption{counts},
+		outputAdd: []metric.AddOption{counts},
+		call:      []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))},
+		input:     []metric.RecordOption{with(catalog.GenAITokenType.String(catalog.GenAITokenInput))},
+		output:    []metric.RecordOption{with(catalog.GenAITokenType.String(catalog.GenAITokenOutput))},
+		spanStart: trace.WithAttributes(k.attrs()...),
+		spanName:  k.spanName(),
 	}
 	if g.usageSets.Load() >= maxUsageSets {
-		return &opts
+		return set
 	}
-	v, loaded := g.usageOpts.LoadOrStore(k, &opts)
+	v, loaded := g.usageOpts.LoadOrStore(k, set)
 	if !loaded {
 		g.usageSets.Add(1)
 	}
-	return v.(*[2]metric.MeasurementOption)
+	return v.(*usageSet)
 }
 
-func (g *genai) recordUsage(ctx context.Context, u keyspace.Usage) {
-	opts := g.usageOptions(g.usageKeyOf(u))
-	g.tokens.Record(ctx, attrvalue.Int64(u.InputTokens), opts[0])
-	g.tokens.Record(ctx, attrvalue.Int64(u.OutputTokens), opts[1])
+// recordUsage records the metric points of one model call: the token
+// counts, refused ones counted apart, and, when the Usage says when the
+// call started, its duration and time to first chunk. ctx carries the
+// inference span, the points' exemplar.
+func (g *genai) recordUsage(ctx context.Context, u *usageAction) {
+	set, c := u.set, &u.counts
+	if g.optIn.latest {
+		if !c.refused[fieldInput] {
+			g.inputTokens.Add(ctx, c.n[fieldInput], set.inputAdd...)
+		}
+		if !c.refused[fieldOutput] {
+			g.outputTokens.Add(ctx, c.n[fieldOutput], set.outputAdd...)
+		}
+	} else {
+		if !c.refused[fieldInput] {
+			g.tokens.Record(ctx, c.n[fieldInput], set.input...)
+		}
+		if !c.refused[fieldOutput] {
+			g.tokens.Record(ctx, c.n[fieldOutput], set.output...)
+		}
+	}
+	if !c.refused[fieldCacheRead] {
+		g.cacheRead.Add(ctx, c.n[fieldCacheRead], set.counts...)
+	}
+	if !c.refused[fieldCacheCreation] {
+		g.cacheWrite.Add(ctx, c.n[fieldCacheCreation], set.counts...)
+	}
+	if !c.refused[fieldReasoning] {
+		g.reasoning.Add(ctx, c.n[fieldReasoning], set.counts...)
+	}
+	for f := range numTokenFields {
+		if c.refused[f] {
+			g.refused.Add(ctx, 1, g.refusedOpts[f]...)
+		}
+	}
+	if u.start.IsZero() {
+		return
+	}
+	g.callDuration.Record(ctx, seconds(u.start, u.end), set.call...)
+	if !u.firstChunk.IsZero() {
+		g.firstChunk.Record(ctx, seconds(u.start, u.firstChunk), set.call...)
+	}
+}
+
+// seconds is the time from start to end, in seconds; 0 when end is not
+// after start (two clocks apart).
+func seconds(start, end time.Time) float64 {
+	return max(end.Sub(start).Seconds(), 0)
 }
 
 // toolOpts is a recorded tool name with the measurement options of its
-// calls that succeeded and failed.
+// executions that succeeded and failed: calls (the tool-call counter, and
+// behind OptInDup gen_ai.client.operation.duration, with
+// gen_ai.operation.name) and exec (gen_ai.execute_tool.duration, without).
 type toolOpts struct {
-	name       string
-	ok, failed metric.MeasurementOption
+	name               string
+	calls, callsFailed []metric.AddOption
+	oldCall, oldFailed []metric.RecordOption
+	exec, execFailed   []metric.RecordOption
+	spanStart          trace.SpanStartOption
+	spanName           string
 }
 
 func newToolOpts(base []attribute.KeyValue, name string) *toolOpts {
-	attrs := append(slices.Clone(base),
-		catalog.GenAIOperationName.String(catalog.GenAIOperationExecuteTool),
-		catalog.GenAIToolName.String(name))
+	tool := catalog.GenAIToolName.String(name)
+	op := catalog.GenAIOperationName.String(catalog.GenAIOperationExecuteTool)
+	failed := catalog.ErrorType.String(catalog.OtherError)
+	set := func(kvs ...attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(base), kvs...)...))
+	}
+	calls, callsFailed := set(op, tool), set(op, tool, failed)
 	return &toolOpts{
-		name:   name,
-		ok:     metric.WithAttributeSet(attribute.NewSet(attrs...)),
-		failed: metric.WithAttributeSet(attribute.NewSet(append(attrs, catalog.ErrorType.String(catalog.OtherError))...)),
+		name:        name,
+		calls:       []metric.AddOption{calls},
+		callsFailed: []metric.AddOption{callsFailed},
+		oldCall:     []metric.RecordOption{calls},
+		oldFailed:   []metric.RecordOption{callsFailed},
+		exec:        []metric.RecordOption{set(tool)},
+		execFailed:  []metric.RecordOption{set(tool, failed)},
+		spanStart:   trace.WithAttributes(op, tool),
+		spanName:    catalog.GenAIOperationExecuteTool + " " + name,
 	}
-}
-
-// callKey identifies a pending tool call: its stream and a hash of its
-// call ID, so a huge ID costs no memory.
-type callKey struct {
-	stream keyspace.StreamKey
-	id     uint64
-}
-
-func (g *genai) keyOf(ev *keyspace.ActivityEvent, callID string) callKey {
-	return callKey{stream: keyspace.KeyOf(*ev), id: maphash.String(g.seed, callID)}
-}
-
-func (g *genai) callStarted(ev *keyspace.ActivityEvent, c keyspace.ToolCall) {
-	if n := g.pending.put(g.keyOf(ev, c.CallID), g.tools.Get(c.Name), ev.EmittedAt); n > 0 {
-		g.evicted.Add(context.Background(), int64(n), g.evictedOpts...)
-	}
-}
-
-// callEnded counts a tool call by its result and records its duration when
-// its call was seen (and both times are set, in order). It returns the
-// recorded tool name and whether the call was seen.
-func (g *genai) callEnded(ctx context.Context, ev *keyspace.ActivityEvent, r keyspace.ToolResult) (string, bool) {
-	call, seen := g.pending.take(g.keyOf(ev, r.CallID))
-	tool := call.tool
-	if !seen {
-		tool = g.tools.Get("")
-	}
-	opt := tool.ok
-	if r.IsError {
-		opt = tool.failed
-	}
-	g.toolCalls.Add(ctx, 1, opt)
-	if seen && !call.at.IsZero() && !ev.EmittedAt.IsZero() {
-		// A result stamped before its call (two workers' clocks apart)
-		// took no measurable time: 0, so that every paired call has its
-		// point.
-		g.toolDuration.Record(ctx, max(ev.EmittedAt.Sub(call.at).Seconds(), 0), opt)
-	}
-	return tool.name, seen
-}
-
-// pendingCalls remembers tool calls until their result, at most limit of
-// them: past it the oldest is forgotten. Safe for concurrent use.
-type pendingCalls struct {
-	mu    sync.Mutex
-	limit int
-	m     map[callKey]*list.Element
-	order list.List // of *pendingCall, oldest first
-}
-
-type pendingCall struct {
-	key  callKey
-	tool *toolOpts
-	at   time.Time
-}
-
-// put remembers a call (a second call with the same key replaces the first)
-// and returns how many older calls it evicted.
-func (p *pendingCalls) put(key callKey, tool *toolOpts, at time.Time) (evicted int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if e, ok := p.m[key]; ok {
-		p.order.Remove(e)
-	}
-	p.m[key] = p.order.PushBack(&pendingCall{key: key, tool: tool, at: at})
-	for len(p.m) > p.limit {
-		oldest := p.order.Front()
-		delete(p.m, p.order.Remove(oldest).(*pendingCall).key)
-		evicted++
-	}
-	return evicted
-}
-
-// take forgets a call and returns it, if it was pending.
-func (p *pendingCalls) take(key callKey) (pendingCall, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e, ok := p.m[key]
-	if !ok {
-		return pendingCall{}, false
-	}
-	delete(p.m, key)
-	return *p.order.Remove(e).(*pendingCall), true
-}
-
-// len is the number of pending calls.
-func (p *pendingCalls) len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.m)
-}
-
-// traceContext returns ctx carrying the span context the records of a
-// stream belong to: the live activity span's when an [ActivitySpanSource]
-// knows it, else the run's derived anchor, so the records land in the run's
-// trace either way.
-func (g *genai) traceContext(ctx context.Context, key keyspace.StreamKey) context.Context {
-	var sc trace.SpanContext
-	if g.spans != nil {
-		sc = g.spans.ActivitySpanContext(pairing.Key{Namespace: g.namespace, WorkflowID: key.WorkflowID,
-			RunID: key.RunID, ActivityID: key.ActivityID})
-	}
-	if !sc.IsValid() {
-		sc = timeline.Anchor(g.namespace, key.WorkflowID, key.RunID)
-	}
-	return trace.ContextWithSpanContext(ctx, sc)
 }

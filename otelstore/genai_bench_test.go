@@ -3,8 +3,11 @@ package otelstore_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/aionotel/aionotel/eventstore"
@@ -12,29 +15,30 @@ import (
 	"github.com/aionotel/aionotel/otelstore"
 )
 
-// BenchmarkKeyspaceAppendTurn appends an agent's turn (two messages, a tool
-// call and its result, a usage) per iteration through NewKeyspace with its
-// default options, on an SDK meter provider and a no-op tracer: the cost
-// the GenAI metrics add to a committed batch.
-func BenchmarkKeyspaceAppendTurn(b *testing.B) {
+// benchTurn appends an agent's turn (two messages, a tool call and its
+// result, a usage with cached input and reasoning) per iteration through
+// NewKeyspace with its default options on an SDK meter provider and tp:
+// the cost the GenAI telemetry adds to a committed batch.
+func benchTurn(b *testing.B, tp trace.TracerProvider) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	defer mp.Shutdown(context.Background())
-	ks, err := otelstore.NewKeyspace(keyspace.NewMemory(), otelstore.WithMeterProvider(mp),
-		otelstore.WithTracerProvider(noop.NewTracerProvider()))
+	ks, err := otelstore.NewKeyspace(keyspace.NewMemory(), otelstore.WithMeterProvider(mp), otelstore.WithTracerProvider(tp))
 	if err != nil {
 		b.Fatal(err)
 	}
 	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	turn := []keyspace.Content{
 		keyspace.Message{Role: "user", Text: "step"},
 		keyspace.ToolCall{CallID: "c", Name: "lookup", Arguments: "{}"},
 		keyspace.ToolResult{CallID: "c", Output: "found"},
 		keyspace.Message{Role: "assistant", Text: "done"},
-		keyspace.Usage{InputTokens: 120, OutputTokens: 40, Provider: "openai", RequestModel: "gpt-4o", ResponseModel: "gpt-4o-2024-08-06"},
+		keyspace.Usage{InputTokens: 120, OutputTokens: 40, CacheReadInputTokens: 80, ReasoningOutputTokens: 10, Provider: "openai",
+			RequestModel: "gpt-4o", ResponseModel: "gpt-4o-2024-08-06", StartedAt: at},
 	}
 	events := make([]keyspace.ActivityEvent, len(turn))
 	for i, c := range turn {
-		events[i] = keyspace.ActivityEvent{WorkflowID: wf, RunID: run, Attempt: 1, AgentID: "a", Content: c}
+		events[i] = keyspace.ActivityEvent{WorkflowID: wf, RunID: run, Attempt: 1, AgentID: "a", EmittedAt: at.Add(time.Second), Content: c}
 	}
 	ctx := context.Background()
 	var seq uint64
@@ -46,4 +50,16 @@ func BenchmarkKeyspaceAppendTurn(b *testing.B) {
 		}
 		seq = head
 	}
+}
+
+// BenchmarkKeyspaceAppendTurn: metrics only (a no-op tracer).
+func BenchmarkKeyspaceAppendTurn(b *testing.B) { benchTurn(b, noop.NewTracerProvider()) }
+
+// BenchmarkKeyspaceAppendTurnSpans: metrics and sampled spans (an SDK
+// tracer provider without exporter): the append_events span and, since
+// this change, an inference and an execute_tool span per turn.
+func BenchmarkKeyspaceAppendTurnSpans(b *testing.B) {
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	benchTurn(b, tp)
 }

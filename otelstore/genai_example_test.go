@@ -3,9 +3,13 @@ package otelstore_test
 import (
 	"context"
 	"fmt"
+	"time"
 
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
@@ -45,4 +49,43 @@ func ExampleNewKeyspace_tokenUsage() {
 	// Unordered output:
 	// gpt-4o input: 812
 	// gpt-4o output: 95
+}
+
+// An agent attempt becomes an invoke_agent span with its model calls and
+// tool executions as children, at the transcript's times; the attempt's
+// "completed" status ends it.
+func ExampleNewKeyspace_agentSpans() {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	ks, err := otelstore.NewKeyspace(keyspace.NewMemory(), otelstore.WithTracerProvider(tp),
+		otelstore.WithMeterProvider(metricnoop.NewMeterProvider()))
+	if err != nil {
+		panic(err)
+	}
+	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
+	t0 := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+	var events []keyspace.ActivityEvent
+	add := func(seconds int, c keyspace.Content) {
+		events = append(events, keyspace.ActivityEvent{WorkflowID: wf, RunID: run, ActivityID: 1, Attempt: 1,
+			AgentID: "planner", WorkerSeq: uint64(len(events)), EmittedAt: t0.Add(time.Duration(seconds) * time.Second), Content: c})
+	}
+	add(0, keyspace.Message{Role: "user", Text: "book a table"})
+	add(2, keyspace.Usage{InputTokens: 900, OutputTokens: 120, CacheReadInputTokens: 600, ReasoningOutputTokens: 80,
+		Provider: "anthropic", RequestModel: "claude-sonnet-4", StartedAt: t0.Add(time.Second)})
+	add(3, keyspace.ToolCall{CallID: "c1", Name: "reserve"})
+	add(5, keyspace.ToolResult{CallID: "c1", Output: "no table", IsError: true})
+	add(6, keyspace.Status{State: "completed"})
+	if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
+		panic(err)
+	}
+	for _, s := range rec.Ended() {
+		if s.Name() == "append_events" {
+			continue // the store call, at the wall clock's time
+		}
+		fmt.Printf("%-22s %s to %s, status %s\n", s.Name(), s.StartTime().Sub(t0), s.EndTime().Sub(t0), s.Status().Code)
+	}
+	// Output:
+	// chat claude-sonnet-4   1s to 2s, status Unset
+	// execute_tool reserve   3s to 5s, status Error
+	// invoke_agent           0s to 6s, status Unset
 }

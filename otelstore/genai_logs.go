@@ -2,7 +2,6 @@ package otelstore
 
 import (
 	"context"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/log"
@@ -12,11 +11,72 @@ import (
 	"github.com/aionotel/aionotel/keyspace"
 )
 
-// emit sends the log record of one committed transcript event. seq is its
-// store seq; toolName and paired say what callEnded found for a result.
-// Content (message text, tool arguments and output, status state and
-// detail) goes into the body only with content capture on.
-func (g *genai) emit(ctx context.Context, ev *keyspace.ActivityEvent, seq uint64, toolName string, paired bool) {
+// emitDetails sends the gen_ai.client.inference.operation.details record
+// of one model call, in the context of its inference span: the call's
+// names and plausible counts, the stream's coordinates and, with content
+// capture, the messages committed since the attempt's previous call
+// (gen_ai.input.messages) and the answer (gen_ai.output.messages).
+func (g *genai) emitDetails(ctx context.Context, a *attempt, u *usageAction) {
+	if !g.logger.Enabled(ctx, log.EnabledParameters{Severity: log.SeverityInfo, EventName: catalog.EventInferenceDetails}) {
+		return
+	}
+	rec := g.record(u.ev, catalog.EventInferenceDetails, u.seq)
+	rec.AddAttributes(u.set.key.attrs()...)
+	c := &u.counts
+	for f, key := range [numTokenFields]attribute.Key{catalog.GenAIUsageInput, catalog.GenAIUsageOutput,
+		catalog.GenAIUsageCacheRead, catalog.GenAIUsageCacheCreation, catalog.GenAIUsageReasoning} {
+		if !c.refused[f] && (f <= fieldOutput || c.n[f] > 0) {
+			rec.AddAttributes(key.Int64(c.n[f]))
+		}
+	}
+	if !u.start.IsZero() && !u.firstChunk.IsZero() {
+		rec.AddAttributes(catalog.GenAITimeToFirstChunk.Float64(seconds(u.start, u.firstChunk)))
+	}
+	if len(u.in) > 0 {
+		rec.AddAttributes(attribute.Slice(string(catalog.GenAIInputMessages), u.in...))
+	}
+	if len(u.out) > 0 {
+		rec.AddAttributes(attribute.Slice(string(catalog.GenAIOutputMessages), u.out...))
+	}
+	g.logger.Emit(ctx, rec)
+}
+
+// record returns a record named name of the committed event ev at store
+// seq seq: severity INFO, timestamp its EmittedAt, the base attributes and
+// the stream's coordinates.
+func (g *genai) record(ev *keyspace.ActivityEvent, name string, seq uint64) log.Record {
+	var rec log.Record
+	rec.SetEventName(name)
+	rec.SetSeverity(log.SeverityInfo)
+	rec.SetSeverityText("INFO")
+	if !ev.EmittedAt.IsZero() {
+		rec.SetTimestamp(ev.EmittedAt)
+	}
+	rec.SetObservedTimestamp(g.clock())
+	rec.AddAttributes(g.base...)
+	rec.AddAttributes(
+		catalog.WorkflowID.String(ev.WorkflowID.String()),
+		catalog.RunID.String(ev.RunID.String()),
+		catalog.ActivityID.Int64(attrvalue.Int64(uint64(ev.ActivityID))),
+		catalog.Attempt.Int64(int64(ev.Attempt)),
+		catalog.StoreSeq.Int64(attrvalue.Int64(seq)))
+	if ev.AgentID != "" {
+		rec.AddAttributes(catalog.GenAIAgentID.String(attrvalue.String(ev.AgentID)))
+	}
+	if ev.AgentRole != "" {
+		rec.AddAttributes(catalog.AgentRole.String(attrvalue.String(ev.AgentRole)))
+	}
+	return rec
+}
+
+// emitLegacy sends the record an earlier aionotel build sent for one
+// committed transcript event (behind OTEL_SEMCONV_STABILITY_OPT_IN
+// gen_ai/dup): the v1.36 per-message events, and aion.gen_ai.usage and
+// aion.gen_ai.status. seq is its store seq; toolName and paired say what
+// the pairing found for a result. Content (message text, tool arguments and
+// output, status state and detail) goes into the body only with content
+// capture on.
+func (g *genai) emitLegacy(ctx context.Context, ev *keyspace.ActivityEvent, seq uint64, toolName string, paired bool) {
 	var (
 		name  string
 		body  []attribute.KeyValue
@@ -63,9 +123,13 @@ func (g *genai) emit(ctx context.Context, ev *keyspace.ActivityEvent, seq uint64
 	case keyspace.Usage:
 		name = catalog.EventUsage
 		attrs = append(attrs, g.usageKeyOf(c).attrs()...)
-		attrs = append(attrs,
-			catalog.GenAIUsageInput.Int64(attrvalue.Int64(c.InputTokens)),
-			catalog.GenAIUsageOutput.Int64(attrvalue.Int64(c.OutputTokens)))
+		counts := countsOf(c)
+		if !counts.refused[fieldInput] {
+			attrs = append(attrs, catalog.GenAIUsageInput.Int64(counts.n[fieldInput]))
+		}
+		if !counts.refused[fieldOutput] {
+			attrs = append(attrs, catalog.GenAIUsageOutput.Int64(counts.n[fieldOutput]))
+		}
 	case keyspace.Status:
 		name = catalog.EventStatus
 		if g.content {
@@ -79,37 +143,13 @@ func (g *genai) emit(ctx context.Context, ev *keyspace.ActivityEvent, seq uint64
 	if !g.logger.Enabled(ctx, log.EnabledParameters{Severity: log.SeverityInfo, EventName: name}) {
 		return
 	}
-	var rec log.Record
-	rec.SetEventName(name)
-	rec.SetSeverity(log.SeverityInfo)
-	rec.SetSeverityText("INFO")
-	if !ev.EmittedAt.IsZero() {
-		rec.SetTimestamp(ev.EmittedAt)
-	}
-	if g.now != nil {
-		rec.SetObservedTimestamp(g.now())
-	} else {
-		rec.SetObservedTimestamp(time.Now())
-	}
+	rec := g.record(ev, name, seq)
 	rec.SetBody(attribute.MapValue(body...))
-	rec.AddAttributes(g.base...)
-	rec.AddAttributes(
-		catalog.WorkflowID.String(ev.WorkflowID.String()),
-		catalog.RunID.String(ev.RunID.String()),
-		catalog.ActivityID.Int64(attrvalue.Int64(uint64(ev.ActivityID))),
-		catalog.Attempt.Int64(int64(ev.Attempt)),
-		catalog.StoreSeq.Int64(attrvalue.Int64(seq)))
-	if ev.AgentID != "" {
-		rec.AddAttributes(catalog.GenAIAgentID.String(attrvalue.String(ev.AgentID)))
-	}
-	if ev.AgentRole != "" {
-		rec.AddAttributes(catalog.AgentRole.String(attrvalue.String(ev.AgentRole)))
-	}
 	rec.AddAttributes(attrs...)
 	g.logger.Emit(ctx, rec)
 }
 
-// messageEvent is the event name of a message said by role.
+// messageEvent is the v1.36 event name of a message said by role.
 func messageEvent(role string) string {
 	switch role {
 	case "user":

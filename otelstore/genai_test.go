@@ -23,9 +23,8 @@ import (
 )
 
 const (
-	tokenUsage   = "gen_ai.client.token.usage"
-	toolCalls    = "aion.gen_ai.tool.calls"
-	toolDuration = "gen_ai.client.operation.duration"
+	tokenUsage = "gen_ai.client.token.usage"
+	toolCalls  = "aion.gen_ai.tool.calls"
 )
 
 var (
@@ -155,8 +154,10 @@ func TestGenAITokenUsageWithDefaultOptions(t *testing.T) {
 	})
 }
 
-// TestGenAIToolCalls counts tool calls by name and outcome when their
-// result commits, and records the duration of those whose call was seen.
+// TestGenAIToolCalls counts a tool execution when both its call and its
+// result have committed, in either order and over several commits, and
+// records its gen_ai.execute_tool.duration; a result whose call never
+// commits is counted as a call of "_unknown" when its attempt ends.
 func TestGenAIToolCalls(t *testing.T) {
 	h := newHarness(t)
 	ks := newGenAIKeyspace(t, h, keyspace.NewMemory())
@@ -166,23 +167,26 @@ func TestGenAIToolCalls(t *testing.T) {
 		keyspace.ToolCall{CallID: "a", Name: "search", Arguments: "{}"}, // t0
 		keyspace.ToolCall{CallID: "b", Name: "search"},                  // t0+1s
 		keyspace.ToolResult{CallID: "a", Output: "ok"},                  // t0+2s: 2s
-		keyspace.ToolCall{CallID: "c", Name: "charge"},                  // t0+3s
-		keyspace.ToolResult{CallID: "c", IsError: true},                 // t0+4s: 1s, failed
-		keyspace.ToolResult{CallID: "nobody", IsError: true},            // no call seen
+		keyspace.ToolResult{CallID: "c", IsError: true},                 // t0+3s, before its call
+		keyspace.ToolCall{CallID: "c", Name: "charge"},                  // t0+4s: result first, 0s, failed
+		keyspace.ToolResult{CallID: "nobody", IsError: true},            // no call
+		keyspace.ToolCall{CallID: "d", Name: "charge"},                  // t0+6s
+		keyspace.ToolResult{CallID: "d", IsError: true},                 // t0+7s: 1s, failed
+		keyspace.Status{State: "completed"},                             // the attempt ends
 	)
-	// Split over two commits: pairing spans batches.
-	if _, err := ks.AppendEvents(ctx, 0, events[:3]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ks.AppendEvents(ctx, 3, events[3:]); err != nil {
-		t.Fatal(err)
+	// Over three commits: pairing spans batches.
+	for _, part := range [][2]int{{0, 3}, {3, 6}, {6, len(events)}} {
+		if _, err := ks.AppendEvents(ctx, uint64(part[0]), events[part[0]:part[1]]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	exec := opName.String("execute_tool")
-	ok := distinct(ns, exec, toolName.String("search"))
-	failed := distinct(ns, exec, toolName.String("charge"), errType.String("_OTHER"))
-	orphan := distinct(ns, exec, toolName.String("_unknown"), errType.String("_OTHER"))
 	got := sumPoints(t, h.metrics(t)[toolCalls])
-	want := map[attribute.Distinct]int64{ok: 1, failed: 1, orphan: 1}
+	want := map[attribute.Distinct]int64{
+		distinct(ns, exec, toolName.String("search")):                             1,
+		distinct(ns, exec, toolName.String("charge"), errType.String("_OTHER")):   2,
+		distinct(ns, exec, toolName.String("_unknown"), errType.String("_OTHER")): 1,
+	}
 	if len(got) != len(want) {
 		t.Errorf("tool call points %v, want %v", got, want)
 	}
@@ -191,10 +195,16 @@ func TestGenAIToolCalls(t *testing.T) {
 			t.Errorf("tool calls %v = %d, want %d", set.ToSlice(), v, want[set.Equivalent()])
 		}
 	}
-	assertPoints(t, toolDuration, floatHistogram(t, h, toolDuration), map[attribute.Distinct]histPoint{
-		ok:     {1, 2},
-		failed: {1, 1},
+	assertPoints(t, execDuration, floatHistogram(t, h, execDuration), map[attribute.Distinct]histPoint{
+		distinct(ns, toolName.String("search")):                           {1, 2},
+		distinct(ns, toolName.String("charge"), errType.String("_OTHER")): {2, 1},
 	})
+	if _, ok := h.metrics(t)[callDuration]; ok {
+		t.Errorf("tool executions recorded on %s, which is for model calls", callDuration)
+	}
+	if n := len(h.spansNamed("execute_tool search")) + len(h.spansNamed("execute_tool charge")); n != 3 {
+		t.Errorf("%d execute_tool spans, want 3 (b never got its result)", n)
+	}
 }
 
 // brokenKeyspace commits nothing and fails every append.
@@ -237,9 +247,14 @@ func TestGenAIRecordsOnlyCommittedEvents(t *testing.T) {
 				t.Fatal("the append succeeded; the case tests nothing")
 			}
 			m := h.metrics(t)
-			for _, name := range []string{tokenUsage, toolCalls, toolDuration} {
+			for _, name := range []string{tokenUsage, toolCalls, execDuration, cacheReadTokens, callDuration} {
 				if _, ok := m[name]; ok {
 					t.Errorf("%s recorded for a batch that did not commit", name)
+				}
+			}
+			for _, sp := range h.spans.Ended() {
+				if sp.Name() != "append_events" {
+					t.Errorf("span %q for a batch that did not commit", sp.Name())
 				}
 			}
 			if n := len(logs.records()); n != 0 {
@@ -360,9 +375,11 @@ func (s spanSource) ActivitySpanContext(key pairing.Key) trace.SpanContext {
 	return trace.SpanContext{}
 }
 
-// TestGenAILogRecords: one record per committed event, named by the
-// conventions, with the stream's coordinates, in the activity's trace (its
-// live span when the source knows it, else the run's anchor).
+// TestGenAILogRecords: one gen_ai.client.inference.operation.details
+// record per committed model call, at its time, in the context of its
+// inference span, in the activity's trace (its span's when the source
+// knows it, else the run's anchor's), with the call's names and counts and
+// the stream's coordinates; no record for the other events.
 func TestGenAILogRecords(t *testing.T) {
 	wf, run := ids()
 	live := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled})
@@ -384,6 +401,86 @@ func TestGenAILogRecords(t *testing.T) {
 				otelstore.WithKeyspaceNamespace("payments"), otelstore.WithActivitySpans(tc.source))
 			events := agentEvents(wf, run,
 				keyspace.Message{Role: "user", Text: "a"},
+				keyspace.ToolCall{CallID: "1", Name: "search", Arguments: "{}"},
+				keyspace.ToolResult{CallID: "1", Output: "r", IsError: true},
+				keyspace.Status{State: "s"},
+				keyspace.Usage{InputTokens: 4, OutputTokens: 2, CacheReadInputTokens: 3, Provider: "openai", RequestModel: "gpt"},
+				nil,
+				keyspace.Usage{InputTokens: 5, OutputTokens: 1, Provider: "openai", RequestModel: "gpt"},
+			)
+			if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
+				t.Fatal(err)
+			}
+			recs := logs.records()
+			inference := h.spansNamed("chat gpt")
+			if len(recs) != 2 || len(inference) != 2 {
+				t.Fatalf("%d records and %d inference spans, want 2 and 2 (one per model call)", len(recs), len(inference))
+			}
+			for i, r := range recs {
+				ev := events[4+2*i]
+				if r.EventName() != "gen_ai.client.inference.operation.details" {
+					t.Errorf("record %d is %q", i, r.EventName())
+				}
+				sp := inference[i].SpanContext()
+				if r.TraceID() != tc.want.TraceID() || r.SpanID() != sp.SpanID() {
+					t.Errorf("record %d in trace %s span %s, want trace %s, the inference span %s", i, r.TraceID(), r.SpanID(), tc.want.TraceID(), sp.SpanID())
+				}
+				if !r.Timestamp().Equal(ev.EmittedAt) {
+					t.Errorf("record %d timestamp %v, want the usage's %v", i, r.Timestamp(), ev.EmittedAt)
+				}
+				attrs := recordAttrs(r)
+				for k, v := range map[string]string{"aion.namespace": "payments", "aion.workflow.id": wf.String(),
+					"aion.run.id": run.String(), "aion.activity.id": "2", "aion.activity.attempt": "1",
+					"aion.keyspace.store_seq": fmt.Sprint(4 + 2*i), "gen_ai.agent.id": "agent-1", "aion.agent.role": "planner",
+					"gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt", "gen_ai.operation.name": "chat"} {
+					if attrs[k] != v {
+						t.Errorf("record %d: %s = %q, want %q", i, k, attrs[k], v)
+					}
+				}
+				for _, k := range []string{"gen_ai.input.messages", "gen_ai.output.messages"} {
+					if _, ok := attrs[k]; ok {
+						t.Errorf("record %d has %s with content capture off", i, k)
+					}
+				}
+			}
+			first, second := recordAttrs(recs[0]), recordAttrs(recs[1])
+			if first["gen_ai.usage.input_tokens"] != "4" || first["gen_ai.usage.output_tokens"] != "2" || first["gen_ai.usage.cache_read.input_tokens"] != "3" {
+				t.Errorf("first record's usage %v", first)
+			}
+			if second["gen_ai.usage.input_tokens"] != "5" || second["gen_ai.usage.cache_read.input_tokens"] != "" {
+				t.Errorf("second record's usage %v", second)
+			}
+		})
+	}
+}
+
+// TestGenAILegacyLogRecords: behind OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai/dup
+// every committed event with a content also gets the record earlier builds
+// emitted (the v1.36 per-message events), and tool durations also go on
+// gen_ai.client.operation.duration with gen_ai.operation.name execute_tool;
+// the option and the variable set it alike, and without it neither comes.
+func TestGenAILegacyLogRecords(t *testing.T) {
+	testCases := []struct {
+		name string
+		env  string
+		opts []otelstore.KeyspaceOption
+		dup  bool
+	}{
+		{"default", "", nil, false},
+		{"environment", "http, gen_ai/dup", nil, true},
+		{"option", "", []otelstore.KeyspaceOption{otelstore.WithSemConvStabilityOptIn("gen_ai/dup")}, true},
+		{"option overrides the environment", "gen_ai/dup", []otelstore.KeyspaceOption{otelstore.WithSemConvStabilityOptIn("")}, false},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("OTEL_SEMCONV_STABILITY_OPT_IN", tc.env)
+			h := newHarness(t)
+			lp, logs := newLogs(t)
+			ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), append([]otelstore.KeyspaceOption{otelstore.WithLoggerProvider(lp),
+				otelstore.WithTranscriptLogs(true)}, tc.opts...)...)
+			wf, run := ids()
+			events := agentEvents(wf, run,
+				keyspace.Message{Role: "user", Text: "a"},
 				keyspace.Message{Role: "system", Text: "b"},
 				keyspace.Message{Role: "assistant", Text: "c"},
 				keyspace.ToolCall{CallID: "1", Name: "search", Arguments: "{}"},
@@ -395,39 +492,42 @@ func TestGenAILogRecords(t *testing.T) {
 			if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
 				t.Fatal(err)
 			}
-			recs := logs.records()
-			wantNames := []string{"gen_ai.user.message", "gen_ai.system.message", "gen_ai.assistant.message",
-				"gen_ai.assistant.message", "gen_ai.tool.message", "aion.gen_ai.status", "aion.gen_ai.usage"}
-			if len(recs) != len(wantNames) {
-				t.Fatalf("%d records, want %d (none for the nil content)", len(recs), len(wantNames))
+			var names []string
+			var legacy []sdklog.Record
+			for _, r := range logs.records() {
+				names = append(names, r.EventName())
+				if r.EventName() != "gen_ai.client.inference.operation.details" {
+					legacy = append(legacy, r)
+				}
 			}
-			for i, r := range recs {
-				if r.EventName() != wantNames[i] {
-					t.Errorf("record %d is %q, want %q", i, r.EventName(), wantNames[i])
-				}
-				if r.TraceID() != tc.want.TraceID() || r.SpanID() != tc.want.SpanID() {
-					t.Errorf("record %d in trace %s span %s, want %s %s", i, r.TraceID(), r.SpanID(), tc.want.TraceID(), tc.want.SpanID())
-				}
-				if !r.Timestamp().Equal(events[i].EmittedAt) {
-					t.Errorf("record %d timestamp %v, want the event's %v", i, r.Timestamp(), events[i].EmittedAt)
-				}
-				attrs := recordAttrs(r)
-				for k, v := range map[string]string{"aion.namespace": "payments", "aion.workflow.id": wf.String(),
-					"aion.run.id": run.String(), "aion.activity.id": "2", "aion.keyspace.store_seq": fmt.Sprint(i),
-					"gen_ai.agent.id": "agent-1", "aion.agent.role": "planner"} {
-					if attrs[k] != v {
-						t.Errorf("record %d (%s): %s = %q, want %q", i, r.EventName(), k, attrs[k], v)
-					}
-				}
+			want := []string{"gen_ai.client.inference.operation.details"}
+			if tc.dup {
+				want = []string{"gen_ai.user.message", "gen_ai.system.message", "gen_ai.assistant.message",
+					"gen_ai.assistant.message", "gen_ai.tool.message", "aion.gen_ai.status", "gen_ai.client.inference.operation.details", "aion.gen_ai.usage"}
+			}
+			if !slices.Equal(names, want) {
+				t.Fatalf("records %v, want %v", names, want)
+			}
+			old := sumPoints(t, h.metrics(t)[toolCalls])
+			durations := floatHistogram(t, h, callDuration)
+			oldDuration := distinct(ns, opName.String("execute_tool"), toolName.String("search"), errType.String("_OTHER"))
+			if _, ok := durations[oldDuration]; ok != tc.dup {
+				t.Errorf("tool duration on %s: %v, want %v", callDuration, ok, tc.dup)
+			}
+			if len(old) != 1 {
+				t.Errorf("tool calls %v", old)
+			}
+			if !tc.dup {
+				return
 			}
 			for k, v := range map[string]string{"gen_ai.tool.name": "search", "gen_ai.tool.call.id": "1", "error.type": "_OTHER"} {
-				if got := recordAttrs(recs[4])[k]; got != v {
+				if got := recordAttrs(legacy[4])[k]; got != v {
 					t.Errorf("tool result record: %s = %q, want %q", k, got, v)
 				}
 			}
 			for k, v := range map[string]string{"gen_ai.usage.input_tokens": "4", "gen_ai.usage.output_tokens": "2",
 				"gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt", "gen_ai.operation.name": "chat"} {
-				if got := recordAttrs(recs[6])[k]; got != v {
+				if got := recordAttrs(legacy[6])[k]; got != v {
 					t.Errorf("usage record: %s = %q, want %q", k, got, v)
 				}
 			}
@@ -473,86 +573,105 @@ func recordStrings(r sdklog.Record) []string {
 	return out
 }
 
-// TestGenAIContentCapture puts a secret in every content field: with
-// capture off it is in no log record, span or metric point; with capture on
-// every field's content is in the records.
+// TestGenAIContentCapture puts a secret in every content field, in both
+// semconv modes (and the old records behind gen_ai/dup): with capture off
+// it is in no log record, span or metric point; with capture on the message
+// texts, tool arguments and outputs are in the inference-details record's
+// messages (and the old records), and the arguments and outputs of a paired
+// tool call on its execute_tool span. A status's text leaves only in the
+// old records, and only with capture on.
 func TestGenAIContentCapture(t *testing.T) {
 	for _, capture := range []bool{false, true} {
-		t.Run(fmt.Sprintf("capture=%v", capture), func(t *testing.T) {
-			h := newHarness(t)
-			lp, logs := newLogs(t)
-			ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp),
-				otelstore.WithTranscriptLogs(true), otelstore.WithContentCapture(capture))
-			wf, run := ids()
-			fields := []string{"user text", "assistant text", "arguments", "output", "error output", "state", "detail"}
-			secretOf := func(field string) string { return secret + "/" + field }
-			events := agentEvents(wf, run,
-				keyspace.Message{Role: "user", Text: secretOf("user text")},
-				keyspace.Message{Role: "assistant", Text: secretOf("assistant text")},
-				keyspace.ToolCall{CallID: "1", Name: "search", Arguments: secretOf("arguments")},
-				keyspace.ToolResult{CallID: "1", Output: secretOf("output")},
-				keyspace.ToolResult{CallID: "2", Output: secretOf("error output"), IsError: true},
-				keyspace.Status{State: secretOf("state"), Detail: secretOf("detail")},
-				keyspace.Usage{InputTokens: 1, OutputTokens: 1, RequestModel: "m"},
-			)
-			ctx := context.Background()
-			if _, err := ks.AppendEvents(ctx, 0, events); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := ks.ReadFrom(ctx, keyspace.KeyOf(events[0]), 0, 0); err != nil {
-				t.Fatal(err)
-			}
-			found := map[string]bool{}
-			scanned := 0
-			scan := func(where string, strs ...string) {
-				for _, s := range strs {
-					scanned++
-					for _, f := range fields {
-						if strings.Contains(s, secretOf(f)) {
-							found[f] = true
-							if !capture {
-								t.Errorf("%s carries the %s with content capture off", where, f)
+		for _, optIn := range []string{"", "gen_ai/dup"} {
+			t.Run(fmt.Sprintf("capture=%v/optin=%q", capture, optIn), func(t *testing.T) {
+				h := newHarness(t)
+				lp, logs := newLogs(t)
+				ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp),
+					otelstore.WithTranscriptLogs(true), otelstore.WithContentCapture(capture), otelstore.WithSemConvStabilityOptIn(optIn))
+				wf, run := ids()
+				fields := []string{"user text", "assistant text", "arguments", "output", "error output", "state", "detail"}
+				secretOf := func(field string) string { return secret + "/" + field }
+				events := agentEvents(wf, run,
+					keyspace.Message{Role: "user", Text: secretOf("user text")},
+					keyspace.Message{Role: "assistant", Text: secretOf("assistant text")},
+					keyspace.ToolCall{CallID: "1", Name: "search", Arguments: secretOf("arguments")},
+					keyspace.ToolResult{CallID: "1", Output: secretOf("output")},
+					keyspace.ToolResult{CallID: "2", Output: secretOf("error output"), IsError: true},
+					keyspace.Status{State: secretOf("state"), Detail: secretOf("detail")},
+					keyspace.Usage{InputTokens: 1, OutputTokens: 1, RequestModel: "m"},
+					keyspace.Status{State: "completed"},
+				)
+				ctx := context.Background()
+				if _, err := ks.AppendEvents(ctx, 0, events); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := ks.ReadFrom(ctx, keyspace.KeyOf(events[0]), 0, 0); err != nil {
+					t.Fatal(err)
+				}
+				found := map[string][]string{}
+				scanned := 0
+				scan := func(where string, strs ...string) {
+					for _, s := range strs {
+						scanned++
+						for _, f := range fields {
+							if strings.Contains(s, secretOf(f)) {
+								found[f] = append(found[f], where)
+								if !capture {
+									t.Errorf("%s carries the %s with content capture off", where, f)
+								}
 							}
 						}
 					}
 				}
-			}
-			recs := logs.records()
-			if len(recs) != len(events) {
-				t.Fatalf("%d records, want %d", len(recs), len(events))
-			}
-			for _, r := range recs {
-				scan("log record "+r.EventName(), recordStrings(r)...)
-			}
-			for _, sp := range h.spans.Ended() {
-				scan("span "+sp.Name(), sp.Name(), sp.Status().Description)
-				for _, kv := range sp.Attributes() {
-					scan("span attribute", kv.Value.String())
+				recs := logs.records()
+				if len(recs) == 0 {
+					t.Fatal("no records")
 				}
-				for _, ev := range sp.Events() {
-					for _, kv := range ev.Attributes {
-						scan("span event", kv.Value.String())
+				for _, r := range recs {
+					scan("record "+r.EventName(), recordStrings(r)...)
+				}
+				for _, sp := range h.spans.Ended() {
+					scan("span "+sp.Name(), sp.Name(), sp.Status().Description)
+					for _, kv := range sp.Attributes() {
+						scan("span "+sp.Name(), kv.Value.String())
+					}
+					for _, ev := range sp.Events() {
+						for _, kv := range ev.Attributes {
+							scan("span event", kv.Value.String())
+						}
 					}
 				}
-			}
-			for name, m := range h.metrics(t) {
-				for _, set := range pointAttrs(m) {
-					for _, kv := range set.ToSlice() {
-						scan("metric "+name, kv.Value.String())
+				for name, m := range h.metrics(t) {
+					for _, set := range pointAttrs(m) {
+						for _, kv := range set.ToSlice() {
+							scan("metric "+name, kv.Value.String())
+						}
 					}
 				}
-			}
-			if scanned < 100 {
-				t.Fatalf("scanned only %d strings; the scan is not looking at the telemetry", scanned)
-			}
-			if capture {
-				for _, f := range fields {
-					if !found[f] {
-						t.Errorf("the %s is missing from the records with content capture on", f)
+				if scanned < 60 {
+					t.Fatalf("scanned only %d strings; the scan is not looking at the telemetry", scanned)
+				}
+				if !capture {
+					return
+				}
+				details := "record gen_ai.client.inference.operation.details"
+				for _, f := range []string{"user text", "assistant text", "arguments", "output", "error output"} {
+					if !slices.Contains(found[f], details) {
+						t.Errorf("the %s is not in the inference-details record with content capture on (found in %v)", f, found[f])
 					}
 				}
-			}
-		})
+				for _, f := range []string{"arguments", "output"} {
+					if !slices.Contains(found[f], "span execute_tool search") {
+						t.Errorf("the %s is not on the execute_tool span with content capture on (found in %v)", f, found[f])
+					}
+				}
+				for _, f := range []string{"state", "detail"} {
+					if (len(found[f]) > 0) != (optIn != "") {
+						t.Errorf("the status %s is in %v; want it only in the old records", f, found[f])
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -586,10 +705,13 @@ func TestGenAIConcurrentSafe(t *testing.T) {
 		distinct(append(slices.Clone(base), tokenType.String("input"))...):  {workers * turns, 3 * workers * turns},
 		distinct(append(slices.Clone(base), tokenType.String("output"))...): {workers * turns, workers * turns},
 	})
-	paired := distinct(ns, opName.String("execute_tool"), toolName.String("t"))
-	assertPoints(t, toolDuration, floatHistogram(t, h, toolDuration), map[attribute.Distinct]histPoint{paired: {workers * turns, workers * turns}})
-	if n := len(logs.records()); n != 3*workers*turns {
-		t.Errorf("%d log records, want %d", n, 3*workers*turns)
+	paired := distinct(ns, toolName.String("t"))
+	assertPoints(t, execDuration, floatHistogram(t, h, execDuration), map[attribute.Distinct]histPoint{paired: {workers * turns, workers * turns}})
+	if n := len(logs.records()); n != workers*turns {
+		t.Errorf("%d log records, want %d (one per model call)", n, workers*turns)
+	}
+	if n := len(h.spansNamed("execute_tool t")); n != workers*turns {
+		t.Errorf("%d execute_tool spans, want %d", n, workers*turns)
 	}
 }
 
@@ -608,14 +730,14 @@ func TestGenAIKeysAreReserved(t *testing.T) {
 }
 
 // TestGenAILogValuesExportable puts hostile strings (invalid UTF-8, NUL,
-// huge) in every field with content capture on: every string of every
-// record is valid UTF-8, content is cut to MaxContentLen and every other
-// value to 256 bytes.
+// huge) in every field with content capture on and the old records too:
+// every string of every record and span is valid UTF-8, content is cut to
+// MaxContentLen and every other value to 256 bytes.
 func TestGenAILogValuesExportable(t *testing.T) {
 	h := newHarness(t)
 	lp, logs := newLogs(t)
 	ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp),
-		otelstore.WithTranscriptLogs(true), otelstore.WithContentCapture(true))
+		otelstore.WithTranscriptLogs(true), otelstore.WithContentCapture(true), otelstore.WithSemConvStabilityOptIn("gen_ai/dup"))
 	wf, run := ids()
 	bad := "x\xff\x00\xc3" + strings.Repeat("ü", otelstore.MaxContentLen)
 	events := agentEvents(wf, run,
@@ -631,24 +753,45 @@ func TestGenAILogValuesExportable(t *testing.T) {
 	if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
 		t.Fatal(err)
 	}
+	ks.(interface{ EndAgentSpans() }).EndAgentSpans()
 	recs := logs.records()
-	if len(recs) != len(events) {
-		t.Fatalf("%d records, want %d", len(recs), len(events))
+	if len(recs) != len(events)+1 {
+		t.Fatalf("%d records, want %d", len(recs), len(events)+1)
 	}
 	long := 0
-	for _, r := range recs {
-		for _, s := range recordStrings(r) {
-			if !utf8.ValidString(s) || len(s) > otelstore.MaxContentLen {
-				t.Fatalf("%s: a string of %d bytes, valid UTF-8 %v", r.EventName(), len(s), utf8.ValidString(s))
-			}
-			if len(s) > 256 {
-				long++
-			}
+	check := func(where, s string) {
+		if !utf8.ValidString(s) || len(s) > otelstore.MaxContentLen {
+			t.Fatalf("%s: a string of %d bytes, valid UTF-8 %v", where, len(s), utf8.ValidString(s))
+		}
+		if len(s) > 256 {
+			long++
 		}
 	}
-	// The content fields: message text, arguments, output, state, detail.
-	if long != 5 {
-		t.Errorf("%d strings longer than 256 bytes, want the 5 content fields only", long)
+	for _, r := range recs {
+		for _, s := range recordStrings(r) {
+			check(r.EventName(), s)
+		}
+	}
+	// The content: the old records' message text, arguments, output, state
+	// and detail; the details record's user text, arguments and output.
+	if long != 8 {
+		t.Errorf("%d record strings longer than 256 bytes, want the 8 content texts only", long)
+	}
+	long = 0
+	spans := h.spans.Ended()
+	if len(spans) != 4 { // append_events, invoke_agent, the tool and the model call
+		t.Fatalf("%d spans, want 4", len(spans))
+	}
+	for _, sp := range spans {
+		if !utf8.ValidString(sp.Name()) || len(sp.Name()) > 2*256+len("execute_tool ") {
+			t.Errorf("span name of %d bytes, valid UTF-8 %v", len(sp.Name()), utf8.ValidString(sp.Name()))
+		}
+		for _, kv := range sp.Attributes() {
+			check("span "+sp.Name(), kv.Value.String())
+		}
+	}
+	if long != 2 { // the tool's arguments and result
+		t.Errorf("%d span strings longer than 256 bytes, want the tool's arguments and result only", long)
 	}
 }
 
@@ -664,7 +807,10 @@ func TestGenAIToolDurationSkewedClocks(t *testing.T) {
 	if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
 		t.Fatal(err)
 	}
-	assertPoints(t, toolDuration, floatHistogram(t, h, toolDuration), map[attribute.Distinct]histPoint{
-		distinct(ns, opName.String("execute_tool"), toolName.String("search")): {1, 0},
+	assertPoints(t, execDuration, floatHistogram(t, h, execDuration), map[attribute.Distinct]histPoint{
+		distinct(ns, toolName.String("search")): {1, 0},
 	})
+	if sp := h.spansNamed("execute_tool search"); len(sp) != 1 || !sp[0].EndTime().Equal(sp[0].StartTime()) {
+		t.Errorf("execute_tool spans %v, want one of no length", sp)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
@@ -65,7 +66,7 @@ func TestKeyspaceCalls(t *testing.T) {
 		assertSpanAttr(t, spans[i], keyspaceSystem)
 		assertSpanAttr(t, spans[i], otelstore.AttrWorkflowID.String(wf.String()))
 		assertSpanAttr(t, spans[i], otelstore.AttrRunID.String(run.String()))
-		if counts[distinct(keyspaceSystem, semconv.DBOperationNameKey.String(op))] != 1 {
+		if counts[distinct(ns, keyspaceSystem, semconv.DBOperationNameKey.String(op))] != 1 {
 			t.Errorf("no duration point for %s: %v", op, counts)
 		}
 	}
@@ -94,12 +95,60 @@ func TestKeyspaceConflict(t *testing.T) {
 	assertSpanAttr(t, h.spans.Ended()[0], semconv.ErrorTypeKey.String("sequence_conflict"))
 	assertSpanAttr(t, h.spans.Ended()[0], otelstore.AttrFoundSeq.Int64(0))
 	counts := h.histogramCounts(t, "aion.keyspace.operation.duration")
-	if counts[distinct(keyspaceSystem, semconv.DBOperationNameKey.String("append_events"), semconv.ErrorTypeKey.String("sequence_conflict"))] != 1 {
+	if counts[distinct(ns, keyspaceSystem, semconv.DBOperationNameKey.String("append_events"), semconv.ErrorTypeKey.String("sequence_conflict"))] != 1 {
 		t.Errorf("duration points %v, want one sequence_conflict", counts)
 	}
 	if _, ok := h.metrics(t)["aion.keyspace.append.batch_size"]; ok {
 		t.Error("a refused batch recorded a batch size")
 	}
+}
+
+// The keyspace call metrics carry the keyspace's namespace
+// (WithKeyspaceNamespace), so that every dashboard query can filter by it;
+// two keyspaces of two namespaces on one meter provider make two series.
+func TestKeyspaceCallMetricsCarryTheNamespace(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	for _, namespace := range []string{"payments", "search"} {
+		ks, err := otelstore.NewKeyspace(keyspace.NewMemory(), h.keyspaceOptions(otelstore.WithKeyspaceNamespace(namespace))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wf, run := ids()
+		if _, err := ks.AppendEvents(ctx, 0, transcript(wf, run, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	op := semconv.DBOperationNameKey.String("append_events")
+	counts := h.histogramCounts(t, "aion.keyspace.operation.duration")
+	batches := histogramPoints[int64](t, h, "aion.keyspace.append.batch_size", nil)
+	for _, namespace := range []string{"payments", "search"} {
+		nsAttr := otelstore.AttrNamespace.String(namespace)
+		if counts[distinct(nsAttr, keyspaceSystem, op)] != 1 {
+			t.Errorf("duration points %v, want one for namespace %s", counts, namespace)
+		}
+		if p := batches[distinct(nsAttr)]; p.count != 1 || p.sum != 2 {
+			t.Errorf("batch size of namespace %s = %+v, want one sample of 2", namespace, p)
+		}
+	}
+	if len(counts) != 2 || len(batches) != 2 {
+		t.Errorf("%d duration and %d batch-size series, want 2 each (one per namespace)", len(counts), len(batches))
+	}
+	for _, sp := range h.spans.Ended() {
+		if v, ok := attrOf(sp.Attributes(), otelstore.AttrNamespace); !ok || (v != "payments" && v != "search") {
+			t.Errorf("span %s: aion.namespace %q (present %v), want the keyspace's", sp.Name(), v, ok)
+		}
+	}
+}
+
+// attrOf returns the string value of key among attrs.
+func attrOf(attrs []attribute.KeyValue, key attribute.Key) (string, bool) {
+	for _, kv := range attrs {
+		if kv.Key == key {
+			return kv.Value.String(), true
+		}
+	}
+	return "", false
 }
 
 func TestKeyspaceUnwrap(t *testing.T) {

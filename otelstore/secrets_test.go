@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -48,12 +49,35 @@ func TestNoPayloadInTelemetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := keyspace.ActivityEvent{WorkflowID: wf, RunID: run, AgentID: "agent", Content: keyspace.Message{Role: "user", Text: secret}}
-	if _, err := ks.AppendEvents(ctx, 0, []keyspace.ActivityEvent{ev}); err != nil {
+	// A whole agent attempt, with the secret in every text a transcript
+	// holds: its invoke_agent, inference and execute_tool spans (and the
+	// failed tool's status) are scanned too.
+	attempt := agentEvents(wf, run,
+		keyspace.Message{Role: "user", Text: secret},
+		keyspace.ToolCall{CallID: "c1", Name: "charge", Arguments: secret},
+		keyspace.ToolResult{CallID: "c1", Output: secret, IsError: true},
+		keyspace.ToolCall{CallID: "c2", Name: "lookup", Arguments: `{"card":"` + secret + `"}`},
+		keyspace.ToolResult{CallID: "c2", Output: secret},
+		keyspace.Message{Role: "assistant", Text: secret},
+		keyspace.Usage{InputTokens: 10, OutputTokens: 5, CacheReadInputTokens: 2, ReasoningOutputTokens: 1, Provider: "openai",
+			RequestModel: "gpt-4o", StartedAt: t0.Add(-time.Second), FirstChunkAt: t0},
+		keyspace.Status{State: secret, Detail: secret},
+		keyspace.Status{State: "failed", Detail: secret},
+	)
+	if _, err := ks.AppendEvents(ctx, 0, attempt); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ks.ReadFrom(ctx, keyspace.KeyOf(ev), 0, 0); err != nil {
+	if _, err := ks.ReadFrom(ctx, keyspace.KeyOf(attempt[0]), 0, 0); err != nil {
 		t.Fatal(err)
+	}
+	genAISpans := 0
+	for _, sp := range h.spans.Ended() {
+		if n := sp.Name(); n == "invoke_agent" || n == "chat gpt-4o" || strings.HasPrefix(n, "execute_tool ") {
+			genAISpans++
+		}
+	}
+	if genAISpans != 4 {
+		t.Fatalf("%d GenAI spans, want invoke_agent, one inference and two execute_tool spans", genAISpans)
 	}
 
 	var seen int

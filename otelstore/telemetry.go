@@ -86,6 +86,8 @@ func newTelemetry(c *config, meter *instrument.Meter, from, to opID, name, desc 
 		st.attrs = []attribute.KeyValue{catalog.OperationName.String(name), catalog.DBSystemName.String(c.dbSystem)}
 		if op < firstKeyspaceOp {
 			st.attrs = append(st.attrs, catalog.Namespace.String(c.namespace))
+		} else {
+			st.attrs = append(st.attrs, catalog.Namespace.String(c.keyspaceNamespace))
 		}
 		st.attrs = append(st.attrs, c.attributes...)
 		st.okOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(st.attrs...))}

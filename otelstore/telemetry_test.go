@@ -142,7 +142,7 @@ func TestDBSystem(t *testing.T) {
 			if c := h.histogramCounts(t, "aion.store.operation.duration"); c[distinct(ns, storeSys, op.String("list_active"))] != 1 {
 				t.Errorf("store duration points %v, want one with %v", c, storeSys)
 			}
-			if c := h.histogramCounts(t, "aion.keyspace.operation.duration"); c[distinct(keysSys, op.String("list_streams"))] != 1 {
+			if c := h.histogramCounts(t, "aion.keyspace.operation.duration"); c[distinct(ns, keysSys, op.String("list_streams"))] != 1 {
 				t.Errorf("keyspace duration points %v, want one with %v", c, keysSys)
 			}
 		})
@@ -231,7 +231,7 @@ func TestConflictStatus(t *testing.T) {
 			if c := h.histogramCounts(t, "aion.store.operation.duration"); c[distinct(ns, storeSystem, semconv.DBOperationNameKey.String("append"), conflict)] != 1 {
 				t.Errorf("store duration points %v, want one sequence_conflict", c)
 			}
-			if c := h.histogramCounts(t, "aion.keyspace.operation.duration"); c[distinct(keyspaceSystem, semconv.DBOperationNameKey.String("append_events"), conflict)] != 1 {
+			if c := h.histogramCounts(t, "aion.keyspace.operation.duration"); c[distinct(ns, keyspaceSystem, semconv.DBOperationNameKey.String("append_events"), conflict)] != 1 {
 				t.Errorf("keyspace duration points %v, want one sequence_conflict", c)
 			}
 		})

@@ -214,8 +214,9 @@ func TestOldestInflightAgeThroughDecorator(t *testing.T) {
 }
 
 // A pairing tracker is an ActivitySpanSource: shared by the store and the
-// keyspace decorators, it puts an agent's transcript log records into the
-// span of the activity they were written in.
+// keyspace decorators, it puts an agent's invoke_agent span, and with it
+// the transcript's model-call spans and their log records, under the span
+// of the activity they were written in.
 var _ otelstore.ActivitySpanSource = (*pairing.Tracker)(nil)
 
 func TestTranscriptLogsJoinActivitySpan(t *testing.T) {
@@ -235,23 +236,24 @@ func TestTranscriptLogsJoinActivitySpan(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.append(w.completed(2, time.Minute))
-	if _, err := ks.AppendEvents(context.Background(), 2, agentEvents(w.wf, w.run, keyspace.Message{Role: "user", Text: "late"})); err != nil {
+	if _, err := ks.AppendEvents(context.Background(), 2, agentEvents(w.wf, w.run, keyspace.Usage{InputTokens: 1})); err != nil {
 		t.Fatal(err)
 	}
+	ks.(interface{ EndAgentSpans() }).EndAgentSpans()
 
-	acts := h.spansNamed("activity plan")
+	acts, agents, calls := h.spansNamed("activity plan"), h.spansNamed("invoke_agent"), h.spansNamed("chat")
 	recs := logs.records()
-	if len(acts) != 1 || len(recs) != 3 {
-		t.Fatalf("%d activity spans and %d records, want 1 and 3", len(acts), len(recs))
+	if len(acts) != 1 || len(agents) != 1 || len(calls) != 2 || len(recs) != 2 {
+		t.Fatalf("%d activity, %d invoke_agent and %d inference spans, %d records; want 1, 1, 2, 2", len(acts), len(agents), len(calls), len(recs))
 	}
 	act := acts[0].SpanContext()
-	for i, r := range recs[:2] {
-		if r.TraceID() != act.TraceID() || r.SpanID() != act.SpanID() {
-			t.Errorf("record %d in %s/%s, want the activity span %s/%s", i, r.TraceID(), r.SpanID(), act.TraceID(), act.SpanID())
-		}
+	if agents[0].Parent().SpanID() != act.SpanID() || agents[0].SpanContext().TraceID() != act.TraceID() {
+		t.Errorf("invoke_agent parent %s, want the activity span %s", agents[0].Parent().SpanID(), act.SpanID())
 	}
-	// Written after the activity settled: in the run's trace, not its span.
-	if late := recs[2]; late.TraceID() != act.TraceID() || late.SpanID() == act.SpanID() {
-		t.Errorf("late record in %s/%s, want the run's trace outside the ended activity span", late.TraceID(), late.SpanID())
+	for i, r := range recs {
+		if r.TraceID() != act.TraceID() || r.SpanID() != calls[i].SpanContext().SpanID() ||
+			calls[i].Parent().SpanID() != agents[0].SpanContext().SpanID() {
+			t.Errorf("record %d in %s/%s, want the activity's trace and the model call's span under invoke_agent", i, r.TraceID(), r.SpanID())
+		}
 	}
 }

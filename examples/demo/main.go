@@ -52,8 +52,12 @@
 // A progress line shows the counts every second (a plain line every 10 s when
 // stdout is not a terminal); a summary is printed at the end, after it one
 // line per request model and token type of the tokens the transcripts
-// committed ("demo: gen_ai tokens model=M type=input|output total=N", what
-// gen_ai.client.token.usage sums to). -duration, or
+// committed ("demo: gen_ai tokens model=M type=T total=N", T one of input,
+// output, cache_read, cache_creation and reasoning: what
+// gen_ai.client.token.usage sums to by gen_ai.token.type for the first two,
+// and the gen_ai.client.inference.usage.cache_read.input_tokens,
+// .cache_write.input_tokens and .reasoning.output_tokens counters for the
+// others). -duration, or
 // the first SIGINT/SIGTERM, stops starting workflows and drains; a second
 // signal exits at once. The whole shutdown is bounded: the drain, then at most
 // 3 s for the exporters' final flush. What could not be flushed is printed

@@ -231,7 +231,7 @@ func TestOTLPHTTPProtobuf(t *testing.T) {
 
 // tokenLine is the format of the token totals the pipeline's end-to-end
 // test parses; it must not change.
-var tokenLine = regexp.MustCompile(`^demo: gen_ai tokens model=(\S+) type=(input|output) total=([0-9]+)$`)
+var tokenLine = regexp.MustCompile(`^demo: gen_ai tokens model=(\S+) type=(input|output|cache_read|cache_creation|reasoning) total=([0-9]+)$`)
 
 // TestPrintsTokenTotals checks that the demo ends with one line per request
 // model and token type of the tokens it committed, in the exact format the
@@ -252,12 +252,12 @@ func TestPrintsTokenTotals(t *testing.T) {
 			t.Errorf("token line %q is not in the format %s", line, tokenLine)
 			continue
 		}
-		if seen[m[1]+" "+m[2]] || m[3] == "0" {
-			t.Errorf("token line %q repeats a model and type, or counts nothing", line)
+		if seen[m[1]+" "+m[2]] || (m[2] == "input" || m[2] == "output") && m[3] == "0" {
+			t.Errorf("token line %q repeats a model and type, or counts no input or output", line)
 		}
 		seen[m[1]+" "+m[2]] = true
 	}
-	if len(seen) == 0 || len(seen)%2 != 0 {
-		t.Errorf("token lines for %v, want input and output of each model:\n%s", seen, stdout)
+	if len(seen) == 0 || len(seen)%5 != 0 {
+		t.Errorf("token lines for %v, want the five types of each model:\n%s", seen, stdout)
 	}
 }

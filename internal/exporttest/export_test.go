@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -160,9 +161,16 @@ func (p *pipeline) export(ctx context.Context, e exporters) error {
 }
 
 // inputs are the values of every attribute-bearing field a caller or a store
-// controls.
+// controls, and the numbers and times of an agent's usage.
 type inputs struct {
 	workflowType, activityType, namespace, attribute, errorType, errorMessage string
+	usage                                                                     usageInputs
+}
+
+// usageInputs are the counts and times an agent reports for a model call.
+type usageInputs struct {
+	input, output, cacheRead, cacheCreation, reasoning uint64
+	startedAt, firstChunkAt                            int64 // Unix nanoseconds, 0: unset
 }
 
 // drive runs one workflow through decorators built from in: a start, an
@@ -211,23 +219,81 @@ func drive(tb testing.TB, p *pipeline, in inputs) {
 	// provider, model and operation names.
 	agents, err := otelstore.NewKeyspace(keyspace.NewMemory(),
 		otelstore.WithMeterProvider(p.mp), otelstore.WithTracerProvider(p.tp),
-		otelstore.WithKeyspaceNamespace(in.namespace))
+		otelstore.WithKeyspaceNamespace(in.namespace), otelstore.WithContentCapture(true))
 	if err != nil {
 		tb.Fatal(err)
 	}
+	u := in.usage
+	unix := func(ns int64) time.Time {
+		if ns == 0 {
+			return time.Time{}
+		}
+		return time.Unix(0, ns)
+	}
 	turn := []keyspace.Content{
-		keyspace.ToolCall{CallID: in.attribute, Name: in.workflowType},
-		keyspace.ToolResult{CallID: in.attribute, IsError: true},
+		keyspace.ToolCall{CallID: in.attribute, Name: in.workflowType, Arguments: in.errorMessage},
+		keyspace.ToolResult{CallID: in.attribute, IsError: true, Output: in.errorMessage},
 		keyspace.Usage{InputTokens: 3, OutputTokens: 1, Provider: in.namespace, RequestModel: in.activityType,
 			ResponseModel: in.attribute, Operation: in.errorType},
+		// The agent's own numbers and times, hostile ones included (-1
+		// written as "unknown" is math.MaxUint64), then a plausible call:
+		// its points must stay valid after the hostile one.
+		keyspace.Usage{InputTokens: u.input, OutputTokens: u.output, CacheReadInputTokens: u.cacheRead,
+			CacheCreationInputTokens: u.cacheCreation, ReasoningOutputTokens: u.reasoning, Provider: in.namespace,
+			RequestModel: in.activityType, StartedAt: unix(u.startedAt), FirstChunkAt: unix(u.firstChunkAt)},
+		keyspace.Usage{InputTokens: 3, OutputTokens: 1, CacheReadInputTokens: 1, ReasoningOutputTokens: 1, Provider: in.namespace,
+			RequestModel: in.activityType, StartedAt: time.Unix(1, 0)},
+		keyspace.Status{State: "completed", Detail: in.errorMessage},
 	}
 	batch := make([]keyspace.ActivityEvent, len(turn))
 	for i, c := range turn {
 		batch[i] = keyspace.ActivityEvent{WorkflowID: wf, RunID: run, Attempt: 1, WorkerSeq: uint64(i + 1),
-			EmittedAt: time.Unix(int64(i+1), 0), Content: c}
+			AgentID: in.attribute, AgentRole: in.workflowType, EmittedAt: time.Unix(int64(i+1), 0), Content: c}
 	}
 	if _, err := agents.AppendEvents(ctx, 0, batch); err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// checkSums fails unless every sum the pipeline holds (counters and
+// histogram sums, in the OTLP requests the receiver decoded and in a
+// Prometheus scrape) is at least 0: an implausible token count must not
+// make one negative, then or later.
+func checkSums(tb testing.TB, r *receiver, scrape string) {
+	tb.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, req := range r.metrics {
+		for _, rm := range req.GetResourceMetrics() {
+			for _, sm := range rm.GetScopeMetrics() {
+				for _, m := range sm.GetMetrics() {
+					for _, dp := range m.GetSum().GetDataPoints() {
+						if dp.GetAsInt() < 0 || dp.GetAsDouble() < 0 {
+							tb.Fatalf("OTLP %s: a negative sum %v", m.GetName(), dp)
+						}
+					}
+					for _, dp := range m.GetHistogram().GetDataPoints() {
+						if dp.GetSum() < 0 {
+							tb.Fatalf("OTLP %s: a negative histogram sum %v", m.GetName(), dp.GetSum())
+						}
+					}
+				}
+			}
+		}
+	}
+	for line := range strings.Lines(scrape) {
+		if strings.HasPrefix(line, "#") || !strings.HasPrefix(line, "gen_ai") && !strings.HasPrefix(line, "aion_gen_ai") {
+			continue
+		}
+		// "name{labels} value": the exporter writes no timestamps, and a
+		// label value may hold spaces, so the value is the last field.
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		if value := fields[len(fields)-1]; strings.HasPrefix(value, "-") {
+			tb.Fatalf("scrape: a negative value: %s", line)
+		}
 	}
 }
 
@@ -247,7 +313,8 @@ type failingKeyspace struct {
 
 func (f failingKeyspace) Head(context.Context, keyspace.StreamKey) (uint64, error) { return 0, f.err }
 
-var clean = inputs{"checkout", "charge", "payments", "eu-1", "throttled", "backend unavailable"}
+var clean = inputs{"checkout", "charge", "payments", "eu-1", "throttled", "backend unavailable",
+	usageInputs{1200, 300, 800, 100, 50, 1_000_000_000, 1_500_000_000}}
 
 // Regression (issue 12.1): after a hostile workflow type, a Prometheus
 // scrape still returns 200 with every other series, and OTLP exports to an
@@ -279,6 +346,7 @@ func TestHostileWorkflowTypeKeepsExportWorking(t *testing.T) {
 		if err := p.export(ctx, e); err != nil {
 			t.Fatalf("OTLP export %d: %v", round, err)
 		}
+		checkSums(t, r, body)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -308,24 +376,44 @@ func TestUncleanValueBreaksExport(t *testing.T) {
 
 // FuzzExport feeds arbitrary bytes into every attribute-bearing field
 // (workflow type, activity type, namespace, WithAttributes values,
-// classifier results, error messages of a failing inner store): whatever
-// arrives, the metrics and spans encode as OTLP protobuf that decodes, and a
-// Prometheus scrape succeeds.
+// classifier results, error messages of a failing inner store, agent,
+// tool, model and provider names) and arbitrary numbers and times into an
+// agent's usage (token counts past 2^63, times before 1970 or far ahead, a
+// first chunk before the start): whatever arrives, the metrics and spans
+// encode as OTLP protobuf that decodes, a Prometheus scrape succeeds, and
+// no sum is negative.
 func FuzzExport(f *testing.F) {
-	f.Add(clean.workflowType, clean.activityType, clean.namespace, clean.attribute, clean.errorType, clean.errorMessage)
-	f.Add("bad\xff\xfe", "\xc0\x80", "ns\xff", "\x00\xfe", "kind\xff", "store said \xff\xfe")
-	f.Add(strings.Repeat("é", 300), strings.Repeat("\xff", 1000), "", "", "", "")
-	f.Add("_other", "_unknown", "default", "\u2028", "_OTHER", strings.Repeat("x", 10_000))
+	most := uint64(math.MaxUint64)
+	seeds := []inputs{
+		clean,
+		{"bad\xff\xfe", "\xc0\x80", "ns\xff", "\x00\xfe", "kind\xff", "store said \xff\xfe",
+			usageInputs{most, most, most, most, most, -1, math.MinInt64}},
+		{strings.Repeat("é", 300), strings.Repeat("\xff", 1000), "", "", "", "",
+			usageInputs{1 << 63, 1<<63 - 1, 1 << 32, 1<<32 + 1, 0, math.MaxInt64, 1}},
+		{"_other", "_unknown", "default", "\u2028", "_OTHER", strings.Repeat("x", 10_000),
+			usageInputs{10, 5, 20, 30, 40, 2_000_000_000, 1_000_000_000}},
+	}
+	for _, s := range seeds {
+		u := s.usage
+		f.Add(s.workflowType, s.activityType, s.namespace, s.attribute, s.errorType, s.errorMessage,
+			u.input, u.output, u.cacheRead, u.cacheCreation, u.reasoning, u.startedAt, u.firstChunkAt)
+	}
 	r := newReceiver(f)
 	e := newExporters(f, r)
-	f.Fuzz(func(t *testing.T, workflowType, activityType, namespace, attr, errorType, errorMessage string) {
+	f.Fuzz(func(t *testing.T, workflowType, activityType, namespace, attr, errorType, errorMessage string,
+		input, output, cacheRead, cacheCreation, reasoning uint64, startedAt, firstChunkAt int64) {
 		p := newPipeline(t)
-		drive(t, p, inputs{workflowType, activityType, namespace, attr, errorType, errorMessage})
-		if code, body := p.scrape(); code != http.StatusOK {
-			t.Fatalf("scrape: HTTP %d: %.300s", code, body)
-		}
-		if err := p.export(context.Background(), e); err != nil {
-			t.Fatalf("OTLP export: %v", err)
+		drive(t, p, inputs{workflowType, activityType, namespace, attr, errorType, errorMessage,
+			usageInputs{input, output, cacheRead, cacheCreation, reasoning, startedAt, firstChunkAt}})
+		for round := range 2 { // cumulative: the later export must hold too
+			code, body := p.scrape()
+			if code != http.StatusOK {
+				t.Fatalf("scrape %d: HTTP %d: %.300s", round, code, body)
+			}
+			if err := p.export(context.Background(), e); err != nil {
+				t.Fatalf("OTLP export %d: %v", round, err)
+			}
+			checkSums(t, r, body)
 		}
 	})
 }

@@ -36,8 +36,9 @@ const LayoutVersion byte = 1
 // value type. Ephemeral, StoreSeq and Persisted are not stored: ephemeral
 // events are refused, the other two are set from the key on reading.
 // Version 2 added a usage's provider, request model, response model and
-// operation; a value of version 1 is still read (a usage then has them
-// empty), so existing data needs no migration. Reading a value of any
+// operation, version 3 its cache and reasoning counts and call times; a
+// value of an older version is still read (a usage then has the fields it
+// lacks zero), so existing data needs no migration. Reading a value of any
 // other version fails with [ErrCorruptRecord] naming the version.
 const FormatVersion = codec.Version
 

@@ -24,8 +24,9 @@ import (
 // exactly: jsonb refuses NUL characters, and JSON text cannot carry invalid
 // UTF-8.
 // Version 2 added a usage's provider, request model, response model and
-// operation; a payload of version 1 is still read (a usage then has them
-// empty), so existing data needs no migration. Reading a payload of any
+// operation, version 3 its cache and reasoning counts and call times; a
+// payload of an older version is still read (a usage then has the fields
+// it lacks zero), so existing data needs no migration. Reading a payload of any
 // other version fails with [ErrCorruptRecord] naming the version.
 const FormatVersion = codec.Version
 

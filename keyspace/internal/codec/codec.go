@@ -15,8 +15,10 @@ import (
 // (from [OldestVersion]), and refuses any other with an error naming it.
 //
 // Version 2 added the provider, request model, response model and
-// operation of a usage content; a version 1 usage decodes with them empty.
-const Version byte = 2
+// operation of a usage content; version 3 its cache-read, cache-creation
+// and reasoning token counts and its started-at and first-chunk-at times.
+// An older usage decodes with the fields its version lacks zero.
+const Version byte = 3
 
 // OldestVersion is the oldest format version [DecodeEvent] still reads.
 const OldestVersion byte = 1
@@ -126,7 +128,12 @@ func appendUsage(dst []byte, c keyspace.Usage) []byte {
 	dst = appendString(dst, c.Provider)
 	dst = appendString(dst, c.RequestModel)
 	dst = appendString(dst, c.ResponseModel)
-	return appendString(dst, c.Operation)
+	dst = appendString(dst, c.Operation)
+	dst = binary.AppendUvarint(dst, c.CacheReadInputTokens)
+	dst = binary.AppendUvarint(dst, c.CacheCreationInputTokens)
+	dst = binary.AppendUvarint(dst, c.ReasoningOutputTokens)
+	dst = appendTime(dst, c.StartedAt)
+	return appendTime(dst, c.FirstChunkAt)
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -163,7 +170,7 @@ func DecodeEvent(b []byte) (keyspace.ActivityEvent, error) {
 	d := decoder{b: b[1:]}
 	ev.AgentID = d.string("agent id")
 	ev.AgentRole = d.string("agent role")
-	ev.EmittedAt = d.time()
+	ev.EmittedAt = d.time("emitted-at")
 	ev.WorkerSeq = d.uvarint("worker seq")
 	switch kind := d.string("content kind"); kind {
 	case "":
@@ -182,6 +189,13 @@ func DecodeEvent(b []byte) (keyspace.ActivityEvent, error) {
 			u.RequestModel = d.string("usage request model")
 			u.ResponseModel = d.string("usage response model")
 			u.Operation = d.string("usage operation")
+		}
+		if version >= 3 {
+			u.CacheReadInputTokens = d.uvarint("usage cache-read input tokens")
+			u.CacheCreationInputTokens = d.uvarint("usage cache-creation input tokens")
+			u.ReasoningOutputTokens = d.uvarint("usage reasoning output tokens")
+			u.StartedAt = d.time("usage started-at")
+			u.FirstChunkAt = d.time("usage first-chunk-at")
 		}
 		ev.Content = u
 	default:
@@ -267,22 +281,23 @@ func (d *decoder) bool(field string) bool {
 	return v == 1
 }
 
-func (d *decoder) time() time.Time {
-	sec := d.varint("emitted-at seconds")
-	nsec := d.uvarint("emitted-at nanoseconds")
-	offset := d.varint("emitted-at offset")
-	name := d.string("emitted-at zone")
+// time reads a time written by appendTime; field names it in errors.
+func (d *decoder) time(field string) time.Time {
+	sec := d.varint(field + " seconds")
+	nsec := d.uvarint(field + " nanoseconds")
+	offset := d.varint(field + " offset")
+	name := d.string(field + " zone")
 	if d.err != nil {
 		return time.Time{}
 	}
 	if nsec >= uint64(time.Second) {
-		d.fail("emitted-at nanoseconds", fmt.Sprintf("%d is not below one second", nsec))
+		d.fail(field+" nanoseconds", fmt.Sprintf("%d is not below one second", nsec))
 		return time.Time{}
 	}
 	// A zone offset is less than a day in every real zone; bounding it keeps
 	// the int conversion exact.
 	if offset <= -86400 || offset >= 86400 {
-		d.fail("emitted-at offset", fmt.Sprintf("%d seconds is not a zone offset", offset))
+		d.fail(field+" offset", fmt.Sprintf("%d seconds is not a zone offset", offset))
 		return time.Time{}
 	}
 	t := time.Unix(sec, int64(nsec))

@@ -3,6 +3,8 @@ package codec
 import (
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -48,6 +50,13 @@ func TestCodecRoundTrip(t *testing.T) {
 		{"status", keyspace.ActivityEvent{EmittedAt: at, Content: keyspace.Status{State: "thinking", Detail: "step 2"}}},
 		{"usage-max", keyspace.ActivityEvent{EmittedAt: at, WorkerSeq: math.MaxUint64, Content: keyspace.Usage{InputTokens: math.MaxUint64, OutputTokens: 0}}},
 		{"usage-models", keyspace.ActivityEvent{EmittedAt: at, Content: keyspace.Usage{InputTokens: 1, OutputTokens: 2, Provider: "anthropic", RequestModel: "claude\xff\x00", ResponseModel: strings.Repeat("m", 1000), Operation: "chat"}}},
+		{"usage-cache-reasoning-times", keyspace.ActivityEvent{EmittedAt: at, Content: keyspace.Usage{InputTokens: 900, OutputTokens: 300,
+			CacheReadInputTokens: 600, CacheCreationInputTokens: 200, ReasoningOutputTokens: 250,
+			StartedAt: at.Add(-3 * time.Second), FirstChunkAt: at.Add(-2 * time.Second)}}},
+		{"usage-max-counts", keyspace.ActivityEvent{EmittedAt: at, Content: keyspace.Usage{InputTokens: math.MaxUint64, OutputTokens: math.MaxUint64,
+			CacheReadInputTokens: math.MaxUint64, CacheCreationInputTokens: math.MaxUint64, ReasoningOutputTokens: math.MaxUint64}}},
+		{"usage-times-in-zones", keyspace.ActivityEvent{EmittedAt: at, Content: keyspace.Usage{
+			StartedAt: time.Date(1969, 12, 31, 23, 0, 0, 1, time.FixedZone("EST", -5*3600)), FirstChunkAt: time.Date(30000, 1, 1, 0, 0, 0, 999999999, time.FixedZone("", 3600))}}},
 		{"pointer-message", keyspace.ActivityEvent{EmittedAt: at, Content: &keyspace.Message{Role: "r", Text: "t"}}},
 		{"pointer-tool-call", keyspace.ActivityEvent{EmittedAt: at, Content: &keyspace.ToolCall{CallID: "c", Name: "n", Arguments: "a"}}},
 		{"pointer-tool-result", keyspace.ActivityEvent{EmittedAt: at, Content: &keyspace.ToolResult{CallID: "c", IsError: true}}},
@@ -85,11 +94,38 @@ func TestCodecRoundTrip(t *testing.T) {
 				t.Errorf("zone = %q %d, want %q %d", gotName, gotOff, wantName, wantOff)
 			}
 			got.EmittedAt, want.EmittedAt = time.Time{}, time.Time{}
-			if !reflect.DeepEqual(got, want) {
+			if !sameEvent(got, want) {
 				t.Errorf("decoded\n %#v\nwant\n %#v", got, want)
 			}
 		})
 	}
+}
+
+// sameTime reports whether a and b are the same instant in the same zone
+// (offset and name), what the encoding keeps of a time.
+func sameTime(a, b time.Time) bool {
+	an, ao := a.Zone()
+	bn, bo := b.Zone()
+	return a.Equal(b) && an == bn && ao == bo && a.IsZero() == b.IsZero()
+}
+
+// sameEvent reports whether a and b are equal as the encoding keeps them:
+// times by sameTime, everything else by reflect.DeepEqual.
+func sameEvent(a, b keyspace.ActivityEvent) bool {
+	if !sameTime(a.EmittedAt, b.EmittedAt) {
+		return false
+	}
+	a.EmittedAt, b.EmittedAt = time.Time{}, time.Time{}
+	ua, okA := a.Content.(keyspace.Usage)
+	ub, okB := b.Content.(keyspace.Usage)
+	if okA && okB {
+		if !sameTime(ua.StartedAt, ub.StartedAt) || !sameTime(ua.FirstChunkAt, ub.FirstChunkAt) {
+			return false
+		}
+		ua.StartedAt, ua.FirstChunkAt, ub.StartedAt, ub.FirstChunkAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+		a.Content, b.Content = ua, ub
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 func TestCodecZeroTimeDecodesToTheZeroTime(t *testing.T) {
@@ -106,10 +142,11 @@ func TestCodecZeroTimeDecodesToTheZeroTime(t *testing.T) {
 	}
 }
 
-// goldenEvent and goldenHex pin format version 2 byte for byte. Both
+// goldenEvent and goldenHex pin format version 3 byte for byte. Both
 // backends (boltstore and pgstore) store these bytes, so a record can move
 // between them, and a change here is a format change that needs a new
-// Version. The version 1 bytes are pinned by testdata/v1-records.txt.
+// Version. The bytes of versions 1 and 2 are pinned by
+// testdata/v1-records.txt and testdata/v2-records.txt.
 var goldenEvent = keyspace.ActivityEvent{
 	AgentID:   "agent-7",
 	AgentRole: "assistant",
@@ -118,7 +155,7 @@ var goldenEvent = keyspace.ActivityEvent{
 	Content:   keyspace.ToolResult{CallID: "call-1", Output: "ok", IsError: true},
 }
 
-const goldenHex = "02" + // version
+const goldenHex = "03" + // version
 	"07" + "6167656e742d37" + // agent id "agent-7"
 	"09" + "617373697374616e74" + // agent role "assistant"
 	"f296c3e30c" + // varint Unix seconds 1714972089
@@ -131,13 +168,15 @@ const goldenHex = "02" + // version
 	"02" + "6f6b" + // output "ok"
 	"01" // is error
 
-// goldenUsage and goldenUsageHex pin the version 2 usage content.
+// goldenUsage and goldenUsageHex pin the version 3 usage content.
 var goldenUsage = keyspace.ActivityEvent{
 	EmittedAt: time.Unix(0, 0).UTC(),
-	Content:   keyspace.Usage{InputTokens: 300, OutputTokens: 5, Provider: "openai", RequestModel: "gpt-4o", ResponseModel: "gpt-4o-1", Operation: "chat"},
+	Content: keyspace.Usage{InputTokens: 300, OutputTokens: 5, Provider: "openai", RequestModel: "gpt-4o", ResponseModel: "gpt-4o-1", Operation: "chat",
+		CacheReadInputTokens: 200, CacheCreationInputTokens: 1, ReasoningOutputTokens: 3,
+		StartedAt: time.Unix(-2, 5).UTC(), FirstChunkAt: time.Unix(-1, 0).UTC()},
 }
 
-const goldenUsageHex = "02" + // version
+const goldenUsageHex = "03" + // version
 	"00" + "00" + // agent id, agent role ""
 	"00" + "00" + "00" + "03" + "555443" + // Unix seconds 0, nanoseconds 0, offset 0, zone "UTC"
 	"00" + // worker seq 0
@@ -146,7 +185,10 @@ const goldenUsageHex = "02" + // version
 	"06" + "6f70656e6169" + // provider "openai"
 	"06" + "6770742d346f" + // request model "gpt-4o"
 	"08" + "6770742d346f2d31" + // response model "gpt-4o-1"
-	"04" + "63686174" // operation "chat"
+	"04" + "63686174" + // operation "chat"
+	"c801" + "01" + "03" + // cache read 200, cache creation 1, reasoning 3
+	"03" + "05" + "00" + "03" + "555443" + // started at: Unix seconds -2, nanoseconds 5, offset 0, zone "UTC"
+	"01" + "00" + "00" + "03" + "555443" // first chunk at: Unix seconds -1, nanoseconds 0, offset 0, zone "UTC"
 
 func TestCodecGoldenUsage(t *testing.T) {
 	b, err := AppendEvent(nil, &goldenUsage)
@@ -166,17 +208,13 @@ func TestCodecGoldenUsage(t *testing.T) {
 	}
 }
 
-// TestCodecReadsVersion1 decodes records written by the version 1 encoder
-// (testdata/v1-records.txt: one per content kind, as a version 1 build
-// stored them) and checks each is what was written, a usage with its
-// version 2 fields empty. A record stored before the format change must
-// stay readable in place.
-func TestCodecReadsVersion1(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "v1-records.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]keyspace.Content{
+// TestCodecReadsOlderVersions decodes records written by the encoders of
+// versions 1 and 2 (testdata/v1-records.txt and v2-records.txt: one per
+// content kind, as a build of that version stored them) and checks each is
+// what was written, a usage with the fields its version lacks zero. A
+// record stored before a format change must stay readable in place.
+func TestCodecReadsOlderVersions(t *testing.T) {
+	v1 := map[string]keyspace.Content{
 		"message":     keyspace.Message{Role: "user", Text: "hello"},
 		"tool_call":   keyspace.ToolCall{CallID: "c1", Name: "search", Arguments: `{"q":"x"}`},
 		"tool_result": keyspace.ToolResult{CallID: "call-1", Output: "ok", IsError: true},
@@ -184,40 +222,60 @@ func TestCodecReadsVersion1(t *testing.T) {
 		"usage":       keyspace.Usage{InputTokens: 300, OutputTokens: 5},
 		"nil":         nil,
 	}
-	seen := 0
-	for line := range strings.Lines(string(data)) {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, hexBytes, ok := strings.Cut(line, " ")
-		if !ok {
-			t.Fatalf("testdata line %q is not \"name hex\"", line)
-		}
-		t.Run(name, func(t *testing.T) {
-			raw, err := hex.DecodeString(hexBytes)
+	v2 := maps.Clone(v1)
+	v2["usage"] = keyspace.Usage{InputTokens: 300, OutputTokens: 5, Provider: "openai", RequestModel: "gpt-4o",
+		ResponseModel: "gpt-4o-2024-08-06", Operation: "chat"}
+	for version, want := range map[byte]map[string]keyspace.Content{1: v1, 2: v2} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", fmt.Sprintf("v%d-records.txt", version)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if raw[0] != 1 {
-				t.Fatalf("testdata record has version %d, want 1", raw[0])
+			seen := 0
+			for line := range strings.Lines(string(data)) {
+				line = strings.TrimSpace(line)
+				if line == "" || strings.HasPrefix(line, "#") {
+					continue
+				}
+				name, hexBytes, ok := strings.Cut(line, " ")
+				if !ok {
+					t.Fatalf("testdata line %q is not \"name hex\"", line)
+				}
+				t.Run(name, func(t *testing.T) {
+					raw, err := hex.DecodeString(hexBytes)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if raw[0] != version {
+						t.Fatalf("testdata record has version %d, want %d", raw[0], version)
+					}
+					ev, err := DecodeEvent(raw)
+					if err != nil {
+						t.Fatalf("DecodeEvent of a version %d record: %v", version, err)
+					}
+					if ev.Content != want[name] {
+						t.Errorf("content %#v, want %#v", ev.Content, want[name])
+					}
+					if ev.AgentID != "agent-7" || ev.AgentRole != "assistant" || ev.WorkerSeq != 300 ||
+						!ev.EmittedAt.Equal(time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)) {
+						t.Errorf("envelope fields %#v", ev)
+					}
+					// Re-encoding writes the newest version, which reads back
+					// the same.
+					again, err := AppendEvent(nil, &ev)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if back, err := DecodeEvent(again); err != nil || again[0] != Version || !sameEvent(back, ev) {
+						t.Errorf("re-encoded as version %d: %#v, %v", again[0], back, err)
+					}
+				})
+				seen++
 			}
-			ev, err := DecodeEvent(raw)
-			if err != nil {
-				t.Fatalf("DecodeEvent of a version 1 record: %v", err)
-			}
-			if ev.Content != want[name] {
-				t.Errorf("content %#v, want %#v", ev.Content, want[name])
-			}
-			if ev.AgentID != "agent-7" || ev.AgentRole != "assistant" || ev.WorkerSeq != 300 ||
-				!ev.EmittedAt.Equal(time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)) {
-				t.Errorf("envelope fields %#v", ev)
+			if seen != len(want) {
+				t.Fatalf("testdata holds %d records, want %d", seen, len(want))
 			}
 		})
-		seen++
-	}
-	if seen != len(want) {
-		t.Fatalf("testdata holds %d records, want %d", seen, len(want))
 	}
 }
 
@@ -293,7 +351,8 @@ func TestDecodeEventRefusesBadValues(t *testing.T) {
 	}{
 		{"empty", nil, "empty value"},
 		{"version-0", withVersion(0), "format version 0 is not supported"},
-		{"version-3", withVersion(3), "format version 3 is not supported"},
+		{"version-4", withVersion(4), "format version 4 is not supported"},
+		{"version-255", withVersion(255), "format version 255 is not supported"},
 		{"trailing-bytes", append(append([]byte(nil), valid...), 0), "trailing"},
 		{"unknown-kind", unknownKind, `unknown content kind "nope"`},
 		{"bad-bool", badBool, "neither 0 nor 1"},
@@ -324,12 +383,24 @@ func TestDecodeEventRefusesBadValues(t *testing.T) {
 func FuzzDecodeEvent(f *testing.F) {
 	golden, _ := hex.DecodeString(goldenHex)
 	f.Add(golden)
-	for _, line := range []string{goldenUsageHex, "01076167656e742d3709617373697374616e74b287c4e30c959aef3a0003555443ac02057573616765ac0205"} {
-		b, _ := hex.DecodeString(line)
-		f.Add(b)
+	b, _ := hex.DecodeString(goldenUsageHex)
+	f.Add(b)
+	for _, file := range []string{"v1-records.txt", "v2-records.txt"} {
+		data, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for line := range strings.Lines(string(data)) {
+			if _, hexBytes, ok := strings.Cut(strings.TrimSpace(line), " "); ok && !strings.HasPrefix(line, "#") {
+				b, _ := hex.DecodeString(hexBytes)
+				f.Add(b)
+			}
+		}
 	}
 	for _, c := range []keyspace.Content{nil, keyspace.Message{Text: "x"}, keyspace.ToolCall{Name: "n"}, keyspace.Status{}, keyspace.Usage{InputTokens: 1 << 40},
-		keyspace.Usage{Provider: "p", RequestModel: "m\xff", ResponseModel: "r", Operation: "chat"}} {
+		keyspace.Usage{Provider: "p", RequestModel: "m\xff", ResponseModel: "r", Operation: "chat"},
+		keyspace.Usage{CacheReadInputTokens: 1, CacheCreationInputTokens: 1 << 63, ReasoningOutputTokens: 7,
+			StartedAt: time.Unix(5, 6).In(time.FixedZone("X", 60)), FirstChunkAt: time.Unix(7, 8)}} {
 		b, err := AppendEvent(nil, &keyspace.ActivityEvent{AgentID: "a", EmittedAt: time.Unix(1, 2), Content: c})
 		if err != nil {
 			f.Fatal(err)
@@ -353,11 +424,7 @@ func FuzzDecodeEvent(f *testing.F) {
 		if err != nil {
 			t.Fatalf("decoding a re-encoded event: %v", err)
 		}
-		if !ev.EmittedAt.Equal(ev2.EmittedAt) {
-			t.Fatalf("EmittedAt %v became %v", ev.EmittedAt, ev2.EmittedAt)
-		}
-		ev.EmittedAt, ev2.EmittedAt = time.Time{}, time.Time{}
-		if !reflect.DeepEqual(ev, ev2) {
+		if !sameEvent(ev, ev2) {
 			t.Fatalf("%#v became %#v", ev, ev2)
 		}
 	})

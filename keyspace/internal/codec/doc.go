@@ -12,16 +12,17 @@
 //
 // An encoding holds the event's stored fields; the stream key and the store
 // seq are not part of it (each backend keeps them as the record's key). The
-// first byte is the format version ([Version], 2); the rest is a compact
+// first byte is the format version ([Version], 3); the rest is a compact
 // binary form, in this order (uvarint and varint as in encoding/binary; a
 // string is its length as a uvarint, then its bytes):
 //
-//	version                                  byte, 2
+//	version                                  byte, 3
 //	agent id, agent role                     strings
-//	emitted at                               varint Unix seconds, uvarint
-//	                                         nanoseconds (0..999,999,999),
-//	                                         varint UTC offset in seconds,
-//	                                         zone name (string)
+//	emitted at                               a time: varint Unix seconds,
+//	                                         uvarint nanoseconds
+//	                                         (0..999,999,999), varint UTC
+//	                                         offset in seconds, zone name
+//	                                         (string)
 //	worker seq                               uvarint
 //	content kind                             string: the ContentKind name,
 //	                                         "" for a nil Content
@@ -31,8 +32,11 @@
 //	  tool_result  call id, output, is error strings, one byte 0 or 1
 //	  status       state, detail             strings
 //	  usage        input, output tokens      uvarints, then provider,
-//	               request model, response   strings
-//	               model, operation
+//	               request model, response   strings, then
+//	               model, operation, cache   uvarints, then
+//	               read, cache creation,     times
+//	               reasoning tokens, started
+//	               at, first chunk at
 //
 // Strings are stored as their exact bytes, valid UTF-8 or not (NUL
 // characters included). Times keep their instant to the nanosecond for any
@@ -46,10 +50,12 @@
 // reading.
 //
 // A change to these bytes is a format change: it needs a new [Version], and
-// a decoder that still reads the old one. Version 1 is version 2 without the
-// four usage strings; [DecodeEvent] reads it, giving a usage content with
-// them empty, so records written before version 2 stay readable in place.
-// Encoding always writes the newest version.
+// a decoder that still reads the old one. Version 2 is version 3 without the
+// usage's three breakdown counts and two times; version 1 is version 2
+// without the four usage strings. [DecodeEvent] reads both, giving a usage
+// content with the missing fields zero, so records written by an older
+// build stay readable in place; testdata holds one record of each kind as
+// each older encoder wrote it. Encoding always writes the newest version.
 //
 // # Errors
 //

@@ -47,7 +47,9 @@ func CheckRecordsSurviveReopen(t testing.TB, open func(t testing.TB) Store) {
 		Event(key, 2, keyspace.ToolCall{CallID: "c", Name: "grep", Arguments: "-r x"}),
 		Event(key, 3, keyspace.ToolResult{CallID: "c", Output: "none", IsError: true}),
 		Event(key, 4, keyspace.Status{State: "done", Detail: "ok"}),
-		Event(key, 5, keyspace.Usage{InputTokens: 10, OutputTokens: math.MaxUint64}),
+		Event(key, 5, keyspace.Usage{InputTokens: 10, OutputTokens: math.MaxUint64, CacheReadInputTokens: 6,
+			CacheCreationInputTokens: 3, ReasoningOutputTokens: math.MaxUint64 - 1, Provider: "p", RequestModel: "m\x00",
+			ResponseModel: "r\xff", Operation: "chat", StartedAt: time.Unix(1_700_000_000, 1).UTC(), FirstChunkAt: time.Unix(1_700_000_001, 2).UTC()}),
 		Event(key, 6, &keyspace.Message{Role: "pointer", Text: "read back as a value"}),
 		Event(key, 7, nil),
 	}

@@ -43,8 +43,9 @@ func (s *Server) dispatch(ctx context.Context) {
 }
 
 // activityWorker starts the activities it is handed: it writes an agent's
-// transcript, then leaves the wait for the result to a goroutine of its own,
-// as a worker awaiting a remote call would, and takes the next row.
+// transcript, then leaves the wait for the result (after the transcript's
+// last event) to a goroutine of its own, as a worker awaiting a remote call
+// would, and takes the next row.
 func (s *Server) activityWorker(ctx context.Context) {
 	for {
 		select {
@@ -52,11 +53,15 @@ func (s *Server) activityWorker(ctx context.Context) {
 			return
 		case row := <-s.work:
 			s.running.Add(1)
+			var until time.Time // the transcript's last event: the activity ends after it
 			if agentTypes[row.ActivityType] {
-				s.transcript(ctx, row)
+				until = s.transcript(ctx, row)
 			}
 			s.pending.Go(func() {
 				defer s.running.Add(-1)
+				if d := time.Until(until); d > 0 && s.pause(ctx, d, d) != nil {
+					return
+				}
 				s.perform(ctx, row)
 			})
 		}
@@ -117,11 +122,18 @@ func (s *Server) report(ctx context.Context, row eventstore.OutboxRow, ev events
 }
 
 // models are the simulated agents' models: the request model, the
-// provider (gen_ai.provider.name) and the model version that answers.
-var models = []struct{ request, provider, response string }{
-	{"gpt-4o", "openai", "gpt-4o-2024-08-06"},
-	{"claude-sonnet-4", "anthropic", "claude-sonnet-4-20250514"},
-	{"gemini-2.5-flash", "gcp.gemini", "gemini-2.5-flash"},
+// provider (gen_ai.provider.name) and the model version that answers, and
+// how each bills a call: whether a call's input is read from the
+// provider's prompt cache after the first turn, whether the first turn
+// writes it there (Anthropic reports cache writes, OpenAI and Gemini do
+// not), and whether the model reasons before it answers.
+var models = []struct {
+	request, provider, response   string
+	cacheRead, cacheWrite, reason bool
+}{
+	{"gpt-4o", "openai", "gpt-4o-2024-08-06", true, false, false},
+	{"claude-sonnet-4", "anthropic", "claude-sonnet-4-20250514", true, true, true},
+	{"gemini-2.5-flash", "gcp.gemini", "gemini-2.5-flash", true, false, true},
 }
 
 // tools are the simulated agents' tools.
@@ -135,12 +147,20 @@ var tools = []string{"lookup_account", "search_orders", "send_email"}
 //
 // Each turn is a user message, a status (ephemeral), a tool call and its
 // result (one in eight fails), the assistant's answer and the model call's
-// usage; the agent uses one of three models for the whole transcript.
+// usage; the agent uses one of three models for the whole transcript. The
+// model call starts when the tool's result is in and streams its answer;
+// its input grows turn by turn, and what the previous turns sent is read
+// from the provider's cache (a caching model), the first turn writing it
+// there (a model that reports cache writes); a reasoning model spends part
+// of its output on reasoning. The last turn ends with a stored "completed"
+// status, which ends the attempt's invoke_agent span.
 //
 // A transcript once started is finished even when the server stops: its
 // appends run on a context that stopping does not cancel, bounded by
 // transcriptTimeout, so a slow durable keyspace is never cut off mid-turn.
-func (s *Server) transcript(ctx context.Context, row eventstore.OutboxRow) {
+//
+// It returns the time of the transcript's last event.
+func (s *Server) transcript(ctx context.Context, row eventstore.OutboxRow) time.Time {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), transcriptTimeout)
 	defer cancel()
 	agent := "agent-" + row.ActivityType
@@ -152,11 +172,30 @@ func (s *Server) transcript(ctx context.Context, row eventstore.OutboxRow) {
 		tool[i] = tools[s.weighted(5, 3, 2)]
 	}
 	start := time.Now()
+	// Emitted 10 ms apart: a tool call takes 10 ms, a model call 20 ms. The
+	// times are fixed per turn, so a re-sent event is the same event.
+	const step = 10 * time.Millisecond
+	end := start.Add(2*6*step + 6*step)
 	turn := func(n uint64) []keyspace.ActivityEvent {
 		callID := fmt.Sprintf("call-%d", n)
 		output := "found"
 		if failed[n] {
 			output = "upstream timeout"
+		}
+		first := start.Add(time.Duration(n) * 6 * step)
+		at := func(i int) time.Time { return first.Add(time.Duration(i) * step) }
+		usage := keyspace.Usage{InputTokens: 120 + 40*n, OutputTokens: 40 + n, Provider: model.provider,
+			RequestModel: model.request, ResponseModel: model.response, Operation: "chat",
+			StartedAt: at(3), FirstChunkAt: at(3).Add(step / 2)}
+		if model.cacheRead && n > 0 {
+			usage.CacheReadInputTokens = 120 + 40*(n-1) // what the previous turn sent
+		}
+		if model.cacheWrite && n == 0 {
+			usage.CacheCreationInputTokens = 100
+		}
+		if model.reason {
+			usage.ReasoningOutputTokens = 24 + 8*n
+			usage.OutputTokens += usage.ReasoningOutputTokens // output includes reasoning
 		}
 		contents := []keyspace.Content{
 			keyspace.Message{Role: "user", Text: fmt.Sprintf("step %d, please", n+1)},
@@ -164,18 +203,17 @@ func (s *Server) transcript(ctx context.Context, row eventstore.OutboxRow) {
 			keyspace.ToolCall{CallID: callID, Name: tool[n], Arguments: `{"q":"account"}`},
 			keyspace.ToolResult{CallID: callID, Output: output, IsError: failed[n]},
 			keyspace.Message{Role: "assistant", Text: "done"},
-			keyspace.Usage{InputTokens: 120 + 40*n, OutputTokens: 40 + n, Provider: model.provider,
-				RequestModel: model.request, ResponseModel: model.response, Operation: "chat"},
+			usage,
+		}
+		if n == 2 {
+			contents = append(contents, keyspace.Status{State: "completed"})
 		}
 		events := make([]keyspace.ActivityEvent, len(contents))
 		for i, c := range contents {
-			_, ephemeral := c.(keyspace.Status)
-			// Emitted 50 ms apart: a tool call takes 50 ms. The times are
-			// fixed per turn, so a re-sent event is the same event.
-			at := start.Add(time.Duration(int(n)*len(contents)+i) * 50 * time.Millisecond)
+			st, isStatus := c.(keyspace.Status)
 			events[i] = keyspace.ActivityEvent{WorkflowID: row.WorkflowID, RunID: row.RunID, ActivityID: row.Ordinal, Attempt: 1,
-				AgentID: agent, AgentRole: "assistant", EmittedAt: at, WorkerSeq: n*uint64(len(contents)) + uint64(i),
-				Ephemeral: ephemeral, Content: c}
+				AgentID: agent, AgentRole: "assistant", EmittedAt: at(i), WorkerSeq: n*8 + uint64(i),
+				Ephemeral: isStatus && st.State == "thinking", Content: c}
 		}
 		return events
 	}
@@ -183,7 +221,7 @@ func (s *Server) transcript(ctx context.Context, row eventstore.OutboxRow) {
 		res, err := s.nodes[i%2].Append(ctx, batch)
 		if err != nil {
 			s.count("transcript.errors", 1)
-			return
+			return end
 		}
 		for _, st := range res.Streams {
 			s.count("transcript.events", int64(st.Written))
@@ -195,6 +233,7 @@ func (s *Server) transcript(ctx context.Context, row eventstore.OutboxRow) {
 			s.count("transcript.tool_errors", 1)
 		}
 	}
+	return end
 }
 
 // pollTimers fires the expired timers every 20 ms: TimerFired in the

@@ -74,6 +74,7 @@ type Server struct {
 	outbox   eventstore.Outbox // store's Outbox capability
 	keysMem  *keyspace.Memory  // nil for a keyspace given in Config
 	tokens   *tokenCounter     // between the Sequencers and the decorated keyspace
+	agents   interface{ EndAgentSpans() }
 	nodes    [2]*keyspace.Sequencer
 	wake     chan struct{}
 	work     chan eventstore.OutboxRow
@@ -147,6 +148,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.tokens = &tokenCounter{Store: keys, totals: map[TokenKey]uint64{}}
+	s.agents, _ = keys.(interface{ EndAgentSpans() })
 	cache := keyspace.WithMaxCachedStreams(256) // a transcript is written within one activity
 	s.nodes = [2]*keyspace.Sequencer{keyspace.NewSequencer(s.tokens, cache), keyspace.NewSequencer(s.tokens, cache)}
 	return s, nil
@@ -190,6 +192,11 @@ func (s *Server) Run(ctx context.Context) {
 	<-done
 	loops.Wait()
 	s.pending.Wait()
+	if s.agents != nil {
+		// A transcript cut short has no "completed" status: its agent
+		// span ends here, before the exporters flush.
+		s.agents.EndAgentSpans()
+	}
 }
 
 // Stats returns a copy of the server's counts, by name.

@@ -30,6 +30,17 @@ var catalog = []string{
 	"aion.keyspace.operation.duration", "aion.keyspace.append.batch_size",
 	"aion.workflow.duration", "aion.activity.oldest_inflight_age",
 	"gen_ai.client.token.usage", "aion.gen_ai.tool.calls", "gen_ai.client.operation.duration",
+	"gen_ai.client.operation.time_to_first_chunk", "gen_ai.execute_tool.duration", "gen_ai.invoke_agent.duration",
+	"gen_ai.client.inference.usage.cache_read.input_tokens", "gen_ai.client.inference.usage.cache_write.input_tokens",
+	"gen_ai.client.inference.usage.reasoning.output_tokens",
+}
+
+// tokenCounters are the counters of the token breakdowns, by the type the
+// demo prints for them.
+var tokenCounters = map[string]string{
+	"gen_ai.client.inference.usage.cache_read.input_tokens":  "cache_read",
+	"gen_ai.client.inference.usage.cache_write.input_tokens": "cache_creation",
+	"gen_ai.client.inference.usage.reasoning.output_tokens":  "reasoning",
 }
 
 // observed is what a collection says, per instrument: the sum of its
@@ -37,7 +48,8 @@ var catalog = []string{
 type observed struct {
 	total  map[string]float64
 	values map[string]map[string]bool // "instrument attr" -> values
-	// tokens sums gen_ai.client.token.usage by request model and type.
+	// tokens sums gen_ai.client.token.usage and the breakdown counters by
+	// request model and type.
 	tokens map[TokenKey]float64
 	// committed is what the server counted (Server.Tokens); logs the log
 	// records emitted.
@@ -68,6 +80,10 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) observed {
 			case metricdata.Sum[int64]:
 				for _, p := range d.DataPoints {
 					note(m.Name, p.Attributes, float64(p.Value))
+					if typ, ok := tokenCounters[m.Name]; ok {
+						model, _ := p.Attributes.Value("gen_ai.request.model")
+						o.tokens[TokenKey{model.AsString(), typ}] += float64(p.Value)
+					}
 				}
 			case metricdata.Sum[float64]:
 				for _, p := range d.DataPoints {
@@ -125,23 +141,32 @@ func runFor(t *testing.T, d time.Duration, cfg Config) (observed, map[string]int
 		if n := logs.untraced.Load(); n > 0 {
 			t.Errorf("%d log records in no trace", n)
 		}
-		// Transcripts are written while their activity is in flight: their
-		// records are in the activity's span, unless a small bound evicted
-		// it.
-		activitySpans := map[trace.SpanID]bool{}
+		// Transcripts are written while their activity is in flight: each
+		// record is in a model call's span, under the attempt's
+		// invoke_agent span, under the activity's span, unless a small
+		// bound evicted it.
+		byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
 		for _, s := range spans {
-			if strings.HasPrefix(s.Name(), "activity ") {
-				activitySpans[s.SpanContext().SpanID()] = true
+			byID[s.SpanContext().SpanID()] = s
+		}
+		under := func(id trace.SpanID, names ...string) bool {
+			for _, prefix := range names {
+				s, ok := byID[id]
+				if !ok || !strings.HasPrefix(s.Name(), prefix) {
+					return false
+				}
+				id = s.Parent().SpanID()
 			}
+			return true
 		}
 		in := 0
 		for _, id := range logs.spanIDs() {
-			if activitySpans[id] {
+			if under(id, "chat ", "invoke_agent", "activity ") {
 				in++
 			}
 		}
 		if cfg.MaxInFlight == 0 && o.logs > 0 && in < o.logs*9/10 {
-			t.Errorf("%d of %d log records are in an activity span, want nearly all", in, o.logs)
+			t.Errorf("%d of %d log records are in a model call under its agent and activity span, want nearly all", in, o.logs)
 		}
 	})
 	return o, stats, spans
@@ -193,20 +218,24 @@ func TestRunMovesEveryInstrument(t *testing.T) {
 			t.Errorf("no %q span among %v", k, kinds)
 		}
 	}
-	checkGenAI(t, o, stats)
+	checkGenAI(t, o, stats, spans)
 }
 
 // checkGenAI checks the GenAI telemetry of a run: token usage by three
-// models and both types, summing to exactly what the server committed,
-// failed tool calls, and log records.
-func checkGenAI(t *testing.T, o observed, stats map[string]int64) {
+// models and every type, summing to exactly what the server committed,
+// caching and reasoning models, failed tool calls, one log record per model
+// call, and every transcript an invoke_agent span with its model calls and
+// tool executions as children.
+func checkGenAI(t *testing.T, o observed, stats map[string]int64, spans []sdktrace.ReadOnlySpan) {
 	t.Helper()
 	want := map[string][]string{
-		"gen_ai.client.token.usage gen_ai.request.model": {"gpt-4o", "claude-sonnet-4", "gemini-2.5-flash"},
-		"gen_ai.client.token.usage gen_ai.token.type":    {"input", "output"},
-		"gen_ai.client.token.usage gen_ai.provider.name": {"openai", "anthropic", "gcp.gemini"},
-		"aion.gen_ai.tool.calls error.type":              {"_OTHER"},
-		"aion.gen_ai.tool.calls gen_ai.tool.name":        {"lookup_account", "search_orders", "send_email"},
+		"gen_ai.client.token.usage gen_ai.request.model":                             {"gpt-4o", "claude-sonnet-4", "gemini-2.5-flash"},
+		"gen_ai.client.token.usage gen_ai.token.type":                                {"input", "output"},
+		"gen_ai.client.token.usage gen_ai.provider.name":                             {"openai", "anthropic", "gcp.gemini"},
+		"gen_ai.client.inference.usage.reasoning.output_tokens gen_ai.request.model": {"claude-sonnet-4", "gemini-2.5-flash"},
+		"aion.gen_ai.tool.calls error.type":                                          {"_OTHER"},
+		"aion.gen_ai.tool.calls gen_ai.tool.name":                                    {"lookup_account", "search_orders", "send_email"},
+		"gen_ai.execute_tool.duration gen_ai.tool.name":                              {"lookup_account", "search_orders", "send_email"},
 	}
 	for key, values := range want {
 		for _, v := range values {
@@ -215,21 +244,52 @@ func checkGenAI(t *testing.T, o observed, stats map[string]int64) {
 			}
 		}
 	}
-	if len(o.committed) != 6 || len(o.tokens) != 6 {
-		t.Errorf("committed token totals %v, metric sums %v: want 3 models x 2 types", o.committed, o.tokens)
+	if len(o.committed) != 3*len(TokenTypes) || len(o.tokens) != 3*len(TokenTypes) {
+		t.Errorf("committed token totals %v, metric sums %v: want 3 models x %d types", o.committed, o.tokens, len(TokenTypes))
 	}
+	nonZero := map[string]bool{}
 	for _, c := range o.committed {
-		if got := o.tokens[c.TokenKey]; got != float64(c.Total) || c.Total == 0 {
-			t.Errorf("gen_ai.client.token.usage %v sums to %v, the server committed %d", c.TokenKey, got, c.Total)
+		if got := o.tokens[c.TokenKey]; got != float64(c.Total) {
+			t.Errorf("token series %v sums to %v, the server committed %d", c.TokenKey, got, c.Total)
+		}
+		if c.Total > 0 {
+			nonZero[c.Type] = true
 		}
 	}
-	// One record per committed transcript event, none for the ephemeral
-	// statuses.
-	if int64(o.logs) != stats["transcript.events"] || o.logs == 0 {
-		t.Errorf("%d log records for %d committed transcript events", o.logs, stats["transcript.events"])
+	for _, typ := range TokenTypes {
+		if !nonZero[typ] {
+			t.Errorf("no model reported %s tokens: %v", typ, o.committed)
+		}
+	}
+	// One record per model call: three per committed transcript.
+	calls := 0
+	for _, s := range spans {
+		if strings.HasPrefix(s.Name(), "chat ") {
+			calls++
+		}
+	}
+	if o.logs != calls || o.logs == 0 {
+		t.Errorf("%d log records for %d model calls", o.logs, calls)
 	}
 	if stats["transcript.tool_errors"] == 0 {
 		t.Errorf("no failed tool call: %v", stats)
+	}
+	agents, children := map[trace.SpanID]int{}, 0
+	for _, s := range spans {
+		if s.Name() == "invoke_agent" {
+			agents[s.SpanContext().SpanID()] = 0
+		}
+	}
+	for _, s := range spans {
+		if n := s.Name(); strings.HasPrefix(n, "chat ") || strings.HasPrefix(n, "execute_tool ") {
+			if _, ok := agents[s.Parent().SpanID()]; ok {
+				agents[s.Parent().SpanID()]++
+				children++
+			}
+		}
+	}
+	if len(agents) == 0 || children < len(agents)*6*9/10 {
+		t.Errorf("%d invoke_agent spans with %d model-call and tool children, want 6 each", len(agents), children)
 	}
 }
 

@@ -10,10 +10,10 @@ import (
 // Prometheus translation, so a typo in a name cannot slip into the contract
 // the dashboard, the alerts and the end-to-end test are checked against.
 func TestCatalogTable(t *testing.T) {
-	// 14 of the store and the pairing tracker, 3 of the timeline, 3 of the
+	// 14 of the store and the pairing tracker, 3 of the timeline, 9 of the
 	// agent transcripts.
-	if len(catalogMetrics) != 20 {
-		t.Errorf("catalog has %d metrics, want 20", len(catalogMetrics))
+	if len(catalogMetrics) != 26 {
+		t.Errorf("catalog has %d metrics, want 26", len(catalogMetrics))
 	}
 	seen := map[string]bool{}
 	for _, m := range catalogMetrics {
@@ -34,7 +34,7 @@ func TestCatalogTable(t *testing.T) {
 				t.Errorf("%s %s must not end in _total", m.Kind, m.Name)
 			}
 		}
-		timed := strings.Contains(m.Name, "duration") || strings.Contains(m.Name, "_age")
+		timed := strings.Contains(m.Name, "duration") || strings.Contains(m.Name, "_age") || strings.Contains(m.Name, "time_to_")
 		if timed != strings.HasSuffix(m.Name, "_seconds") {
 			t.Errorf("%s: durations and ages, and only they, are in seconds", m.Name)
 		}
@@ -45,8 +45,8 @@ func TestCatalogTable(t *testing.T) {
 		}
 	}
 	series := catalogSeries()
-	if len(series) != 20+7*2 {
-		t.Errorf("catalogSeries has %d names, want 34 (20 metrics, 7 of them histograms with 3 series)", len(series))
+	if len(series) != 26+10*2 {
+		t.Errorf("catalogSeries has %d names, want 46 (26 metrics, 10 of them histograms with 3 series)", len(series))
 	}
 	for _, name := range []string{"aion_activity_duration_seconds_bucket", "aion_keyspace_append_batch_size_sum", "aion_inflight_activities",
 		"aion_activity_oldest_inflight_age_seconds", "aion_workflow_duration_seconds_bucket", "gen_ai_client_token_usage_sum"} {

@@ -96,23 +96,26 @@ func (r *e2e) checkLogs(ctx context.Context) {
 }
 
 // checkTokens waits until Prometheus' token sums, per request model and
-// token type, equal the totals the stopped demo printed: every committed
+// token type (input, output, cache_read, cache_creation, reasoning: see
+// tokenQueries), equal the totals the stopped demo printed: every committed
 // Usage event crossed OTLP, the Collector and the scrape, and nothing else
 // was counted.
 func (r *e2e) checkTokens(ctx context.Context, want tokenTotals) {
 	r.t.Helper()
-	q := fmt.Sprintf(`sum by (gen_ai_request_model, gen_ai_token_type) (gen_ai_client_token_usage_sum{job=%q})`, serviceName)
+	queries := tokenQueries(fmt.Sprintf("job=%q", serviceName))
 	r.waitFor(ctx, "token sums in Prometheus equal to the demo's totals", time.Minute, func(ctx context.Context) error {
-		got, err := instant(ctx, r.prom, q)
-		if err != nil {
-			return err
-		}
 		have := tokenTotals{}
-		for _, s := range got {
-			have[tokenKey{Model: s.Labels["gen_ai_request_model"], Type: s.Labels["gen_ai_token_type"]}] = s.Value
+		for typ, q := range queries {
+			got, err := instant(ctx, r.prom, q)
+			if err != nil {
+				return err
+			}
+			for _, s := range got {
+				have[tokenKey{Model: s.Labels["gen_ai_request_model"], Type: typ}] = s.Value
+			}
 		}
 		if diff := want.diff(have); diff != "" {
-			return fmt.Errorf("%s:\n\t%s", q, diff)
+			return fmt.Errorf("%v:\n\t%s", queries, diff)
 		}
 		return nil
 	})
@@ -124,7 +127,9 @@ func (r *e2e) checkTokens(ctx context.Context, want tokenTotals) {
 // anchor, its activity spans as children within its time), at least one
 // run must have activity spans, and the links of every run and activity
 // span must lead to the append store calls in Jaeger that bound its start
-// and end.
+// and end. The agents' spans in those traces must be as checkAgentSpans
+// says, and at least one invoke_agent span must have model-call and tool
+// children.
 func (r *e2e) checkTimeline(ctx context.Context) {
 	r.t.Helper()
 	var workflowOps []string
@@ -146,6 +151,7 @@ func (r *e2e) checkTimeline(ctx context.Context) {
 	})
 	since := time.Now().Add(-30 * time.Minute)
 	var runs, activities, links int
+	var agents agentCounts
 	r.waitFor(ctx, "workflow runs in Jaeger as the timeline promises", 2*time.Minute, func(ctx context.Context) error {
 		var spans []span
 		for _, op := range workflowOps {
@@ -185,6 +191,19 @@ func (r *e2e) checkTimeline(ctx context.Context) {
 				}
 			}
 		}
+		agents = agentCounts{}
+		for _, rt := range traces {
+			p, n := checkAgentSpans(rt)
+			problems = append(problems, p...)
+			agents.Invocations += n.Invocations
+			agents.ModelCalls += n.ModelCalls
+			agents.ToolCalls += n.ToolCalls
+			agents.FailedTools += n.FailedTools
+			agents.Complete += n.Complete
+		}
+		if agents.Complete == 0 {
+			problems = append(problems, fmt.Sprintf("%d run traces, none with an invoke_agent span that has model-call and tool children (%+v)", runs, agents))
+		}
 		for _, rt := range traces {
 			problems = append(problems, checkCallLinks(rt.Run, runLinkRoles, targets)...)
 			activities += len(rt.Activities)
@@ -206,5 +225,6 @@ func (r *e2e) checkTimeline(ctx context.Context) {
 		}
 		return nil
 	})
-	r.t.Logf("Jaeger: %d runs of %v, %d activity spans, %d links to store calls, all as the timeline promises", runs, workflowOps, activities, links)
+	r.t.Logf("Jaeger: %d runs of %v, %d activity spans, %d links to store calls, all as the timeline promises; agents: %+v",
+		runs, workflowOps, activities, links, agents)
 }

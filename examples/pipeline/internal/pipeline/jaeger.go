@@ -256,6 +256,7 @@ const (
 type runTrace struct {
 	Run        span
 	Activities []span // children of the run span and of its anchor
+	Agents     []span // the GenAI spans of agent transcripts (checkAgentSpans)
 	// Children counts the activity spans that are children of the run span;
 	// the others hang from the run's anchor.
 	Children int
@@ -267,8 +268,10 @@ type runTrace struct {
 // internal kind, the run's IDs on every span; activity spans are internal
 // children of the run span inside the run's time (or of the run's anchor
 // when the process held no run span for them: a reopened run), never
-// before the run, with the run's IDs and an activity ID. It returns the traces that have a run span and a
-// problem list for those that break a rule.
+// before the run, with the run's IDs and an activity ID. The GenAI spans of
+// agent transcripts (those with gen_ai.operation.name) are set aside in
+// Agents, for checkAgentSpans. It returns the traces that have a run span
+// and a problem list for those that break a rule.
 func splitRunTraces(spans []span) (traces []runTrace, problems []string) {
 	byTrace := map[pcommon.TraceID][]span{}
 	var order []pcommon.TraceID
@@ -324,8 +327,12 @@ func splitRunTraces(spans []span) (traces []runTrace, problems []string) {
 			if s.SpanID == run.SpanID {
 				continue
 			}
+			if isGenAISpan(s) {
+				rt.Agents = append(rt.Agents, s)
+				continue
+			}
 			if !strings.HasPrefix(s.Name, activitySpanPrefix) {
-				bad("span %q in the run's trace: only the run span and its activity spans belong there", s.Name)
+				bad("span %q in the run's trace: only the run span, its activity spans and their agents' spans belong there", s.Name)
 				continue
 			}
 			rt.Activities = append(rt.Activities, s)

@@ -21,6 +21,13 @@ func TestParseTokenTotals(t *testing.T) {
 			want: tokenTotals{{"gpt-4o", "input"}: 1200, {"gpt-4o", "output"}: 300, {"claude-x", "input"}: 0},
 		},
 		{name: "none", out: "demo: done\n", want: tokenTotals{}},
+		{
+			name: "every type",
+			out: "demo: gen_ai tokens model=m type=input total=10\ndemo: gen_ai tokens model=m type=output total=5\n" +
+				"demo: gen_ai tokens model=m type=cache_read total=4\ndemo: gen_ai tokens model=m type=cache_creation total=0\n" +
+				"demo: gen_ai tokens model=m type=reasoning total=2\n",
+			want: tokenTotals{{"m", "input"}: 10, {"m", "output"}: 5, {"m", "cache_read"}: 4, {"m", "cache_creation"}: 0, {"m", "reasoning"}: 2},
+		},
 		{name: "unknown type", out: "demo: gen_ai tokens model=m type=cached total=1\n", wantErr: "malformed"},
 		{name: "negative", out: "demo: gen_ai tokens model=m type=input total=-1\n", wantErr: "malformed"},
 		{name: "trailing text", out: "demo: gen_ai tokens model=m type=input total=1 tokens\n", wantErr: "malformed"},
@@ -43,6 +50,30 @@ func TestParseTokenTotals(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestTokenQueries: one query per printed type, each summing by request
+// model the series the README and the dashboard name for it, within the
+// matcher.
+func TestTokenQueries(t *testing.T) {
+	q := tokenQueries(`job="j"`)
+	want := map[string]string{
+		"input":          `sum by (gen_ai_request_model) (gen_ai_client_token_usage_sum{job="j", gen_ai_token_type="input"})`,
+		"output":         `sum by (gen_ai_request_model) (gen_ai_client_token_usage_sum{job="j", gen_ai_token_type="output"})`,
+		"cache_read":     `sum by (gen_ai_request_model) (gen_ai_client_inference_usage_cache_read_input_tokens_total{job="j"})`,
+		"cache_creation": `sum by (gen_ai_request_model) (gen_ai_client_inference_usage_cache_write_input_tokens_total{job="j"})`,
+		"reasoning":      `sum by (gen_ai_request_model) (gen_ai_client_inference_usage_reasoning_output_tokens_total{job="j"})`,
+	}
+	if !maps.Equal(q, want) {
+		t.Errorf("queries %v, want %v", q, want)
+	}
+	series := catalogSeries()
+	for typ, expr := range q {
+		name := expr[strings.Index(expr, ") (")+3 : strings.Index(expr, "{")]
+		if _, ok := series[name]; !ok {
+			t.Errorf("%s: %s is not a catalog series", typ, name)
+		}
 	}
 }
 

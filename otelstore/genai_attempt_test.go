@@ -1,0 +1,249 @@
+package otelstore_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/keyspace"
+	"github.com/aionotel/aionotel/otelstore"
+	"github.com/aionotel/aionotel/pairing"
+)
+
+const (
+	cacheReadTokens = "gen_ai.client.inference.usage.cache_read.input_tokens"
+	cacheWriteTok   = "gen_ai.client.inference.usage.cache_write.input_tokens"
+	reasoningTokens = "gen_ai.client.inference.usage.reasoning.output_tokens"
+	execDuration    = "gen_ai.execute_tool.duration"
+	agentDuration   = "gen_ai.invoke_agent.duration"
+	callDuration    = "gen_ai.client.operation.duration"
+	firstChunk      = "gen_ai.client.operation.time_to_first_chunk"
+)
+
+var modality = attribute.Key("gen_ai.token.modality").String("unknown")
+
+// at is t0 plus d seconds.
+func at(d float64) time.Time { return t0.Add(time.Duration(d * float64(time.Second))) }
+
+// scriptedAttempt is one attempt of an agent activity: two model calls, the
+// first with cached input and reasoning and streamed, three tool calls, the
+// second failing, then a terminal status. The activity (2) is scheduled at
+// t0+1s; the transcript runs from t0+2s to t0+8s.
+func scriptedAttempt(wf eventstore.WorkflowID, run eventstore.RunID) []keyspace.ActivityEvent {
+	type step struct {
+		at float64
+		c  keyspace.Content
+	}
+	steps := []step{
+		{2, keyspace.Message{Role: "user", Text: "plan my trip"}},
+		{3, keyspace.Usage{InputTokens: 1000, OutputTokens: 200, CacheReadInputTokens: 600, CacheCreationInputTokens: 100,
+			ReasoningOutputTokens: 120, Provider: "anthropic", RequestModel: "claude-sonnet-4", ResponseModel: "claude-sonnet-4-20250514",
+			StartedAt: at(2), FirstChunkAt: at(2.5)}},
+		{3, keyspace.ToolCall{CallID: "a", Name: "search", Arguments: `{"q":"flights"}`}},
+		{3.5, keyspace.ToolCall{CallID: "b", Name: "fetch", Arguments: `{"url":"x"}`}},
+		{4, keyspace.ToolResult{CallID: "a", Output: "3 flights"}},
+		{4.5, keyspace.ToolResult{CallID: "b", Output: "timeout", IsError: true}},
+		{5, keyspace.ToolCall{CallID: "c", Name: "search", Arguments: `{"q":"hotels"}`}},
+		{6, keyspace.ToolResult{CallID: "c", Output: "2 hotels"}},
+		{7, keyspace.Usage{InputTokens: 300, OutputTokens: 50, Provider: "anthropic", RequestModel: "claude-sonnet-4",
+			ResponseModel: "claude-sonnet-4-20250514", StartedAt: at(6)}},
+		{7, keyspace.Message{Role: "assistant", Text: "booked"}},
+		{8, keyspace.Status{State: "completed"}},
+	}
+	out := make([]keyspace.ActivityEvent, len(steps))
+	for i, s := range steps {
+		out[i] = keyspace.ActivityEvent{WorkflowID: wf, RunID: run, ActivityID: 2, Attempt: 1, AgentID: "planner-7",
+			AgentRole: "planner", WorkerSeq: uint64(i + 1), EmittedAt: at(s.at), Content: s.c}
+	}
+	return out
+}
+
+// TestGenAIScriptedAttempt is the attempt a user of agent telemetry looks
+// at, through NewKeyspace with default options behind a Sequencer, with the
+// timeline's tracker shared: exactly the expected token, duration and tool
+// points, and one invoke_agent span under the activity span with two
+// inference spans and three execute_tool spans at the transcript's times
+// and with its statuses. Re-delivering the whole attempt through the
+// Sequencer adds nothing.
+func TestGenAIScriptedAttempt(t *testing.T) {
+	h := newHarness(t)
+	tracker, err := pairing.New(pairing.WithMeterProvider(h.mp), pairing.WithTracerProvider(h.tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWriter(t, h.wrap(t, eventstore.NewMemory(), otelstore.WithPairing(tracker)))
+	ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithActivitySpans(tracker))
+	seq := keyspace.NewSequencer(ks)
+	ctx := context.Background()
+
+	w.append(eventstore.WorkflowStarted{Envelope: w.env(0), WorkflowType: "trip", Input: payload}, w.scheduled(2, "agent", time.Second))
+	events := scriptedAttempt(w.wf, w.run)
+	if _, err := seq.Append(ctx, events[:5]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seq.Append(ctx, events[5:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seq.Append(ctx, events); err != nil { // a re-delivery of all of it
+		t.Fatal(err)
+	}
+	w.append(w.completed(2, 9*time.Second))
+
+	model := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("anthropic"),
+		requestModel.String("claude-sonnet-4"), responseModel.String("claude-sonnet-4-20250514")}
+	with := func(kvs ...attribute.KeyValue) attribute.Distinct {
+		return distinct(append(slices.Clone(model), kvs...)...)
+	}
+	assertPoints(t, tokenUsage, intHistogram(t, h, tokenUsage, advisedTokenBounds), map[attribute.Distinct]histPoint{
+		with(tokenType.String("input")):  {2, 1300},
+		with(tokenType.String("output")): {2, 250},
+	})
+	m := h.metrics(t)
+	for name, want := range map[string]int64{cacheReadTokens: 600, cacheWriteTok: 100, reasoningTokens: 120} {
+		got := sumPoints(t, m[name])
+		if len(got) != 1 || got[attribute.NewSet(append(slices.Clone(model), modality)...)] != want {
+			t.Errorf("%s = %v, want %d for the model", name, got, want)
+		}
+	}
+	assertPoints(t, callDuration, floatHistogram(t, h, callDuration), map[attribute.Distinct]histPoint{with(): {2, 2}})
+	assertPoints(t, firstChunk, floatHistogram(t, h, firstChunk), map[attribute.Distinct]histPoint{with(): {1, 0.5}})
+	search := distinct(ns, toolName.String("search"))
+	fetch := distinct(ns, toolName.String("fetch"), errType.String("_OTHER"))
+	assertPoints(t, execDuration, floatHistogram(t, h, execDuration), map[attribute.Distinct]histPoint{search: {2, 2}, fetch: {1, 1}})
+	exec := opName.String("execute_tool")
+	calls := sumPoints(t, m[toolCalls])
+	if len(calls) != 2 || calls[attribute.NewSet(ns, exec, toolName.String("search"))] != 2 ||
+		calls[attribute.NewSet(ns, exec, toolName.String("fetch"), errType.String("_OTHER"))] != 1 {
+		t.Errorf("tool calls %v, want search 2 and fetch 1 failed", calls)
+	}
+	assertPoints(t, agentDuration, floatHistogram(t, h, agentDuration), map[attribute.Distinct]histPoint{distinct(ns): {1, 6}})
+	if _, ok := m["aion.gen_ai.usage.refused"]; ok {
+		t.Error("plausible counts were refused")
+	}
+
+	acts := h.spansNamed("activity agent")
+	agents := h.spansNamed("invoke_agent")
+	models := h.spansNamed("chat claude-sonnet-4")
+	tools := append(h.spansNamed("execute_tool search"), h.spansNamed("execute_tool fetch")...)
+	if len(acts) != 1 || len(agents) != 1 || len(models) != 2 || len(tools) != 3 {
+		t.Fatalf("%d activity, %d invoke_agent, %d inference and %d execute_tool spans; want 1, 1, 2, 3",
+			len(acts), len(agents), len(models), len(tools))
+	}
+	act, agent := acts[0], agents[0]
+	assertChild(t, agent, act)
+	assertTimes(t, agent, at(2), at(8))
+	if agent.SpanKind() != trace.SpanKindInternal || agent.Status().Code == codes.Error {
+		t.Errorf("invoke_agent kind %v status %v, want internal and not Error", agent.SpanKind(), agent.Status())
+	}
+	for _, kv := range []attribute.KeyValue{
+		opName.String("invoke_agent"), providerName.String("anthropic"), requestModel.String("claude-sonnet-4"),
+		attribute.String("gen_ai.agent.id", "planner-7"), attribute.String("aion.agent.role", "planner"),
+		otelstore.AttrWorkflowID.String(w.wf.String()), otelstore.AttrActivityID.Int64(2), otelstore.AttrAttempt.Int64(1),
+		attribute.Int64("aion.gen_ai.usage.total.input_tokens", 1300), attribute.Int64("aion.gen_ai.usage.total.output_tokens", 250),
+		attribute.Int64("aion.gen_ai.usage.total.cache_read.input_tokens", 600),
+		attribute.Int64("aion.gen_ai.usage.total.cache_creation.input_tokens", 100),
+		attribute.Int64("aion.gen_ai.usage.total.reasoning.output_tokens", 120),
+		attribute.Int64("aion.gen_ai.invocation.model_calls", 2), attribute.Int64("aion.gen_ai.invocation.tool_calls", 3),
+		attribute.String("aion.gen_ai.invocation.end", "status"),
+	} {
+		assertSpanAttr(t, agent, kv)
+	}
+	// The totals are marked as totals: a backend summing the conventions'
+	// usage attributes over spans counts each model call once.
+	var summed int64
+	for _, sp := range h.spans.Ended() {
+		for _, kv := range sp.Attributes() {
+			if kv.Key == "gen_ai.usage.input_tokens" {
+				summed += kv.Value.AsInt64()
+			}
+		}
+	}
+	if summed != 1300 {
+		t.Errorf("gen_ai.usage.input_tokens summed over every span = %d, want 1300", summed)
+	}
+
+	slices.SortFunc(models, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
+	for i, want := range []struct {
+		start, end             time.Time
+		input, output          int64
+		cacheRead, cacheCreate int64
+		reasoning              int64
+	}{
+		{at(2), at(3), 1000, 200, 600, 100, 120},
+		{at(6), at(7), 300, 50, 0, 0, 0},
+	} {
+		sp := models[i]
+		assertChild(t, sp, agent)
+		assertTimes(t, sp, want.start, want.end)
+		if sp.SpanKind() != trace.SpanKindClient {
+			t.Errorf("inference span kind %v, want client", sp.SpanKind())
+		}
+		for _, kv := range model[1:] {
+			assertSpanAttr(t, sp, kv)
+		}
+		assertSpanAttr(t, sp, attribute.Int64("gen_ai.usage.input_tokens", want.input))
+		assertSpanAttr(t, sp, attribute.Int64("gen_ai.usage.output_tokens", want.output))
+		for key, v := range map[string]int64{"gen_ai.usage.cache_read.input_tokens": want.cacheRead,
+			"gen_ai.usage.cache_creation.input_tokens": want.cacheCreate, "gen_ai.usage.reasoning.output_tokens": want.reasoning} {
+			if v > 0 {
+				assertSpanAttr(t, sp, attribute.Int64(key, v))
+			} else if _, ok := attrOf(sp.Attributes(), attribute.Key(key)); ok {
+				t.Errorf("inference span %d has %s without such tokens", i, key)
+			}
+		}
+	}
+	assertSpanAttr(t, models[0], attribute.Float64("gen_ai.response.time_to_first_chunk", 0.5))
+
+	slices.SortFunc(tools, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
+	for i, want := range []struct {
+		name, id   string
+		start, end time.Time
+		failed     bool
+	}{
+		{"execute_tool search", "a", at(3), at(4), false},
+		{"execute_tool fetch", "b", at(3.5), at(4.5), true},
+		{"execute_tool search", "c", at(5), at(6), false},
+	} {
+		sp := tools[i]
+		if sp.Name() != want.name {
+			t.Errorf("tool span %d is %q, want %q", i, sp.Name(), want.name)
+		}
+		assertChild(t, sp, agent)
+		assertTimes(t, sp, want.start, want.end)
+		assertSpanAttr(t, sp, attribute.String("gen_ai.tool.call.id", want.id))
+		assertSpanAttr(t, sp, exec)
+		if failed := sp.Status().Code == codes.Error; failed != want.failed {
+			t.Errorf("tool span %s status %v, want Error %v", want.id, sp.Status(), want.failed)
+		}
+		if want.failed {
+			assertSpanAttr(t, sp, errType.String("_OTHER"))
+		}
+		if _, ok := attrOf(sp.Attributes(), "gen_ai.tool.call.arguments"); ok {
+			t.Errorf("tool span %s carries arguments with content capture off", want.id)
+		}
+	}
+}
+
+// assertChild fails unless child's parent is parent, in parent's trace.
+func assertChild(t *testing.T, child, parent sdktrace.ReadOnlySpan) {
+	t.Helper()
+	if child.Parent().SpanID() != parent.SpanContext().SpanID() || child.SpanContext().TraceID() != parent.SpanContext().TraceID() {
+		t.Errorf("span %s has parent %s in trace %s, want %s (%s)", child.Name(), child.Parent().SpanID(),
+			child.SpanContext().TraceID(), parent.Name(), parent.SpanContext().SpanID())
+	}
+}
+
+// assertTimes fails unless sp ran from start to end.
+func assertTimes(t *testing.T, sp sdktrace.ReadOnlySpan, start, end time.Time) {
+	t.Helper()
+	if !sp.StartTime().Equal(start) || !sp.EndTime().Equal(end) {
+		t.Errorf("span %s from %v to %v, want %v to %v", sp.Name(), sp.StartTime(), sp.EndTime(), start, end)
+	}
+}
