@@ -21,7 +21,7 @@ func (k metricKind) String() string {
 	return "unknown"
 }
 
-// catalogMetric is one row of the telemetry catalog (DESIGN.md, "Telemetry
+// catalogMetric is one row of the telemetry catalog (README.md, "Telemetry
 // catalog") as Prometheus sees it: the contract the dashboard and the alert
 // rules are written against.
 type catalogMetric struct {
@@ -35,7 +35,7 @@ type catalogMetric struct {
 // own, and the OpenTelemetry GenAI conventions' (gen_ai.client.token.usage).
 var catalogPrefixes = []string{"aion_", "gen_ai_"}
 
-// catalogMetrics is the whole catalog, in the order of DESIGN.md.
+// catalogMetrics is the whole catalog, in the order of the README's table.
 var catalogMetrics = []catalogMetric{
 	{Name: "aion_store_operation_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "db_operation_name", "db_system_name"}, Optional: []string{"error_type"}},
 	{Name: "aion_workflows_started_total", Kind: counter, Labels: []string{"aion_namespace", "aion_workflow_type"}},
@@ -49,8 +49,10 @@ var catalogMetrics = []catalogMetric{
 	{Name: "aion_activity_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "aion_activity_type", "aion_activity_outcome"}},
 	{Name: "aion_activities_retried_total", Kind: counter, Labels: []string{"aion_namespace", "aion_activity_type"}},
 	{Name: "aion_activity_pairing_evicted_total", Kind: counter, Labels: []string{"aion_namespace"}},
-	{Name: "aion_keyspace_operation_duration_seconds", Kind: histogram, Labels: []string{"db_operation_name", "db_system_name"}, Optional: []string{"error_type"}},
-	{Name: "aion_keyspace_append_batch_size", Kind: histogram},
+	// The keyspace decorator's namespace (otelstore.WithKeyspaceNamespace),
+	// so that the dashboard's namespace variable filters them too.
+	{Name: "aion_keyspace_operation_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "db_operation_name", "db_system_name"}, Optional: []string{"error_type"}},
+	{Name: "aion_keyspace_append_batch_size", Kind: histogram, Labels: []string{"aion_namespace"}},
 	// The timeline (issue 16): work on workflow timescales.
 	{Name: "aion_activity_oldest_inflight_age_seconds", Kind: gauge, Labels: []string{"aion_namespace", "aion_activity_type"}},
 	{Name: "aion_workflow_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "aion_workflow_type", "aion_workflow_status"}},
