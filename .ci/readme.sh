@@ -15,12 +15,13 @@
 #   .ci/readme.sh -C DIR NAME...  run them in DIR
 #   .ci/readme.sh -print NAME     print a block
 #   .ci/readme.sh -list           print the names, in README order
+#   .ci/readme.sh -selftest       check this script on broken READMEs
 #
 # A marker not followed by a ```sh block, a name marked twice or a name the
 # README does not mark is an error, as is a failing block.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-readme="$root/README.md"
+readme="${AIONOTEL_README:-$root/README.md}" # another file: for -selftest
 
 usage() {
   echo "usage: $0 [-C DIR] NAME... | -print NAME | -list" >&2
@@ -65,9 +66,66 @@ block() {
   awk -F'\t' -v n="$1" '$1 == n && $2 ~ /^\|/ { sub(/^[^\t]*\t\|/, ""); print }' <<<"$all"
 }
 
+# selftest runs this script on small READMEs, each broken in one way (or
+# not), and expects the exit status and message each case names.
+selftest() {
+  local tmp fence='```' cases=0
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  expect() { # NAME WANT-STATUS WANT-OUTPUT README-TEXT ARGS...
+    local name=$1 want_rc=$2 want=$3 text=$4 out rc=0
+    shift 4
+    cases=$((cases + 1))
+    printf '%s\n' "$text" >"$tmp/README.md"
+    out=$(AIONOTEL_README="$tmp/README.md" bash "${BASH_SOURCE[0]}" "$@" 2>&1) || rc=$?
+    if [ "$rc" -ne "$want_rc" ] || [[ $out != *"$want"* ]]; then
+      echo "readme.sh: self-test \"$name\": exit $rc, want $want_rc and output containing \"$want\"; output:" >&2
+      echo "$out" >&2
+      exit 1
+    fi
+  }
+  local good="text
+<!-- ci: a -->
+${fence}sh
+echo one two
+${fence}
+
+<!-- ci: b -->
+${fence}sh
+echo \"\$PWD\" >where
+false
+echo never
+${fence}"
+  expect "print a block" 0 "echo one two" "$good" -print a
+  expect "list" 0 "a
+b" "$good" -list
+  expect "run a block" 0 "one two" "$good" a
+  expect "a failing command fails the block" 1 "+ false" "$good" -C "$tmp" b
+  [ "$(cat "$tmp/where")" = "$tmp" ] || { echo "readme.sh: self-test: -C did not run the block in its directory" >&2; exit 1; }
+  expect "an unknown name, before anything runs" 1 "marks no block c (have: a b" "$good" a c
+  expect "a marker without a block" 1 "marker x is not followed by a ${fence}sh block" "<!-- ci: x -->
+text" -list
+  expect "a marker at the end" 1 "marker x is not followed by a ${fence}sh block" "<!-- ci: x -->" -list
+  expect "a block of another language" 1 "marker x is not followed by a ${fence}sh block" "<!-- ci: x -->
+${fence}go
+${fence}" -list
+  expect "a name marked twice" 1 "block a is marked twice" "$good
+<!-- ci: a -->
+${fence}sh
+${fence}" -list
+  expect "a block not closed" 1 "block x is not closed" "<!-- ci: x -->
+${fence}sh
+echo" -list
+  echo "readme.sh: self-test: $cases cases"
+}
+
 dir="$root"
 case "${1:-}" in
   "") usage ;;
+  -selftest)
+    selftest
+    exit 0
+    ;;
   -list)
     [ $# -eq 1 ] || usage
     blocks | awk -F'\t' '$2 !~ /^\|/ { print $1 }'

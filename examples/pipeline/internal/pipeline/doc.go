@@ -13,9 +13,9 @@
 //     [github.com/aionotel/aionotel/examples/pipeline/internal/collector]).
 //   - examples/grafana/aionotel-overview.json against the Grafana schema
 //     (grafana-foundation-sdk) and the telemetry catalog: catalog names only,
-//     every metric on a panel, every selector filtered by $job and
-//     $namespace (on the parsed PromQL), rates per
-//     second, the error ratio counted as its alert counts it.
+//     every metric on a panel, every series selector filtered by $job and
+//     $namespace (read by Prometheus' PromQL parser), rates per second, the
+//     error ratio counted as its alert counts it.
 //   - examples/prometheus/alerts.yml with promtool, mutations of each alert
 //     that alerts_test.yml must catch, and a RUNBOOK.md section per alert.
 //   - End to end (TestEndToEnd; the full list on the test): the demo sends
