@@ -7,7 +7,8 @@
 #
 #   bash .ci/pipeline.sh            everything: what is missing is installed
 #                                   or built first
-#   bash .ci/pipeline.sh PHASE...   some of: tools vet staticcheck test
+#   bash .ci/pipeline.sh PHASE...   some of: tools vet staticcheck
+#                                   test-collector test-harness (test: both)
 #
 # tools installs Prometheus and promtool from the Debian package when they
 # are not on PATH, and builds the Collector and Jaeger with the README's own
@@ -72,18 +73,26 @@ phase_staticcheck() {
   "${ocb_env[@]}" GOFLAGS=-trimpath "${sc[@]}" ./...
 }
 
-phase_test() {
+phase_test-collector() {
   "${ocb_env[@]}" go test -trimpath -count=1 "$collector_pkgs"
-  # The end-to-end test runs a few minutes, on the builds of phase tools.
+}
+
+# The end-to-end test runs a few minutes, on the builds of phase tools.
+phase_test-harness() {
   # shellcheck disable=SC2046 # one package path per word
   go test -race -count=1 -timeout 20m $(other_pkgs)
+}
+
+phase_test() {
+  phase_test-collector
+  phase_test-harness
 }
 
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(tools vet staticcheck test)
 for phase in "${phases[@]}"; do
   case "$phase" in
-    tools | vet | staticcheck | test) "phase_$phase" ;;
-    *) echo "usage: $0 [tools|vet|staticcheck|test]..." >&2; exit 2 ;;
+    tools | vet | staticcheck | test | test-collector | test-harness) "phase_$phase" ;;
+    *) echo "usage: $0 [tools|vet|staticcheck|test|test-collector|test-harness]..." >&2; exit 2 ;;
   esac
 done
