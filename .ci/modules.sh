@@ -1,16 +1,38 @@
 #!/usr/bin/env bash
 # .ci/modules.sh: the repository's Go modules agree with versions.yaml, and a
-# consumer can depend on them once they are tagged.
+# consumer can depend on them, today through a clone and once they are
+# tagged through the module proxy.
+#
+# versions.yaml is the one list of modules: .ci/run checks every go.mod it
+# finds, this script fails until versions.yaml lists it, and RELEASING.md
+# tags what `-tags` prints. To add a module: its go.mod (requiring and
+# replacing its siblings), a line in versions.yaml, and a `use` in go.work
+# (or a go.work of its own beside it, as examples/pipeline has); each check
+# below says which is missing.
+#
+# Why a script and not OpenTelemetry Go's release tools: multimod (versions
+# and tags from versions.yaml) and crosslink (replace directives between
+# sibling modules) check the same things from the same versions.yaml format,
+# but the Go module proxy this project's machines and CI reach does not serve
+# go.opentelemetry.io/build-tools/... at any version (404 on the module
+# list, checked December 2026), so they cannot be run here, even pinned.
+# Should the proxy serve them, `go run
+# go.opentelemetry.io/build-tools/multimod@vX verify` and `crosslink` can
+# replace the static checks; the consumer checks stay.
 #
 # Static checks (the working tree):
 #   - every go.mod of the repository is listed in versions.yaml, in a module
 #     set or under excluded-modules, and every module listed there exists;
+#   - every module is in the root go.work, or has a go.work of its own in
+#     its directory that uses it alone (a module kept out of the workspace);
 #   - each module path matches its directory (the tag prefix is the
 #     directory, RELEASING.md) and each version is a semantic version;
 #   - a go.mod that requires a sibling module requires it at the version of
 #     the sibling's module set, never an excluded module, and replaces it
 #     with the sibling's directory (so GOWORK=off builds use the checkout);
-#   - internal/version.Version is the root module's version without the "v".
+#   - internal/version.Version is the root module's version without the "v";
+#   - every `go get` of an aionotel module at a version in README.md names
+#     the version versions.yaml releases it at.
 # Self-test: each of the static checks above must fail on a copy of the
 # repository's go.mod files, versions.yaml and internal/version broken in
 # one way, with the expected message; the unbroken copy must pass.
@@ -20,17 +42,24 @@
 # all of them together, and build every importable package, with no replace
 # and no go.work. A temporary module cache keeps the simulated versions out of
 # the real one.
+# Clone check (the working tree): README.md's install commands (the blocks
+# install and install-backend, run by .ci/readme.sh as written) in a new
+# module beside a clone of the repository, whose build must then succeed.
 #
-# Usage: .ci/modules.sh [-static]   (-static: the static checks only)
+# Usage: .ci/modules.sh [-static | -tags]
+#   -static  the static checks only
+#   -tags    print the release tags of the released modules, root first, at
+#            the version of versions.yaml (RELEASING.md)
 set -euo pipefail
 self=$(realpath "$0")
 cd "$(dirname "$self")/.."
 
-static_only=false
+static_only=false tags_only=false
 case "${1:-}" in
   -static) static_only=true ;;
+  -tags) tags_only=true ;;
   "") ;;
-  *) echo "usage: $0 [-static]" >&2; exit 2 ;;
+  *) echo "usage: $0 [-static | -tags]" >&2; exit 2 ;;
 esac
 
 problems=0
@@ -154,6 +183,20 @@ for dir in "${!path_of[@]}"; do
   unset replaced
 done
 
+# The workspace: every module in the root go.work, or in a go.work of its
+# own that uses only it.
+use_dirs() { go work edit -json "$1" | sed -n 's/^.*"DiskPath": "\(.*\)".*$/\1/p' | sed 's#^\./##'; }
+workspace=" $(use_dirs go.work | tr '\n' ' ')"
+for dir in "${!path_of[@]}"; do
+  [[ $workspace == *" $dir "* ]] && continue
+  if [ -f "$dir/go.work" ]; then
+    own=$(use_dirs "$dir/go.work" | tr '\n' ' ')
+    [ "$own" = ". " ] || problem "$dir/go.work uses $own, want only its own module (.)"
+  else
+    problem "module ${path_of[$dir]} is not in go.work: add \`use ./$dir\` (or give it a go.work of its own, as examples/pipeline has)"
+  fi
+done
+
 # The version the library reports as its instrumentation scope version.
 constant=$(sed -n 's/^const Version = "\(.*\)"$/\1/p' internal/version/version.go)
 case "${want_version[$root]:-}" in
@@ -162,9 +205,31 @@ case "${want_version[$root]:-}" in
   *) problem "internal/version.Version is \"$constant\", but versions.yaml releases $root at ${want_version[$root]}" ;;
 esac
 
+# The versions README.md tells users to go get.
+if [ -f README.md ]; then
+  while read -r mod version; do
+    [ -n "$mod" ] || continue
+    want=${want_version[$mod]:-}
+    if [ -z "$want" ] || [ "$want" = excluded ]; then
+      problem "README.md: go get $mod@$version, but versions.yaml releases no module $mod"
+    elif [ "$version" != "$want" ]; then
+      problem "README.md: go get $mod@$version, but versions.yaml releases it at $want"
+    fi
+  done < <(grep -o "go get $root[^ @\`]*@v[^ \`]*" README.md | sed 's/^go get //; s/@/ /' | sort -u)
+fi
+
 if [ "$problems" -gt 0 ]; then
   echo "modules.sh: $problems problem(s)" >&2
   exit 1
+fi
+if $tags_only; then
+  # The root module first: a nested module requires it.
+  echo "${want_version[$root]}"
+  for dir in $(printf '%s\n' "${!path_of[@]}" | grep -vx '\.' | sort); do
+    version=${want_version[${path_of[$dir]}]}
+    [ "$version" = excluded ] || echo "$dir/$version"
+  done
+  exit 0
 fi
 echo "modules.sh: ${#path_of[@]} modules agree with versions.yaml"
 $static_only && exit 0
@@ -182,10 +247,11 @@ selftest() {
   cases=$((cases + 1))
   mkdir -p "$copy/.ci" "$copy/internal/version"
   cp "$self" "$copy/.ci/modules.sh"
-  cp versions.yaml "$copy/"
+  cp versions.yaml go.work README.md "$copy/"
   cp internal/version/version.go "$copy/internal/version/"
   for dir in "${!path_of[@]}"; do
     mkdir -p "$copy/$dir" && cp "$dir/go.mod" "$copy/$dir/go.mod"
+    if [ "$dir" != . ] && [ -f "$dir/go.work" ]; then cp "$dir/go.work" "$copy/$dir/go.work"; fi
   done
   git -C "$copy" init -q && git -C "$copy" add -A
   if ! (cd "$copy" && eval "$mutation"); then
@@ -241,6 +307,18 @@ selftest "a module listed twice" "versions.yaml lists $root/examples twice" \
   "printf '  - $root/examples\n' >>versions.yaml"
 selftest "a line versions.yaml does not define" "versions.yaml: line" \
   "sed -i 's/^module-sets:/&\n  what is this/' versions.yaml"
+selftest "a module outside every workspace" \
+  "module $root/keyspace/pgstore is not in go.work: add \`use ./keyspace/pgstore\`" \
+  "go work edit -dropuse=./keyspace/pgstore go.work"
+selftest "a module's own go.work that uses another module" \
+  "examples/pipeline/go.work uses . .. , want only its own module" \
+  "go work edit -use=.. examples/pipeline/go.work"
+selftest "README.md tells users to go get another version" \
+  "README.md: go get $root@v0.0.9, but versions.yaml releases it at $ver" \
+  "printf 'go get $root@v0.0.9\n' >>README.md"
+selftest "README.md tells users to go get a module that is not released" \
+  "README.md: go get $root/internal/exporttest@$ver, but versions.yaml releases no module" \
+  "printf 'go get $root/internal/exporttest@$ver\n' >>README.md"
 echo "modules.sh: self-test: each of $((cases - 1)) broken copies fails with its message"
 
 # The consumer check. The proxy serves each released module at HEAD, zipped
@@ -249,6 +327,7 @@ echo "modules.sh: self-test: each of $((cases - 1)) broken copies fails with its
 stamp=$(git log -1 --format=%cI HEAD)
 released=()
 imports=()
+declare -A imports_of
 for dir in $(printf '%s\n' "${!path_of[@]}" | sort); do
   mod=${path_of[$dir]}
   version=${want_version[$mod]:-excluded}
@@ -271,7 +350,7 @@ for dir in $(printf '%s\n' "${!path_of[@]}" | sort); do
   git archive --format=zip --prefix="$mod@$version/" -o "$at/$version.zip" "$tree" -- . "${nested[@]}"
   # The packages a consumer can import: not main, not internal.
   while read -r pkg; do
-    [ -n "$pkg" ] && imports+=("$pkg")
+    [ -n "$pkg" ] && imports+=("$pkg") && imports_of[$dir]+="$pkg "
   done < <(env -C "$dir" GOWORK=off go list -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' ./... | grep -v -e '/internal/' -e '/internal$' || true)
 done
 
@@ -282,16 +361,31 @@ upstream=$(go env GOPROXY | tr ',|' '\n\n' | grep -v -x -e direct -e off | paste
 proxy="file://$tmp/proxy,file://$(go env GOMODCACHE)/cache/download${upstream:+,$upstream}"
 
 # consumer DIR ARGS... runs a go command in the consumer module DIR, quietly
-# unless it fails.
+# unless it fails. PROXY (default: ours first) says where modules come from.
 consumer() {
   local dir=$1; shift
   if ! env -C "$dir" GOWORK=off GOFLAGS=-modcacherw GOTOOLCHAIN=local \
-    GOMODCACHE="$tmp/modcache" GONOSUMDB="$root" GOPROXY="$proxy" \
+    GOMODCACHE="$tmp/modcache" GONOSUMDB="$root" GOPROXY="${PROXY:-$proxy}" \
     "$@" >"$tmp/log" 2>&1; then
     cat "$tmp/log" >&2
     echo "modules.sh: in a consumer, \`$*\` failed" >&2
     exit 1
   fi
+}
+
+# writemain DIR PKG... writes a command in DIR that imports the packages.
+writemain() {
+  local dir=$1; shift
+  {
+    echo "// Command consumer imports packages of aionotel."
+    echo "package main"
+    echo
+    echo "import ("
+    printf '\t_ "%s"\n' "$@"
+    echo ")"
+    echo
+    echo "func main() {}"
+  } >"$dir/main.go"
 }
 
 # Each released module on its own, as a user gets it.
@@ -306,16 +400,7 @@ done
 
 # Then all of them together, building every importable package.
 mkdir "$tmp/consumer"
-{
-  echo "// Command consumer imports every importable package of aionotel's releases."
-  echo "package main"
-  echo
-  echo "import ("
-  printf '\t_ "%s"\n' "${imports[@]}"
-  echo ")"
-  echo
-  echo "func main() {}"
-} >"$tmp/consumer/main.go"
+writemain "$tmp/consumer" "${imports[@]}"
 consumer "$tmp/consumer" go mod init example.com/consumer
 consumer "$tmp/consumer" go get "${released[@]}"
 consumer "$tmp/consumer" go mod tidy
@@ -327,3 +412,18 @@ if [ "$got" != "${want_version[$root]}" ]; then
   exit 1
 fi
 echo "modules.sh: a consumer builds the ${#imports[@]} importable packages of the released modules, without replace or go.work"
+
+# The clone check: what README.md says works before any release, its install
+# commands as written (.ci/readme.sh runs them), in a new module whose
+# directory has the working tree beside it as ../aionotel. The proxies are
+# the real ones, without ours: nothing of aionotel may come from a proxy.
+mkdir -p "$tmp/beside/app"
+ln -s "$PWD" "$tmp/beside/aionotel"
+# shellcheck disable=SC2086 # the lists are space-separated import paths
+writemain "$tmp/beside/app" ${imports_of[.]} ${imports_of[keyspace/boltstore]}
+PROXY="file://$(go env GOMODCACHE)/cache/download${upstream:+,$upstream}"
+consumer "$tmp/beside/app" go mod init example.com/app
+consumer "$tmp/beside/app" bash "$PWD/.ci/readme.sh" -C "$tmp/beside/app" install install-backend
+consumer "$tmp/beside/app" go mod tidy
+consumer "$tmp/beside/app" go build ./...
+echo "modules.sh: a new module builds on the checkout through README.md's install commands"

@@ -26,7 +26,9 @@
 // The distribution itself (main.go, go.mod, the binary) is what ocb
 // writes under dist.output_path, examples/pipeline/_build, which git
 // ignores: only the manifest is the source, as in the Collector's own
-// release repository. The end-to-end test and .ci/pipeline.sh run ocb into a
-// temporary directory; ocb fetches modules through the Go module proxy (the
-// only network it needs), and the build cache makes later runs fast.
+// release repository. The README's command builds it there (GOWORK=off, so
+// that examples/pipeline/go.work does not claim ocb's module); CI runs that
+// command and the end-to-end test runs its binary. ocb fetches modules
+// through the Go module proxy (the only network it needs), and the build
+// cache makes later runs fast.
 package collector

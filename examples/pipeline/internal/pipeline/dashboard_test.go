@@ -13,6 +13,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 )
 
 // dashboardPath is the dashboard users import, relative to this directory.
@@ -297,8 +299,10 @@ func checkAgainstCatalog(expr string) (used []catalogMetric, problems []string) 
 
 // TestDashboardContract checks the dashboard against the catalog and its own
 // rules without any server: every query uses catalog names only, every
-// catalog metric has a panel, the variables are the documented ones, and
-// every query's variables can be substituted.
+// catalog metric has a panel, the variables are the documented ones, every
+// query's variables can be substituted, and every series selector of every
+// query is filtered by job and namespace (README: "every query is filtered
+// by both").
 func TestDashboardContract(t *testing.T) {
 	raw := readDashboard(t)
 	queries, err := dashboardQueries(raw, "${datasource}")
@@ -340,7 +344,7 @@ func TestDashboardContract(t *testing.T) {
 		if _, err := substitute(q.Expr, e2eVariables("demo", "default")); err != nil {
 			t.Errorf("panel %q query %s: %v", q.Panel, q.RefID, err)
 		}
-		for _, p := range jobFilterProblems(q.Expr) {
+		for _, p := range filterProblems(q.Expr) {
 			t.Errorf("panel %q query %s: %s", q.Panel, q.RefID, p)
 		}
 	}
@@ -351,25 +355,89 @@ func TestDashboardContract(t *testing.T) {
 	}
 }
 
-// selectorRe matches a catalog series selector: the name and, when present,
-// its matchers.
-var selectorRe = regexp.MustCompile(`\b((?:aion|gen_ai)_\w+)(\{[^}]*\})?`)
+// The values filterProblems gives the job and namespace variables: tokens no
+// query contains, so a matcher holding one was written as the variable.
+const (
+	jobToken       = "JOB_VARIABLE"
+	namespaceToken = "NAMESPACE_VARIABLE"
+)
 
-// jobFilterProblems reports every catalog series in expr that is not
-// filtered by the job variable: without it, the dashboard mixes every
-// program that reports to the same Prometheus.
-func jobFilterProblems(expr string) []string {
-	series := catalogSeries()
-	var problems []string
-	for _, m := range selectorRe.FindAllStringSubmatch(expr, -1) {
-		if _, ok := series[m[1]]; !ok {
-			continue // a label name such as aion_namespace
-		}
-		if !strings.Contains(m[2], `job=~"$job"`) {
-			problems = append(problems, fmt.Sprintf("%s%s lacks job=~\"$job\"", m[1], m[2]))
-		}
+// filterProblems reports every series selector of expr that is not
+// filtered by both dashboard variables, job=~"$job" and
+// aion_namespace=~"$namespace": without them a panel mixes the programs or
+// the tenants that report to the same Prometheus, while the dashboard says
+// it shows one. The query is read as Prometheus reads it: its variables
+// substituted, then parsed by Prometheus' own PromQL parser, so a selector
+// without braces or one hidden in a subquery is seen too. A query that does
+// not parse is a problem as well.
+func filterProblems(expr string) []string {
+	sub, err := substitute(expr, e2eVariables(jobToken, namespaceToken))
+	if err != nil {
+		return []string{err.Error()}
 	}
+	parsed, err := parser.NewParser(parser.Options{}).ParseExpr(sub)
+	if err != nil {
+		return []string{fmt.Sprintf("does not parse as PromQL: %v", err)}
+	}
+	var problems []string
+	parser.Inspect(parsed, func(n parser.Node, _ []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		for _, want := range []struct{ label, token, variable string }{
+			{"job", jobToken, "$job"},
+			{"aion_namespace", namespaceToken, "$namespace"},
+		} {
+			filtered := slices.ContainsFunc(vs.LabelMatchers, func(m *labels.Matcher) bool {
+				return m.Name == want.label && m.Type == labels.MatchRegexp && m.Value == want.token
+			})
+			if !filtered {
+				problems = append(problems, fmt.Sprintf("%s lacks %s=~%q", vs.String(), want.label, want.variable))
+			}
+		}
+		return nil
+	})
 	return problems
+}
+
+func TestFilterProblems(t *testing.T) {
+	testCases := []struct {
+		name string
+		expr string
+		want []string // substrings, one per problem, in order
+	}{
+		{name: "both filters", expr: `sum(rate(aion_x_count{job=~"$job", aion_namespace=~"$namespace"}[$__rate_interval]))`},
+		{name: "braces format", expr: `aion_x{job=~"${job}", aion_namespace=~"${namespace:regex}"}`},
+		{name: "no namespace", expr: `sum(rate(aion_x_count{job=~"$job"}[$__rate_interval]))`,
+			want: []string{`lacks aion_namespace=~"$namespace"`}},
+		{name: "no braces", expr: `aion_x`, want: []string{`lacks job=~"$job"`, `lacks aion_namespace=~"$namespace"`}},
+		{name: "equality, not the variable's regex", expr: `aion_x{job="$job", aion_namespace=~"$namespace"}`,
+			want: []string{`lacks job=~"$job"`}},
+		{name: "a fixed value", expr: `aion_x{job=~"demo", aion_namespace=~"$namespace"}`,
+			want: []string{`lacks job=~"$job"`}},
+		{name: "the second operand", expr: `aion_a{job=~"$job", aion_namespace=~"$namespace"} / on() aion_b{job=~"$job"}`,
+			want: []string{`aion_b{job=~"JOB_VARIABLE"} lacks aion_namespace`}},
+		{name: "by __name__", expr: `{__name__=~"aion_.+", aion_namespace=~"$namespace"}`,
+			want: []string{`lacks job=~"$job"`}},
+		{name: "inside a subquery", expr: `max_over_time(aion_x{aion_namespace=~"$namespace"}[5m:1m])`,
+			want: []string{`lacks job=~"$job"`}},
+		{name: "a literal is no selector", expr: `(sum(aion_x{job=~"$job", aion_namespace=~"$namespace"}) or vector(0))`},
+		{name: "not PromQL", expr: `sum(aion_x{job=~"$job"`, want: []string{"does not parse"}},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := filterProblems(tc.expr)
+			if len(got) != len(tc.want) {
+				t.Fatalf("filterProblems(%s) = %q, want %d problems like %q", tc.expr, got, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("problem %d = %q, want it to say %q", i, got[i], w)
+				}
+			}
+		})
+	}
 }
 
 // dashboardUnits maps each panel title to its unit and queries.

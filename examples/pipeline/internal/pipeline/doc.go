@@ -13,21 +13,30 @@
 //     [github.com/aionotel/aionotel/examples/pipeline/internal/collector]).
 //   - examples/grafana/aionotel-overview.json against the Grafana schema
 //     (grafana-foundation-sdk) and the telemetry catalog: catalog names only,
-//     every metric on a panel, every query filtered by $job, rates per
-//     second, the error ratio counted as its alert counts it.
+//     every metric on a panel, every series selector filtered by $job and
+//     $namespace (read by Prometheus' PromQL parser), rates per second, the
+//     error ratio counted as its alert counts it.
 //   - examples/prometheus/alerts.yml with promtool, mutations of each alert
 //     that alerts_test.yml must catch, and a RUNBOOK.md section per alert.
 //   - End to end (TestEndToEnd; the full list on the test): the demo sends
-//     OTLP/gRPC to the Collector (built by ocb), which feeds a Prometheus
-//     (Debian package, exemplar storage) and a Jaeger v2 (built from its
-//     module, jaeger-config.yaml). Catalog series, labels, dashboard queries,
-//     exemplars, rules, spans and log records through the Collector; after
-//     the demo stops, its token totals in Prometheus and its workflow runs
-//     in Jaeger's query API (v3) as the timeline promises.
+//     OTLP/gRPC to the Collector, which feeds a Prometheus (Debian package,
+//     exemplar storage) and a Jaeger v2 (jaeger-config.yaml). Catalog
+//     series, labels, dashboard queries, exemplars, rules, spans and log
+//     records through the Collector; after the demo stops, its token totals
+//     in Prometheus and its workflow runs in Jaeger's query API (v3) as the
+//     timeline promises.
+//
+// The end-to-end tests run the Collector and Jaeger the README's commands
+// build into examples/pipeline/_build (`bash .ci/readme.sh collector
+// jaeger` from the repository root runs them); they never build them, so
+// each is built once, by the commands users run. One stack (Collector,
+// Prometheus, Jaeger) serves every scenario of the test binary, each
+// scenario sending as a job of its own (stack_test.go says how to add one).
 //
 // From examples/pipeline: `go test -short ./...` runs all but the e2e test.
 // Prometheus and promtool come from the Debian package prometheus; without
-// them those tests skip, and with CI=true (.ci/pipeline.sh) they fail.
+// them, or without the two builds, those tests skip, and with CI=true
+// (.ci/run, .ci/pipeline.sh) they fail.
 //
 // # Decisions
 //
@@ -47,8 +56,12 @@
 //     Jaeger's answers are decoded with the Collector's pdata JSON
 //     unmarshaler, since API v3 answers in OTLP JSON.
 //   - Jaeger is not a tool of this module: its Collector modules (v0.140)
-//     and ours (v0.165) cannot share a build list; cmd/jaeger is built in
-//     its own downloaded module, with its go.sum and replace directives.
+//     and ours (v0.165) cannot share a build list; the README builds
+//     cmd/jaeger in its own downloaded module, with its go.sum and replace
+//     directives.
+//   - A Collector binary built from another manifest (an older checkout's)
+//     is refused, not tested: its `components` must list exactly the
+//     modules of builder-config.yaml.
 //   - Span times: the demo's history is out of reach, so the test checks
 //     what follows from it: activities inside their run, each starting no
 //     later than the store call that scheduled it ends and ending no later

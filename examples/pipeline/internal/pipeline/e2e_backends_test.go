@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -13,28 +12,6 @@ import (
 // demoStopGrace bounds the demo's shutdown: its drain, then at most 3 s of
 // final flush.
 const demoStopGrace = 30 * time.Second
-
-// jaegerConfigPath is the Jaeger configuration of the examples, which the
-// test runs as users would, its ports set through its variables.
-func (r *e2e) jaegerConfigPath() string {
-	return filepath.Join(r.root, "examples", "pipeline", "jaeger-config.yaml")
-}
-
-// startJaeger runs the Jaeger built by buildJaeger with
-// jaeger-config.yaml, on this run's loopback ports, and waits until its
-// query API answers. The Collector's exporter retries until the OTLP
-// receiver, started after the query extension, accepts.
-func (r *e2e) startJaeger(ctx context.Context) {
-	r.t.Helper()
-	r.start("jaeger", []string{
-		"AIONOTEL_JAEGER_OTLP_GRPC_ENDPOINT=" + r.jaegerOTLP,
-		"AIONOTEL_JAEGER_QUERY_HTTP_ENDPOINT=" + r.jaegerQuery,
-		"AIONOTEL_JAEGER_QUERY_GRPC_ENDPOINT=" + r.jaegerQueryGRPC,
-	}, r.jaegerBin, "--config", r.jaegerConfigPath())
-	r.waitFor(ctx, "Jaeger's query API", time.Minute, func(ctx context.Context) error {
-		return httpOK(ctx, "http://"+r.jaegerQuery+"/api/v3/services")
-	})
-}
 
 // stopDemo stops the named demo (SIGINT: it drains and flushes its
 // telemetry), requires a clean exit, and returns the token totals it
@@ -102,7 +79,7 @@ func (r *e2e) checkLogs(ctx context.Context) {
 // was counted.
 func (r *e2e) checkTokens(ctx context.Context, want tokenTotals) {
 	r.t.Helper()
-	queries := tokenQueries(fmt.Sprintf("job=%q", serviceName))
+	queries := tokenQueries(fmt.Sprintf("job=%q", r.job))
 	r.waitFor(ctx, "token sums in Prometheus equal to the demo's totals", time.Minute, func(ctx context.Context) error {
 		have := tokenTotals{}
 		for typ, q := range queries {
@@ -134,7 +111,7 @@ func (r *e2e) checkTimeline(ctx context.Context) {
 	r.t.Helper()
 	var workflowOps []string
 	r.waitFor(ctx, "run spans in Jaeger", time.Minute, func(ctx context.Context) error {
-		ops, err := r.jaeger.operations(ctx, serviceName)
+		ops, err := r.jaeger.operations(ctx, r.job)
 		if err != nil {
 			return err
 		}
@@ -145,7 +122,7 @@ func (r *e2e) checkTimeline(ctx context.Context) {
 			}
 		}
 		if len(workflowOps) == 0 {
-			return fmt.Errorf("Jaeger knows the operations %v of %s, none a run span (%q...)", ops, serviceName, runSpanPrefix)
+			return fmt.Errorf("Jaeger knows the operations %v of %s, none a run span (%q...)", ops, r.job, runSpanPrefix)
 		}
 		return nil
 	})
@@ -155,7 +132,7 @@ func (r *e2e) checkTimeline(ctx context.Context) {
 	r.waitFor(ctx, "workflow runs in Jaeger as the timeline promises", 2*time.Minute, func(ctx context.Context) error {
 		var spans []span
 		for _, op := range workflowOps {
-			td, err := r.jaeger.findTraces(ctx, serviceName, op, since, time.Now().Add(time.Minute), 10)
+			td, err := r.jaeger.findTraces(ctx, r.job, op, since, time.Now().Add(time.Minute), 10)
 			if err == errNoTraces {
 				continue
 			}

@@ -8,13 +8,10 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,37 +19,10 @@ import (
 )
 
 const (
-	// serviceName is the demo's service.name, which the Collector's
-	// prometheus exporter turns into the job label.
+	// serviceName is the job of TestEndToEnd's demos: their service.name,
+	// which the Collector's prometheus exporter turns into the job label.
 	serviceName = "aionotel-e2e"
-	// scrapeJob is the Prometheus job scraping the Collector; with
-	// honor_labels it must never appear on the demo's series.
-	scrapeJob = "otel-collector"
-	// stopGrace is how long a process may take to stop on SIGINT before it
-	// is killed.
-	stopGrace = 10 * time.Second
 )
-
-// e2e is one run of the pipeline: the programs it started and where they
-// listen.
-type e2e struct {
-	t    *testing.T
-	root string // repository root
-	tmp  string
-
-	collectorBin, demoBin, jaegerBin string
-
-	otlpGRPC, otlpHTTP, exporter, collectorMetrics, health, promWeb, direct string
-	// Jaeger's OTLP/gRPC receiver and its query API (HTTP and gRPC).
-	jaegerOTLP, jaegerQuery, jaegerQueryGRPC string
-
-	mu      sync.Mutex
-	procs   []*process
-	stopped map[*process]bool // stopped by the test on purpose
-
-	prom   promv1.API
-	jaeger jaegerAPI
-}
 
 // TestEndToEnd runs the demo's OTLP telemetry through a Collector built from
 // the official modules (collector-config.yaml) into a real Prometheus, and
@@ -67,45 +37,19 @@ type e2e struct {
 // Jaeger, fed by the Collector's traces pipeline, holds workflow runs as
 // traces (run span, activity spans, links to the store calls).
 func TestEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: builds a Collector and the demo and runs them with Prometheus")
-	}
-	promBin := requireTool(t, "prometheus")
-	root, err := filepath.Abs(filepath.Join("..", "..", "..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "examples", "demo")); err != nil {
-		t.Fatalf("the end-to-end test runs the demo: %v", err)
-	}
-	// A cold build of the Collector and of Jaeger takes most of it.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-
-	r := &e2e{t: t, root: root, tmp: t.TempDir()}
-	t.Cleanup(r.stopAll)
-	addrs, err := freeAddrs(10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.otlpGRPC, r.otlpHTTP, r.exporter, r.collectorMetrics, r.health, r.promWeb, r.direct =
-		addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5], addrs[6]
-	r.jaegerOTLP, r.jaegerQuery, r.jaegerQueryGRPC = addrs[7], addrs[8], addrs[9]
-	if r.prom, err = newPromAPI(r.promWeb); err != nil {
-		t.Fatal(err)
-	}
-	r.jaeger = jaegerAPI{base: "http://" + r.jaegerQuery}
-
-	r.build(ctx)
-	r.validateConfig(ctx)
-	r.startJaeger(ctx)
-	r.startCollector(ctx)
-	r.startPrometheus(ctx, promBin)
-	r.startDemos()
+	t.Parallel()
+	r := newScenario(t, serviceName)
+	ctx := r.context(10 * time.Minute)
+	// Both run longer than the test needs; the test stops them.
+	common := []string{"-duration", "10m", "-rate", "40", "-workers", "4", "-max-inflight", "24"}
+	r.otlpDemo("demo-otlp", common...)
+	// The same workload on the demo's own Prometheus endpoint, whose names
+	// must be the Collector's.
+	r.directDemo("demo-prometheus", common...)
 
 	r.waitForCatalog(ctx)
 	r.checkLabels(ctx)
-	r.checkInstance(ctx)
+	r.checkInstances(ctx, 1)
 	r.checkDashboardQueries(ctx)
 	r.checkSameNamesAsDirect(ctx)
 	r.checkSpans(ctx)
@@ -120,285 +64,13 @@ func TestEndToEnd(t *testing.T) {
 	r.checkTimeline(ctx)
 }
 
-// collectorEnv points every endpoint of collector-config.yaml at this run's
-// ports, through the variables the file documents.
-func (r *e2e) collectorEnv() []string {
-	host, port := splitAddr(r.collectorMetrics)
-	return []string{
-		"AIONOTEL_OTLP_GRPC_ENDPOINT=" + r.otlpGRPC,
-		"AIONOTEL_OTLP_HTTP_ENDPOINT=" + r.otlpHTTP,
-		"AIONOTEL_PROMETHEUS_ENDPOINT=" + r.exporter,
-		"AIONOTEL_HEALTH_CHECK_ENDPOINT=" + r.health,
-		"AIONOTEL_COLLECTOR_METRICS_HOST=" + host,
-		"AIONOTEL_COLLECTOR_METRICS_PORT=" + port,
-		"AIONOTEL_JAEGER_ENDPOINT=" + r.jaegerOTLP,
-	}
-}
-
-func splitAddr(addr string) (host, port string) {
-	i := strings.LastIndexByte(addr, ':')
-	return addr[:i], addr[i+1:]
-}
-
-// build makes the Collector the way Collector distributions are made, with
-// ocb from builder-config.yaml (this module's tool, so at the version
-// go.mod pins) into the test's temporary directory, builds Jaeger in its
-// own module (buildJaeger), and compiles the demo (in the examples module,
-// whose replace directives reach the library and the backends of this
-// checkout), concurrently.
-func (r *e2e) build(ctx context.Context) {
-	r.t.Helper()
-	r.demoBin = filepath.Join(r.tmp, "demo")
-	var collectorErr, demoErr, jaegerErr error
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		start := time.Now()
-		r.collectorBin, collectorErr = buildCollector(ctx, r.tmp)
-		r.t.Logf("built the Collector in %s", time.Since(start).Round(time.Second))
-	})
-	wg.Go(func() {
-		start := time.Now()
-		r.jaegerBin, jaegerErr = buildJaeger(ctx, r.tmp)
-		r.t.Logf("built Jaeger %s in %s", jaegerVersion, time.Since(start).Round(time.Second))
-	})
-	wg.Go(func() {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", r.demoBin, "./demo")
-		cmd.Dir = filepath.Join(r.root, "examples")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			demoErr = fmt.Errorf("go build ./demo: %v\n%s", err, out)
-		}
-	})
-	wg.Wait()
-	if err := errors.Join(collectorErr, jaegerErr, demoErr); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-// manifestOutputPath is the dist.output_path line of builder-config.yaml.
-var manifestOutputPath = regexp.MustCompile(`(?m)^(\s*output_path:).*$`)
-
-// buildCollector runs ocb on a copy of builder-config.yaml whose output path
-// is under dir, and returns the path of the binary it built.
-func buildCollector(ctx context.Context, dir string) (string, error) {
-	moduleDir := filepath.Join("..", "..")
-	raw, err := os.ReadFile(filepath.Join(moduleDir, "builder-config.yaml"))
-	if err != nil {
-		return "", err
-	}
-	if !manifestOutputPath.Match(raw) {
-		return "", errors.New("builder-config.yaml has no dist.output_path")
-	}
-	out := filepath.Join(dir, "otelcol")
-	manifest := filepath.Join(dir, "builder-config.yaml")
-	if err := os.WriteFile(manifest, manifestOutputPath.ReplaceAll(raw, []byte("${1} "+out)), 0o600); err != nil {
-		return "", err
-	}
-	cmd := exec.CommandContext(ctx, "go", "tool", "builder", "--config", manifest)
-	cmd.Dir = moduleDir
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go tool builder: %v\n%s", err, b)
-	}
-	return filepath.Join(out, "otelcol-aionotel"), nil
-}
-
-// validateConfig runs `otelcol-aionotel validate` on the repository's
-// collector-config.yaml, as a user would before deploying it.
-func (r *e2e) validateConfig(ctx context.Context) {
-	r.t.Helper()
-	cmd := exec.CommandContext(ctx, r.collectorBin, "validate", "--config", r.configPath())
-	cmd.Env = append(os.Environ(), r.collectorEnv()...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		r.t.Fatalf("otelcol-aionotel validate: %v\n%s", err, out)
-	}
-}
-
-func (r *e2e) configPath() string { return filepath.Join(r.root, "collector-config.yaml") }
-
-// spansLog is where the test's debug/spans exporter writes every span the
-// Collector receives, in the debug exporter's detailed format.
-func (r *e2e) spansLog() string { return filepath.Join(r.tmp, "spans.log") }
-
-// spansOverlay writes a second configuration the Collector merges over
-// collector-config.yaml: a detailed debug exporter writing the traces
-// pipeline's spans to spansLog, so the test knows which trace IDs the
-// Collector received (the list of exporters replaces the file's, so it
-// names Jaeger's too). The repository's file stays what users run.
-func (r *e2e) spansOverlay() string {
-	r.t.Helper()
-	cfg := fmt.Sprintf(`exporters:
-  debug/spans:
-    verbosity: detailed
-    use_internal_logger: false
-    output_paths: [%q]
-service:
-  pipelines:
-    traces:
-      exporters: [%s, debug, debug/spans]
-`, r.spansLog(), jaegerExporter)
-	path := filepath.Join(r.tmp, "spans-overlay.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		r.t.Fatal(err)
-	}
-	return path
-}
-
-// start starts a program and registers it to be stopped; its log is printed
-// if the test fails.
-func (r *e2e) start(name string, env []string, argv ...string) *process {
-	r.t.Helper()
-	p, err := startProcess(name, r.tmp, filepath.Join(r.tmp, name+".log"), env, argv...)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.mu.Lock()
-	r.procs = append(r.procs, p)
-	r.mu.Unlock()
-	r.t.Logf("started %s (pid %d)", name, p.pid())
-	return p
-}
-
-// stopAll stops every program, the last started first (the demos before the
-// Collector they send to), and on failure prints the end of each log.
-func (r *e2e) stopAll() {
-	r.mu.Lock()
-	procs := r.procs
-	r.procs = nil
-	r.mu.Unlock()
-	for i := len(procs) - 1; i >= 0; i-- {
-		procs[i].stop(stopGrace)
-	}
-	if r.t.Failed() {
-		for _, p := range procs {
-			r.t.Logf("---- %s (pid %d) log tail ----\n%s", p.name, p.pid(), p.logTail(4<<10))
-		}
-	}
-}
-
-// alive returns an error naming the first started program that has exited:
-// none of them is meant to stop during the test, except those stopDemo
-// stopped.
-func (r *e2e) alive() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, p := range r.procs {
-		if r.stopped[p] {
-			continue
-		}
-		select {
-		case <-p.exited():
-			return permanent(fmt.Errorf("%s exited early: %v", p.name, p.exitErr()))
-		default:
-		}
-	}
-	return nil
-}
-
-// waitFor polls check, within d, failing the test with the last reason if
-// it never succeeds. It gives up at once if a program dies.
-func (r *e2e) waitFor(ctx context.Context, what string, d time.Duration, check func(context.Context) error) {
-	r.t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	err := poll(ctx, 500*time.Millisecond, func(ctx context.Context) error {
-		if err := r.alive(); err != nil {
-			return err
-		}
-		return check(ctx)
-	})
-	if err != nil {
-		r.t.Fatalf("%s: %v", what, err)
-	}
-}
-
-func httpOK(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return permanent(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return nil
-}
-
-func (r *e2e) startCollector(ctx context.Context) {
-	r.t.Helper()
-	r.start("collector", r.collectorEnv(), r.collectorBin,
-		"--config", r.configPath(), "--config", r.spansOverlay())
-	// health_check answers 200 once every component has started.
-	r.waitFor(ctx, "Collector's health_check", time.Minute, func(ctx context.Context) error {
-		return httpOK(ctx, "http://"+r.health+"/")
-	})
-	if err := httpOK(ctx, "http://"+r.exporter+"/metrics"); err != nil {
-		r.t.Fatalf("Collector healthy, but its prometheus exporter: %v", err)
-	}
-}
-
-// startPrometheus writes a configuration that scrapes the Collector every
-// second, keeping the job and instance labels the exporter derives from the
-// sender's resource (honor_labels), and loads the alert rules. Exemplar
-// storage is a feature flag in Prometheus 2 (the Debian package); with it,
-// Prometheus scrapes OpenMetrics and keeps the exemplars.
-func (r *e2e) startPrometheus(ctx context.Context, bin string) {
-	r.t.Helper()
-	cfg := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-rule_files:
-  - %q
-scrape_configs:
-  - job_name: %s
-    honor_labels: true
-    static_configs:
-      - targets: [%q]
-`, filepath.Join(r.root, "examples", "prometheus", "alerts.yml"), scrapeJob, r.exporter)
-	path := filepath.Join(r.tmp, "prometheus.yml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		r.t.Fatal(err)
-	}
-	r.start("prometheus", nil, bin,
-		"--config.file="+path,
-		"--storage.tsdb.path="+filepath.Join(r.tmp, "tsdb"),
-		"--web.listen-address="+r.promWeb,
-		"--enable-feature=exemplar-storage",
-	)
-	r.waitFor(ctx, "Prometheus ready", time.Minute, func(ctx context.Context) error {
-		return httpOK(ctx, "http://"+r.promWeb+"/-/ready")
-	})
-}
-
-// startDemos runs the demo twice: over OTLP into the Collector (what the
-// dashboard is checked on), and with its own Prometheus endpoint (whose names
-// must be the same). Both run longer than the test needs; the test stops them.
-func (r *e2e) startDemos() {
-	r.t.Helper()
-	common := []string{"-duration", "10m", "-rate", "40", "-workers", "4", "-max-inflight", "24"}
-	r.start("demo-otlp", []string{
-		"OTEL_SERVICE_NAME=" + serviceName,
-		// autoexport's default protocol is http/protobuf; the Collector's
-		// gRPC receiver is the path this test checks.
-		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
-		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + r.otlpGRPC,
-		"OTEL_EXPORTER_OTLP_INSECURE=true",
-		"OTEL_METRIC_EXPORT_INTERVAL=1000",
-		"OTEL_BSP_SCHEDULE_DELAY=500",
-	}, append([]string{r.demoBin, "-exporter", "otlp"}, common...)...)
-	r.start("demo-prometheus", []string{"OTEL_SERVICE_NAME=" + serviceName + "-direct"},
-		append([]string{r.demoBin, "-exporter", "prometheus", "-listen", r.direct}, common...)...)
-}
-
-// waitForCatalog waits until Prometheus holds every series of the catalog.
+// waitForCatalog waits until Prometheus holds every series of the catalog
+// for the scenario's job.
 func (r *e2e) waitForCatalog(ctx context.Context) {
 	r.t.Helper()
 	want := catalogSeries()
 	r.waitFor(ctx, "every catalog series in Prometheus", 2*time.Minute, func(ctx context.Context) error {
-		got, err := instant(ctx, r.prom, `count by (__name__) ({__name__=~"(aion|gen_ai)_.+"})`)
+		got, err := instant(ctx, r.prom, fmt.Sprintf(`count by (__name__) ({__name__=~"(aion|gen_ai)_.+", job=%q})`, r.job))
 		if err != nil {
 			return err
 		}
@@ -420,9 +92,11 @@ func (r *e2e) waitForCatalog(ctx context.Context) {
 	})
 }
 
-// checkLabels checks every catalog series in Prometheus: the catalog's labels
-// (attribute names translated: aion.namespace -> aion_namespace), and the
-// sender's service.name as job.
+// checkLabels checks every catalog series of the scenario's job in
+// Prometheus: the catalog's labels (attribute names translated:
+// aion.namespace -> aion_namespace), and none of any job carries the scrape
+// job or no job, which would mean honor_labels lost the sender's
+// service.name.
 func (r *e2e) checkLabels(ctx context.Context) {
 	r.t.Helper()
 	for _, m := range catalogMetrics {
@@ -444,6 +118,12 @@ func (r *e2e) checkLabels(ctx context.Context) {
 			}
 		}
 		for _, s := range got {
+			if job := s.Labels["job"]; job == "" || job == scrapeJob {
+				report(fmt.Sprintf("job = %q, want the sender's service.name (never the scrape job %q)", job, scrapeJob), s.Labels)
+			}
+			if s.Labels["job"] != r.job {
+				continue // another scenario's
+			}
 			for _, l := range m.Labels {
 				if _, ok := s.Labels[l]; !ok {
 					report("lacks label "+l, s.Labels)
@@ -454,10 +134,6 @@ func (r *e2e) checkLabels(ctx context.Context) {
 					report("has label "+l+", not in the catalog", s.Labels)
 				}
 			}
-			if s.Labels["job"] != serviceName {
-				report(fmt.Sprintf("job = %q, want the sender's service.name %q (and never the scrape job %q)",
-					s.Labels["job"], serviceName, scrapeJob), s.Labels)
-			}
 		}
 		for problem, example := range problems {
 			r.t.Errorf("%s: %s (e.g. %v)", name, problem, example)
@@ -465,26 +141,40 @@ func (r *e2e) checkLabels(ctx context.Context) {
 	}
 }
 
-// checkInstance checks what service.instance.id buys through the
-// Collector: every catalog series of the sender carries one instance label,
-// its service.instance.id, and the exporter writes a target_info series for
-// that job and instance (it writes none for a resource without an instance).
-func (r *e2e) checkInstance(ctx context.Context) {
+// checkInstances checks what service.instance.id buys through the
+// Collector: the catalog series of the scenario's job carry n distinct
+// instance labels (one per demo process: its service.instance.id), none
+// empty, and the exporter writes one target_info series for each of them
+// (it writes none for a resource without an instance).
+func (r *e2e) checkInstances(ctx context.Context, n int) {
 	r.t.Helper()
-	r.waitFor(ctx, "instance label and target_info", time.Minute, func(ctx context.Context) error {
-		instances, err := instant(ctx, r.prom, fmt.Sprintf(`count by (instance) ({__name__=~"(aion|gen_ai)_.+", job=%q})`, serviceName))
+	r.waitFor(ctx, "instance labels and target_info", time.Minute, func(ctx context.Context) error {
+		got, err := instant(ctx, r.prom, fmt.Sprintf(`count by (instance) ({__name__=~"(aion|gen_ai)_.+", job=%q})`, r.job))
 		if err != nil {
 			return err
 		}
-		if len(instances) != 1 || instances[0].Labels["instance"] == "" {
-			return permanent(fmt.Errorf("the sender's series carry instances %v, want one non-empty service.instance.id", instances))
+		var instances []string
+		for _, s := range got {
+			instances = append(instances, s.Labels["instance"])
 		}
-		info, err := instant(ctx, r.prom, fmt.Sprintf(`target_info{job=%q}`, serviceName))
+		slices.Sort(instances)
+		if len(instances) > n || slices.Contains(instances, "") {
+			return permanent(fmt.Errorf("the series of job %s carry instances %q, want %d non-empty service.instance.id", r.job, instances, n))
+		}
+		if len(instances) < n {
+			return fmt.Errorf("the series of job %s carry instances %q, want %d", r.job, instances, n)
+		}
+		info, err := instant(ctx, r.prom, fmt.Sprintf(`target_info{job=%q}`, r.job))
 		if err != nil {
 			return err
 		}
-		if len(info) != 1 || info[0].Labels["instance"] != instances[0].Labels["instance"] {
-			return fmt.Errorf("target_info{job=%q} = %v, want one series with instance %q", serviceName, info, instances[0].Labels["instance"])
+		var infos []string
+		for _, s := range info {
+			infos = append(infos, s.Labels["instance"])
+		}
+		slices.Sort(infos)
+		if !slices.Equal(infos, instances) {
+			return fmt.Errorf("target_info{job=%q} has instances %q, want one series for each of %q", r.job, infos, instances)
 		}
 		return nil
 	})
@@ -492,7 +182,8 @@ func (r *e2e) checkInstance(ctx context.Context) {
 
 // checkDashboardQueries runs every query of the dashboard, its variables
 // substituted as Grafana would, until each returns at least one finite
-// value. The namespace variable is resolved by its own query.
+// value. The job variable's query must offer the scenario's job, which is
+// then chosen; the namespace variable is resolved by its own query.
 func (r *e2e) checkDashboardQueries(ctx context.Context) {
 	r.t.Helper()
 	raw, err := os.ReadFile(dashboardPath)
@@ -534,8 +225,13 @@ func (r *e2e) checkDashboardQueries(ctx context.Context) {
 			}
 			return err
 		})
-		if v.Name == "job" && !slices.Equal(values, []string{regexp.QuoteMeta(serviceName)}) {
-			r.t.Errorf("job variable values %v, want exactly the sender's service.name %q", values, serviceName)
+		if v.Name == "job" {
+			// Other scenarios' jobs may be offered too; this one's data is
+			// what the scenario checks.
+			if !slices.Contains(values, regexp.QuoteMeta(r.job)) {
+				r.t.Fatalf("job variable values %v lack the sender's service.name %q", values, r.job)
+			}
+			values = []string{regexp.QuoteMeta(r.job)}
 		}
 		resolved[v.Name] = strings.Join(values, "|")
 	}
@@ -642,10 +338,6 @@ func (r *e2e) checkSpans(ctx context.Context) {
 	})
 }
 
-// jaegerExporter is the traces exporter of collector-config.yaml that sends
-// to Jaeger.
-const jaegerExporter = "otlp_grpc/jaeger"
-
 // checkExemplars waits until Prometheus stores, on a catalog histogram, an
 // exemplar whose trace_id is the trace of a span the Collector received:
 // exemplars survive the OTLP path, the exporter's OpenMetrics and the scrape,
@@ -654,7 +346,7 @@ func (r *e2e) checkExemplars(ctx context.Context) {
 	r.t.Helper()
 	since := time.Now().Add(-10 * time.Minute)
 	r.waitFor(ctx, "an exemplar of a received trace", time.Minute, func(ctx context.Context) error {
-		results, err := r.prom.QueryExemplars(ctx, `{__name__=~"aion_.+_bucket"}`, since, time.Now())
+		results, err := r.prom.QueryExemplars(ctx, fmt.Sprintf(`{__name__=~"aion_.+_bucket", job=%q}`, r.job), since, time.Now())
 		if err != nil {
 			if badQuery(err) {
 				return permanent(err)

@@ -10,8 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -19,51 +17,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
-
-// The Jaeger release the end-to-end test runs: its cmd/jaeger is the
-// OTLP-native Jaeger v2, itself a Collector distribution. It is built in its
-// own module (the one the module proxy serves, with its go.sum and replace
-// directives), not as a tool of this module: its Collector modules (v0.140)
-// are not those of this module (v0.165), and one build list cannot hold both.
-const (
-	jaegerModule  = "github.com/jaegertracing/jaeger"
-	jaegerVersion = "v1.76.0"
-)
-
-// buildJaeger downloads the Jaeger module at jaegerVersion (verified against
-// the checksum database like any module) and builds its cmd/jaeger into dir,
-// as Jaeger's release does, returning the binary's path.
-func buildJaeger(ctx context.Context, dir string) (string, error) {
-	// The module's own build settings, whatever the environment says: no
-	// workspace, no toolchain download, and its go.sum as it is.
-	env := []string{"GOWORK=off", "GOTOOLCHAIN=local", "GOFLAGS=-mod=readonly -buildvcs=false"}
-	dl := exec.CommandContext(ctx, "go", "mod", "download", "-json", jaegerModule+"@"+jaegerVersion)
-	dl.Dir = dir
-	dl.Env = append(dl.Environ(), env...)
-	out, err := dl.Output()
-	if err != nil {
-		var stderr []byte
-		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-			stderr = ee.Stderr
-		}
-		return "", fmt.Errorf("go mod download %s@%s: %v\n%s%s", jaegerModule, jaegerVersion, err, out, stderr)
-	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil {
-		return "", fmt.Errorf("go mod download %s@%s: %w", jaegerModule, jaegerVersion, err)
-	}
-	if mod.Error != "" || mod.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s: %q", jaegerModule, jaegerVersion, mod.Error)
-	}
-	bin := filepath.Join(dir, "jaeger")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/jaeger")
-	build.Dir = mod.Dir
-	build.Env = append(build.Environ(), env...)
-	if b, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s/cmd/jaeger@%s: %v\n%s", jaegerModule, jaegerVersion, err, b)
-	}
-	return bin, nil
-}
 
 // jaegerAPI reads traces back from Jaeger's query service through its HTTP
 // API v3, whose answers are OTLP JSON: the spans exactly as the Collector
