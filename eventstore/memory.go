@@ -193,8 +193,11 @@ func WithShardCount(n int) MemoryOption {
 	})
 }
 
-// defaultShardCount is the number of shards without WithShardCount.
-const defaultShardCount = 16
+// DefaultShardCount is the number of shards of a Memory made without
+// [WithShardCount].
+const DefaultShardCount = 16
+
+const defaultShardCount = DefaultShardCount
 
 // NewMemory returns an empty store, configured by opts (nil options are
 // ignored): the one node of a new [MemoryCluster], named "memory".

@@ -177,3 +177,8 @@ func (m *Memory) inScopeLocked(id WorkflowID) bool {
 	_, ok := m.scope[ShardOf(id, m.cfg.shardCount)]
 	return ok
 }
+
+// ShardCount returns the number of shards workflows are partitioned into
+// ([WithShardCount]), so that a caller (a decorator releasing the
+// workflows of a lost shard) can compute [ShardOf] as this store does.
+func (m *Memory) ShardCount() int { return m.cfg.shardCount }

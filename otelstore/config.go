@@ -56,6 +56,8 @@ type config struct {
 	dbSystem       string
 	conflictError  bool
 	timeline       bool
+	shardCount     int
+	resumeReport   func(pairing.ResumeReport, error)
 
 	// NewKeyspace's GenAI telemetry.
 	loggerProvider    log.LoggerProvider
@@ -310,6 +312,28 @@ func WithPairing(t *pairing.Tracker) Option {
 // option is ignored.
 func WithTimelineSpans(on bool) Option {
 	return optionFunc(func(c *config) { c.timeline = on })
+}
+
+// WithShardCount sets the number of shards the wrapped
+// [eventstore.ShardOwner] partitions workflows into, so that the decorator
+// computes [eventstore.ShardOf] as the store does and follows shards from
+// node to node (see [New]). Without it, or with n <= 0, the count is the
+// inner store's ShardCount() method's if it has one (eventstore.Memory and
+// pgstore do); without either the decorator does not follow shards: it
+// cannot tell which workflows a shard holds.
+func WithShardCount(n int) Option {
+	return optionFunc(func(c *config) { c.shardCount = n })
+}
+
+// WithResumeReports sets a function that receives what each resume the
+// decorator runs by itself did, when a [eventstore.ShardOwner] store starts
+// serving shards (see [New]): its report and error. It runs on the
+// goroutine that resumed, one report at a time; a panic of its is reported
+// to otel.Handle. Without it, or given nil, a resume's error goes to
+// otel.Handle and its report nowhere (the metric aion.pairing.resumed
+// counts the workflows read).
+func WithResumeReports(report func(pairing.ResumeReport, error)) Option {
+	return optionFunc(func(c *config) { c.resumeReport = report })
 }
 
 // WithTypeCardinalityLimit bounds the distinct aion.workflow.type (and, for

@@ -80,11 +80,12 @@ var statuses = [...]eventstore.WorkflowStatus{
 
 const numStatuses = len(statuses)
 
-// observe records what a committed batch means: the workflow counters, and
-// the batch itself to the pairing tracker, with its first position. A
+// observe records what a committed batch means: the workflow counters, and,
+// with pair, the batch itself to the pairing tracker, with its first
+// position. A
 // panic of the telemetry it calls (a MeterProvider's instrument, say) is
 // reported to the error handler: the events are committed.
-func (l *lifecycle) observe(ctx context.Context, workflowID eventstore.WorkflowID, firstSeq uint64, events []eventstore.Event) {
+func (l *lifecycle) observe(ctx context.Context, workflowID eventstore.WorkflowID, firstSeq uint64, events []eventstore.Event, pair bool) {
 	defer l.recovered()
 	for _, ev := range events {
 		switch e := ev.(type) {
@@ -108,7 +109,9 @@ func (l *lifecycle) observe(ctx context.Context, workflowID eventstore.WorkflowI
 			l.schedules.Add(ctx, 1, l.nsOpts...)
 		}
 	}
-	l.tracker.Observe(ctx, l.namespace, workflowID, firstSeq, events)
+	if pair {
+		l.tracker.Observe(ctx, l.namespace, workflowID, firstSeq, events)
+	}
 }
 
 // recovered is deferred by observe.

@@ -78,6 +78,24 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // observed before a terminal committed ahead of it does not settle that
 // activity as abandoned). The decorator holds no lock of its own.
 //
+// Restarts and handoffs: a process that starts over an existing store calls
+// [Resume] to take the open runs and the activities in flight from history
+// (pairing.Tracker.Resume): the gauges are then what history says, and the
+// terminals and closes that commit later record their completions,
+// durations and spans at history's times; nothing is counted twice. Over a
+// [eventstore.ShardOwner] whose shard count the decorator knows
+// ([WithShardCount], or a ShardCount method of the store), the decorator
+// also follows the shards it serves: in its enumeration scope and, once it
+// has run an election, held. A shard it starts serving (an acquisition, a
+// scope widened) is resumed in the background ([WithResumeReports] says
+// when); one it stops serving (the scope narrowed, IsCurrentOwner says it
+// is not held, a write to one of its workflows refused with
+// [eventstore.ErrNotOwner]) is released: its activities give their gauge
+// slots back without a completion and their spans are dropped unended, for
+// the node that adopted it to export (aion.pairing.released). One window
+// stays: between a node's death and the adoption of its shards, the dead
+// node's last exported gauge may still be summed.
+//
 // New fails for a nil inner store ([ErrNilStore]), for an option it cannot
 // honour ([ErrInvalidOption]) and when it cannot make the pairing tracker.
 // Trouble creating instruments is reported to otel.Handle and never fails
@@ -97,6 +115,9 @@ func New(inner eventstore.Store, opts ...Option) (eventstore.Store, error) {
 
 	outbox, hasOutbox := inner.(eventstore.Outbox)
 	shards, hasShards := inner.(eventstore.ShardOwner)
+	if hasShards {
+		c.handoff = newHandoff(cfg, inner, life) // nil without a shard count
+	}
 	switch {
 	case hasOutbox && hasShards:
 		return &outboxShardStore{c, outboxMethods{c, outbox}, shardMethods{c, shards}}, nil
@@ -149,6 +170,8 @@ type core struct {
 	t     *telemetry
 	life  *lifecycle
 	wake  chan<- struct{}
+	// handoff follows the shards a ShardOwner serves; nil for other stores.
+	handoff *handoff
 	// handle receives what goes wrong outside the caller's result.
 	handle func(error)
 }
@@ -187,9 +210,12 @@ func (s *core) observedAppend(ctx context.Context, op opID, workflowID eventstor
 	err = commit(c.ctx)
 	c.finish(err)
 	if err != nil {
+		if errors.Is(err, eventstore.ErrNotOwner) {
+			s.handoff.refused(c.ctx, workflowID)
+		}
 		return err
 	}
-	s.life.observe(c.ctx, workflowID, expectedSeq+1, events)
+	s.life.observe(c.ctx, workflowID, expectedSeq+1, events, s.handoff.observes(workflowID))
 	if rows > 0 && s.wake != nil {
 		s.sendWake()
 	}

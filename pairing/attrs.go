@@ -15,10 +15,18 @@ import (
 // namespace and the cache of its activity types. Immutable once built,
 // except for the type cache, which is safe for concurrent use.
 type nsAttrs struct {
-	name      string             // the recorded namespace
+	name      string // the recorded namespace
+	extra     []attribute.KeyValue
 	evicted   []metric.AddOption // aion.namespace (+ extra)
 	types     *attrcache.Cache[*typeAttrs]
 	workflows *attrcache.Cache[*workflowAttrs]
+}
+
+// resumeFailed returns the options of a workflow a resume could not read:
+// the namespace and error.type. Built per call: failures are rare.
+func (na *nsAttrs) resumeFailed(errorType string) []metric.AddOption {
+	return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(append(na.extra,
+		catalog.Namespace.String(na.name), catalog.ErrorType.String(errorType))...))}
 }
 
 // typeAttrs holds the precomputed measurement options of one (recorded
@@ -81,6 +89,7 @@ func (c *attrCache) forType(ns, activityType string) *typeAttrs {
 func (c *attrCache) buildNamespace(ns string) *nsAttrs {
 	na := &nsAttrs{
 		name:    ns,
+		extra:   c.extra,
 		evicted: []metric.AddOption{metric.WithAttributeSet(c.set(catalog.Namespace.String(ns)))},
 	}
 	na.types = attrcache.New(c.typeLimit, catalog.UnknownType, catalog.OtherType, func(typ string) *typeAttrs {

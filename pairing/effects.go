@@ -62,6 +62,7 @@ const (
 	opClose                         // a run's duration and span
 	opStartActivity                 // open the span of an activity now in flight
 	opStartRun                      // open the span of a run now open
+	opReleased                      // an entry given up at a handoff: for an activity (ta set), also the gauge -1
 )
 
 // effects is the work of one call: its facts, then what the join decided.
@@ -201,6 +202,11 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 		if e.ns != nil {
 			t.inst.runEvicted.Add(ctx, 1, e.ns.evicted...)
 		}
+	case opReleased:
+		if e.ta != nil {
+			t.inst.inflight.Add(ctx, -1, e.ta.base...)
+		}
+		t.inst.released.Add(ctx, 1, e.ns.evicted...)
 	case opForgotten:
 		if e.ns != nil {
 			t.inst.forgotten.Add(ctx, 1, e.ns.evicted...)

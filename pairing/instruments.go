@@ -30,6 +30,8 @@ type instruments struct {
 	workflowDuration metric.Float64Histogram
 	runEvicted       metric.Int64Counter
 	forgotten        metric.Int64Counter
+	resumed          metric.Int64Counter
+	released         metric.Int64Counter
 }
 
 // ageCallback observes the oldest-in-flight gauge g.
@@ -66,6 +68,10 @@ func newInstruments(mp metric.MeterProvider, handle func(error), ages ageCallbac
 			"Open runs dropped by the pairing tracker's memory bound; their run span is not emitted."),
 		forgotten: m.Int64Counter(catalog.PairingForgotten, catalog.UnitFact,
 			"Facts the pairing tracker remembered for a partner that had not arrived, dropped by its memory bound."),
+		resumed: m.Int64Counter(catalog.PairingResumed, catalog.UnitWorkflow,
+			"Open workflows whose history a resume read (error.type when it could not)."),
+		released: m.Int64Counter(catalog.PairingReleased, catalog.UnitEntry,
+			"Activities in flight and open runs given up when their shard moved to another node."),
 	}
 	registerAges(m, ages)
 	if len(errs) > 0 {

@@ -286,6 +286,21 @@ func (j *join) runOf(w *workflow, id eventstore.RunID) *run {
 	return r
 }
 
+// live counts w's activities in flight and open runs.
+func (w *workflow) live() (activities, runs int) {
+	for _, r := range w.runs {
+		if r.state == runOpen {
+			runs++
+		}
+		for _, a := range r.acts {
+			if a.state == actLive {
+				activities++
+			}
+		}
+	}
+	return activities, runs
+}
+
 // activityOf returns r's activity id, making it if missing; nil if it is
 // settled and recorded, so that its facts are repeats.
 func (j *join) activityOf(r *run, id eventstore.ActivityID) *activity {

@@ -120,6 +120,14 @@ func (t *Tracker) Observe(ctx context.Context, namespace string, workflowID even
 	if firstSeq > ^uint64(0)-uint64(len(events)) {
 		firstSeq = 0 // positions past the largest Seq: taken as unknown
 	}
+	t.collect(fx, firstSeq, events, true)
+	t.observe(fx, namespace, workflowID)
+}
+
+// collect reads the facts and the positions of a batch into fx: positions
+// from firstSeq, or from the events' own Seq when it is 0; live says the
+// facts were seen committing rather than read back.
+func (t *Tracker) collect(fx *effects, firstSeq uint64, events []eventstore.Event, live bool) {
 	call := t.callOf(fx.ctx)
 	var lo, hi uint64 // a run of consecutive positions, not yet recorded
 	for i, ev := range events {
@@ -143,13 +151,12 @@ func (t *Tracker) Observe(ctx context.Context, namespace string, workflowID even
 		if f.kind == factNone {
 			continue
 		}
-		f.pos.seq, f.at, f.live, f.call = seq, nanos(at), true, call
+		f.pos.seq, f.at, f.live, f.call = seq, nanos(at), live, call
 		fx.facts = append(fx.facts, f)
 	}
 	if hi != 0 {
 		fx.ranges = append(fx.ranges, seqRange{lo, hi})
 	}
-	t.observe(fx, namespace, workflowID)
 }
 
 // result is what one observation did, for the per-fact methods' results.
@@ -159,6 +166,9 @@ type result struct {
 	settled   bool // a terminal that took its activity out of flight
 	retried   bool // a retry counted
 	abandoned int  // activities a close took out of flight
+	// For a batch read back: the activities in flight and the open runs
+	// of its workflow it added.
+	activities, runs int
 }
 
 // observe applies fx.facts, all of one workflow, and the positions in
@@ -191,6 +201,11 @@ func (t *Tracker) observe(fx *effects, namespace string, workflowID eventstore.W
 		if w == nil {
 			w = j.workflowOf(k)
 		}
+		resumed := len(fx.facts) > 0 && !fx.facts[0].live
+		if resumed { // what the batch adds is what it resumes
+			res.activities, res.runs = w.live()
+			res.activities, res.runs = -res.activities, -res.runs
+		}
 		for i := range fx.facts {
 			f := &fx.facts[i]
 			j.arrival++
@@ -213,6 +228,10 @@ func (t *Tracker) observe(fx *effects, namespace string, workflowID eventstore.W
 		}
 		for _, r := range fx.ranges {
 			j.observed(w, r.lo, r.hi, fx)
+		}
+		if resumed {
+			a, r := w.live()
+			res.activities, res.runs = res.activities+a, res.runs+r
 		}
 		j.retire(fx)
 		j.settle(w)

@@ -38,6 +38,12 @@ const (
 	// close before its run's start, a settlement waiting for history
 	// positions not observed) and that its memory bound dropped.
 	PairingForgotten = "aion.pairing.forgotten"
+	// PairingResumed counts the open workflows a resume read, with
+	// error.type for those it could not.
+	PairingResumed = "aion.pairing.resumed"
+	// PairingReleased counts the activities in flight and open runs a
+	// tracker gave up when their shards moved to another node.
+	PairingReleased = "aion.pairing.released"
 )
 
 // Units (UCUM; the annotations in braces are dropped from Prometheus names).
@@ -49,6 +55,7 @@ const (
 	UnitSchedule = "{schedule}"
 	UnitEvent    = "{event}"
 	UnitFact     = "{fact}"
+	UnitEntry    = "{entry}"
 )
 
 // Attribute keys the semantic conventions define.

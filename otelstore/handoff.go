@@ -1,0 +1,259 @@
+package otelstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/pairing"
+)
+
+// ErrNotDecorated is returned by [Resume] for a store that [New] did not
+// return.
+var ErrNotDecorated = errors.New("otelstore: not a store returned by otelstore.New")
+
+// Resume reads the open workflows of the store s wraps (s must be a store
+// [New] returned) and resumes its pairing tracker from their histories:
+// after a restart, the in-flight gauge and the oldest-in-flight age are
+// what history says, and a terminal or close that commits later records
+// its completion, duration and spans at history's times. See
+// pairing.Tracker.Resume for what is resumed, what is not counted again and
+// what it costs; the reads go to the inner store directly, without spans.
+// For a [eventstore.ShardOwner] store the workflows are those of its
+// enumeration scope; the decorator also resumes shards by itself as it
+// adopts them (see [New]).
+func Resume(ctx context.Context, s eventstore.Store, opts ...pairing.ResumeOption) (pairing.ResumeReport, error) {
+	c, ok := s.(interface{ decorated() *core })
+	if !ok {
+		return pairing.ResumeReport{}, ErrNotDecorated
+	}
+	d := c.decorated()
+	return d.life.tracker.Resume(ctx, d.life.namespace, d.inner, opts...)
+}
+
+func (s *core) decorated() *core { return s }
+
+// handoff follows which shards this node serves, as its calls to the
+// ShardOwner methods tell, and keeps the pairing tracker to them: a shard
+// it starts serving is resumed from history (in the background), one it
+// stops serving is released.
+//
+// A shard is served when it is in the enumeration scope (SetOwnedShards,
+// ExtendOwnedShards; every shard before a scope is set) and, once the node
+// has run an election, held: acquired (AcquireOwnedShard(s), or
+// IsCurrentOwner said so) and not lost since (IsCurrentOwner said it is
+// not, or a write to one of its workflows was refused with ErrNotOwner).
+// Workflows of a shard lost that way are not observed until it is served
+// again.
+type handoff struct {
+	inner   eventstore.Store
+	tracker *pairing.Tracker
+	ns      string
+	shards  int // shard count
+	report  func(pairing.ResumeReport, error)
+	handle  func(error)
+
+	mu        sync.Mutex
+	scope     map[int]bool // nil: every shard
+	elections bool         // a shard was ever acquired through this decorator
+	held      map[int]bool
+	resumed   map[int]bool // served and resumed (or being resumed)
+	lost      map[int]bool // lost to another node: not observed
+	queue     [][]int      // shard sets waiting to be resumed
+	running   bool
+}
+
+// newHandoff returns the handoff of a ShardOwner store, or nil when the
+// decorator cannot tell which shard a workflow is in: neither
+// WithShardCount nor the store (a ShardCount method) says how many there
+// are, and a guess would release the wrong workflows.
+func newHandoff(c *config, inner eventstore.Store, life *lifecycle) *handoff {
+	n := c.shardCount
+	if n <= 0 {
+		if sc, ok := inner.(interface{ ShardCount() int }); ok {
+			n = sc.ShardCount()
+		}
+	}
+	if n <= 0 {
+		return nil
+	}
+	return &handoff{
+		inner: inner, tracker: life.tracker, ns: life.namespace, shards: n,
+		report: c.resumeReport, handle: c.handle,
+		held: map[int]bool{}, resumed: map[int]bool{}, lost: map[int]bool{},
+	}
+}
+
+// served reports whether shard s is served now; h.mu is held.
+func (h *handoff) served(s int) bool {
+	if h.scope != nil && !h.scope[s] {
+		return false
+	}
+	return !h.elections || h.held[s]
+}
+
+// update applies a change of the node's shards (under h.mu, by change) and
+// then resumes what is newly served and releases what no longer is.
+func (h *handoff) update(ctx context.Context, change func()) {
+	h.mu.Lock()
+	change()
+	var resume, release []int
+	for s := range h.shards {
+		switch served := h.served(s); {
+		case served && !h.resumed[s]:
+			h.resumed[s] = true
+			delete(h.lost, s)
+			resume = append(resume, s)
+		case !served && h.resumed[s]:
+			delete(h.resumed, s)
+			release = append(release, s)
+		}
+	}
+	if len(resume) > 0 {
+		h.queue = append(h.queue, resume)
+		if !h.running {
+			h.running = true
+			go h.drain()
+		}
+	}
+	h.mu.Unlock()
+	if len(release) > 0 {
+		h.tracker.ReleaseShards(ctx, h.ns, h.shards, release...)
+	}
+}
+
+// drain resumes the queued shard sets one after the other, then stops. A
+// shard released while its resume ran is released again after it.
+func (h *handoff) drain() {
+	for {
+		h.mu.Lock()
+		if len(h.queue) == 0 {
+			h.running = false
+			h.mu.Unlock()
+			return
+		}
+		shards := h.queue[0]
+		h.queue = h.queue[1:]
+		h.mu.Unlock()
+
+		report, err := h.tracker.Resume(context.Background(), h.ns, h.inner, pairing.ResumeShards(h.shards, shards...))
+		h.mu.Lock()
+		stale := slices.DeleteFunc(slices.Clone(shards), func(s int) bool { return h.resumed[s] })
+		h.mu.Unlock()
+		if len(stale) > 0 {
+			h.tracker.ReleaseShards(context.Background(), h.ns, h.shards, stale...)
+		}
+		h.reportResume(report, err)
+	}
+}
+
+// reportResume hands a report to WithResumeReports, or an error to the
+// error handler.
+func (h *handoff) reportResume(report pairing.ResumeReport, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.handle(fmt.Errorf("otelstore: WithResumeReports: panic: %v", r))
+		}
+	}()
+	switch {
+	case h.report != nil:
+		h.report(report, err)
+	case err != nil:
+		h.handle(err)
+	}
+}
+
+func (h *handoff) setScope(ctx context.Context, shards []int) {
+	if h == nil {
+		return
+	}
+	h.update(ctx, func() {
+		if shards == nil {
+			h.scope = nil
+			return
+		}
+		h.scope = make(map[int]bool, len(shards))
+		for _, s := range shards {
+			h.scope[s] = true
+		}
+	})
+}
+
+func (h *handoff) extendScope(ctx context.Context, shards []int) {
+	if h == nil {
+		return
+	}
+	h.update(ctx, func() {
+		if h.scope == nil {
+			return
+		}
+		for _, s := range shards {
+			h.scope[s] = true
+		}
+	})
+}
+
+func (h *handoff) acquired(ctx context.Context, shards []int) {
+	if h == nil {
+		return
+	}
+	h.update(ctx, func() {
+		h.elections = true
+		for _, s := range shards {
+			h.held[s] = true
+		}
+	})
+}
+
+// owner takes what IsCurrentOwner answered for shard s.
+func (h *handoff) owner(ctx context.Context, s int, owns bool) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	known := h.held[s] == owns
+	h.mu.Unlock()
+	if known || s < 0 || s >= h.shards {
+		return
+	}
+	h.update(ctx, func() {
+		h.elections = true
+		if owns {
+			h.held[s] = true
+		} else {
+			h.loseLocked(s)
+		}
+	})
+}
+
+// refused takes a write to workflowID refused with ErrNotOwner: its shard
+// is another node's.
+func (h *handoff) refused(ctx context.Context, workflowID eventstore.WorkflowID) {
+	if h == nil {
+		return
+	}
+	s := eventstore.ShardOf(workflowID, h.shards)
+	h.update(ctx, func() {
+		h.elections = true
+		h.loseLocked(s)
+	})
+}
+
+func (h *handoff) loseLocked(s int) {
+	delete(h.held, s)
+	h.lost[s] = true
+}
+
+// observes reports whether the workflow's batches are to be observed: not
+// when its shard was lost to another node.
+func (h *handoff) observes(workflowID eventstore.WorkflowID) bool {
+	if h == nil {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.lost) == 0 || !h.lost[eventstore.ShardOf(workflowID, h.shards)]
+}

@@ -1,0 +1,225 @@
+package pairing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/catalog"
+)
+
+// ResumeReport is what [Tracker.Resume] did.
+type ResumeReport struct {
+	// Workflows is the number of open workflows whose history was read and
+	// fed to the tracker.
+	Workflows int
+	// Failed is the number of open workflows whose history could not be
+	// read; the error Resume returns says why.
+	Failed int
+	// Activities and Runs are the activities that history has in flight
+	// and the runs it has open that the tracker did not know before.
+	Activities, Runs int
+}
+
+// ResumeOption configures [Tracker.Resume].
+type ResumeOption interface {
+	applyResume(*resumeConfig)
+}
+
+type resumeConfig struct {
+	shardCount  int
+	shards      map[int]bool // nil: every workflow listed
+	concurrency int
+}
+
+type resumeFunc func(*resumeConfig)
+
+func (f resumeFunc) applyResume(c *resumeConfig) { f(c) }
+
+// ResumeShards limits a resume to the workflows of the listed shards among
+// shardCount (as [eventstore.ShardOf] computes them): a node adopting a
+// dead node's shards resumes those only. Without it every open workflow the
+// store lists is resumed. A shardCount <= 0 is ignored.
+func ResumeShards(shardCount int, shards ...int) ResumeOption {
+	return resumeFunc(func(c *resumeConfig) {
+		if shardCount > 0 {
+			c.shardCount = shardCount
+			c.shards = make(map[int]bool, len(shards))
+			for _, s := range shards {
+				c.shards[s] = true
+			}
+		}
+	})
+}
+
+// DefaultResumeConcurrency is how many histories [Tracker.Resume] reads at
+// once without [ResumeConcurrency].
+const DefaultResumeConcurrency = 4
+
+// ResumeConcurrency sets how many histories a resume reads at once (and so
+// holds in memory at once). Without it, or with n <= 0, it is
+// [DefaultResumeConcurrency].
+func ResumeConcurrency(n int) ResumeOption {
+	return resumeFunc(func(c *resumeConfig) {
+		if n > 0 {
+			c.concurrency = n
+		}
+	})
+}
+
+// maxResumeErrors bounds the read errors Resume returns joined; the report
+// counts them all.
+const maxResumeErrors = 8
+
+// Resume reads from store the workflows whose current run is open (running
+// or paused: ListActive and ListPaused, in the store's enumeration scope for
+// a ShardOwner) and their histories, and feeds what each history says, as
+// [Tracker.Observe] does, but as facts read back rather than seen
+// committing: the runs open and the activities in flight (with their
+// dispatch times, types and retries) join the tracker, which from then on
+// counts them in the gauges and records, when their terminals and closes
+// commit, their completions, durations and spans at history's times.
+// Resumed facts count nothing themselves (no dispatched, retried or
+// completed, no span for what history already settled): counters count what
+// this process observes committing, so a process that restarts or adopts
+// shards does not count again what its predecessor counted.
+//
+// Resume may run while appends go on: the join makes the two meet in any
+// order. It costs two listing calls and one ReadHistory per open workflow,
+// at most [ResumeConcurrency] at a time, and holds at most that many
+// histories at once; what it feeds stays within the tracker's bounds. Each
+// workflow is fed whole or not at all, so a store error part-way leaves the
+// tracker consistent: Resume goes on with the other workflows, and returns
+// the errors (at most 8, joined) with the report. A listing error, or ctx
+// done, stops it. Every workflow read is counted on aion.pairing.resumed,
+// with error.type for those that failed.
+func (t *Tracker) Resume(ctx context.Context, namespace string, store eventstore.Store, opts ...ResumeOption) (ResumeReport, error) {
+	if t == nil || t.join == nil || store == nil {
+		return ResumeReport{}, nil
+	}
+	ctx = orBackground(ctx)
+	c := resumeConfig{concurrency: DefaultResumeConcurrency}
+	for _, o := range opts {
+		if o != nil {
+			o.applyResume(&c)
+		}
+	}
+	ids, err := openWorkflows(ctx, store)
+	if err != nil {
+		return ResumeReport{}, fmt.Errorf("pairing: resume: listing the open workflows: %w", err)
+	}
+	if c.shards != nil {
+		ids = slices.DeleteFunc(ids, func(id eventstore.WorkflowID) bool { return !c.shards[eventstore.ShardOf(id, c.shardCount)] })
+	}
+	ns := t.attrs.namespaces.Get(namespaceOf(namespace))
+	var (
+		mu     sync.Mutex
+		report ResumeReport
+		errs   []error
+		next   = make(chan eventstore.WorkflowID)
+		wg     sync.WaitGroup
+	)
+	for range min(c.concurrency, max(len(ids), 1)) {
+		wg.Go(func() {
+			for id := range next {
+				history, err := store.ReadHistory(ctx, id)
+				var res result
+				if err == nil {
+					res = t.observeHistory(ctx, namespace, id, history)
+				}
+				t.countResumed(ctx, ns, err)
+				mu.Lock()
+				if err != nil {
+					report.Failed++
+					if len(errs) < maxResumeErrors {
+						errs = append(errs, fmt.Errorf("workflow %v: %w", id, err))
+					}
+				} else {
+					report.Workflows++
+					report.Activities += res.activities
+					report.Runs += res.runs
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case next <- id:
+		case <-ctx.Done():
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return report, fmt.Errorf("pairing: resume: %w", errors.Join(errs...))
+	}
+	return report, nil
+}
+
+// openWorkflows lists the workflows whose current run is open, once each.
+func openWorkflows(ctx context.Context, store eventstore.Store) ([]eventstore.WorkflowID, error) {
+	active, err := store.ListActive(ctx)
+	if err != nil {
+		return nil, err
+	}
+	paused, err := store.ListPaused(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[eventstore.WorkflowID]bool, len(active)+len(paused))
+	ids := make([]eventstore.WorkflowID, 0, len(active)+len(paused))
+	for _, id := range slices.Concat(active, paused) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// observeHistory feeds a history read back: positions from its events'
+// Seq, facts not seen committing.
+func (t *Tracker) observeHistory(ctx context.Context, namespace string, workflowID eventstore.WorkflowID, history []eventstore.Event) result {
+	if len(history) == 0 {
+		return result{}
+	}
+	fx := getEffects(orBackground(ctx))
+	defer putEffects(fx)
+	t.collect(fx, 0, history, false)
+	return t.observe(fx, namespace, workflowID)
+}
+
+// countResumed counts one workflow read by a resume.
+func (t *Tracker) countResumed(ctx context.Context, ns *nsAttrs, err error) {
+	defer t.recovered()
+	if err == nil {
+		t.inst.resumed.Add(ctx, 1, ns.evicted...)
+		return
+	}
+	t.inst.resumed.Add(ctx, 1, ns.resumeFailed(errorType(err))...)
+}
+
+// errorType classifies a failed read for aion.pairing.resumed.
+func errorType(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline_exceeded"
+	case errors.Is(err, eventstore.ErrNotOwner):
+		return "not_owner"
+	case errors.Is(err, eventstore.ErrNotFound):
+		return "not_found"
+	}
+	return catalog.OtherError
+}
