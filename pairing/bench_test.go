@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -327,6 +328,116 @@ func BenchmarkCollectOldestAge(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// readCounter counts the reads a resume makes.
+type readCounter struct {
+	eventstore.Store
+	reads atomic.Int64
+}
+
+func (r *readCounter) ReadHistory(ctx context.Context, wf eventstore.WorkflowID) ([]eventstore.Event, error) {
+	r.reads.Add(1)
+	return r.Store.ReadHistory(ctx, wf)
+}
+
+func (r *readCounter) ListActive(ctx context.Context) ([]eventstore.WorkflowID, error) {
+	r.reads.Add(1)
+	return r.Store.ListActive(ctx)
+}
+
+func (r *readCounter) ListPaused(ctx context.Context) ([]eventstore.WorkflowID, error) {
+	r.reads.Add(1)
+	return r.Store.ListPaused(ctx)
+}
+
+// BenchmarkResume: a resume of 10,000 and 100,000 open workflows (each a
+// run with one activity settled and one in flight) on a fresh tracker with
+// the timeline on (sampled, no exporter): time per resume, reads per open
+// workflow (one history each, plus two listings), and the heap the tracker
+// holds afterwards per workflow.
+func BenchmarkResume(b *testing.B) {
+	for _, open := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("open=%d", open), func(b *testing.B) {
+			m := eventstore.NewMemory()
+			ctx := context.Background()
+			for i := range open {
+				var wf eventstore.WorkflowID
+				binary.BigEndian.PutUint64(wf[:8], uint64(i))
+				wf[15] = 1
+				run := runID(1)
+				e := func(ms int) eventstore.Envelope { return eventstore.Envelope{RunID: run, RecordedAt: ts(ms)} }
+				if err := m.Append(ctx, eventstore.RecorderToken(), wf, []eventstore.Event{
+					eventstore.WorkflowStarted{Envelope: e(0), WorkflowType: "flow"},
+					eventstore.ActivityScheduled{Envelope: e(1), ActivityID: 0, ActivityType: "charge"},
+					eventstore.ActivityCompleted{Envelope: e(2), ActivityID: 0},
+					eventstore.ActivityScheduled{Envelope: e(3), ActivityID: 1, ActivityType: "ship"},
+				}, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			store := &readCounter{Store: m}
+			var heap uint64
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				tr := benchTracker(b, timelineOn(b, sdktrace.AlwaysSample())...)
+				store.reads.Store(0)
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				b.StartTimer()
+				report, err := tr.Resume(ctx, "bench", store)
+				b.StopTimer()
+				if err != nil || report.Workflows != open || report.Activities != open {
+					b.Fatalf("Resume = %+v, %v", report, err)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				heap = after.HeapAlloc - before.HeapAlloc
+				runtime.KeepAlive(tr)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(store.reads.Load())/float64(open), "reads/workflow")
+			b.ReportMetric(float64(heap)/float64(open), "heap-B/workflow")
+		})
+	}
+}
+
+// BenchmarkHeapPerEntry: the heap one activity in flight holds, with the
+// timeline off and on (an SDK span held open, sampled), measured over
+// 100,000 of them: what the default bound of WithMaxInFlight allows.
+func BenchmarkHeapPerEntry(b *testing.B) {
+	const n = 100_000
+	for _, tc := range []struct {
+		name string
+		opts func(*testing.B) []Option
+	}{
+		{"timeline=off", func(*testing.B) []Option { return nil }},
+		{"timeline=sampled", func(b *testing.B) []Option { return timelineOn(b, sdktrace.AlwaysSample()) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var perEntry float64
+			for b.Loop() {
+				b.StopTimer()
+				tr := benchTracker(b, append(tc.opts(b), WithMaxInFlight(2*n))...)
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				b.StartTimer()
+				for i := range n {
+					tr.Dispatched(context.Background(), benchKey(wfID(byte(i)), i), "charge", dispatchedAt)
+				}
+				b.StopTimer()
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				perEntry = float64(after.HeapAlloc-before.HeapAlloc) / n
+				runtime.KeepAlive(tr)
+				b.StartTimer()
+			}
+			b.ReportMetric(perEntry, "heap-B/entry")
 		})
 	}
 }

@@ -16,8 +16,13 @@ import (
 // Defaults applied by [New] before any option.
 const (
 	// DefaultMaxInFlight is the number of activities in flight and open
-	// runs a [Tracker] keeps without [WithMaxInFlight].
-	DefaultMaxInFlight = 1 << 20
+	// runs a [Tracker] keeps without [WithMaxInFlight]: 131,072, which
+	// holds at most about 170 MB of heap with sampled timeline spans (each
+	// entry keeps its SDK span open, about 1.3 KB in all) and about 50 MB
+	// without (about 400 B), so that a process sharing its host stays
+	// small however large the backlog (BenchmarkHeapPerEntry measures it).
+	// A larger backlog needs a larger bound, or evictions are counted.
+	DefaultMaxInFlight = 1 << 17
 	// DefaultMaxRemembered is the number of settled activities, closed
 	// runs and unpaired facts a [Tracker] remembers without
 	// [WithMaxRemembered].

@@ -20,8 +20,8 @@ func TestConfigDefaults(t *testing.T) {
 	if c.meterProvider != otel.GetMeterProvider() {
 		t.Error("default meter provider is not the global one")
 	}
-	if c.maxInFlight != 1<<20 || DefaultMaxInFlight != 1<<20 {
-		t.Errorf("default max in flight = %d, want %d", c.maxInFlight, 1<<20)
+	if c.maxInFlight != 1<<17 || DefaultMaxInFlight != 1<<17 {
+		t.Errorf("default max in flight = %d, want %d", c.maxInFlight, 1<<17)
 	}
 	if c.typeLimit != 512 || DefaultTypeCardinalityLimit != 512 {
 		t.Errorf("default type limit = %d, want 512", c.typeLimit)

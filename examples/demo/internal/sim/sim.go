@@ -159,6 +159,14 @@ func New(cfg Config) (*Server, error) {
 // returns once every goroutine has stopped. Every activity is then settled:
 // no aion.inflight_activities slot stays taken.
 func (s *Server) Run(ctx context.Context) {
+	// A server resumes its telemetry from the store's history before it
+	// serves: the activities a previous process left in flight are in the
+	// gauges again, and their terminals are recorded when they commit. (The
+	// in-memory store starts empty, so there is nothing to resume here; a
+	// durable store would have it.)
+	if report, err := otelstore.Resume(ctx, s.store); err == nil {
+		s.count("resume.workflows", int64(report.Workflows))
+	}
 	hard, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	var loops, flows sync.WaitGroup
