@@ -106,3 +106,54 @@ func gaugeValue(t *testing.T, h *harness, name string) float64 {
 	}
 	return dp[0].Value
 }
+
+// A resume runs while appends go on: terminals committing through the
+// resumed process during its resume are each counted once, with history's
+// durations, whichever reaches the tracker first, the live terminal or the
+// history read back.
+func TestResumeWhileAppendsGoOnConcurrentSafe(t *testing.T) {
+	const workflows = 200
+	store := eventstore.NewMemory()
+	ctx, tok := context.Background(), eventstore.RecorderToken()
+	type wf struct {
+		id  eventstore.WorkflowID
+		run eventstore.RunID
+	}
+	var wfs []wf
+	first := newHarness(t).wrap(t, store)
+	for range workflows {
+		id, run := ids()
+		wfs = append(wfs, wf{id, run})
+		if err := first.Append(ctx, tok, id, []eventstore.Event{
+			eventstore.WorkflowStarted{Envelope: env(run, 0), WorkflowType: "order"},
+			eventstore.ActivityScheduled{Envelope: env(run, time.Second), ActivityID: 0, ActivityType: "charge"},
+		}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := newHarness(t)
+	second := after.wrap(t, store)
+	done := make(chan error, 1)
+	go func() {
+		_, err := otelstore.Resume(ctx, second, pairing.ResumeConcurrency(3))
+		done <- err
+	}()
+	for _, w := range wfs {
+		if err := second.Append(ctx, tok, w.id, []eventstore.Event{
+			eventstore.ActivityCompleted{Envelope: env(w.run, 11*time.Second), ActivityID: 0},
+		}, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	after.assertSum(t, "aion.inflight_activities", false, point(0, ns, charge))
+	after.assertSum(t, "aion.activities.completed", true, point(workflows, ns, charge, succeeded))
+	if got := histogramSum(t, after.metrics(t)["aion.activity.duration"]); got != workflows*10 {
+		t.Errorf("durations sum to %vs, want %d of 10s", got, workflows)
+	}
+	if got := len(after.spansNamed("activity charge")); got != workflows {
+		t.Errorf("%d activity spans, want %d", got, workflows)
+	}
+}
