@@ -19,11 +19,15 @@
 // observed: workflow counters, and the batch for the [pairing.Tracker],
 // which joins facts whatever order appends return in (see [New]) and rebuilds each
 // run as a trace: a run span and its activity spans with the times history
-// recorded ([WithTimelineSpans]). The keyspace decorator turns committed
-// agent transcripts into GenAI telemetry: token usage, tool calls and,
-// opt-in, log records (see [NewKeyspace]). IDs go on spans only,
-// never on metrics; no payload, input, result or transcript text ever goes
-// into an attribute.
+// recorded ([WithTimelineSpans]); a process that restarts or adopts shards
+// resumes it from history ([Resume]). The keyspace decorator turns
+// committed agent transcripts into GenAI telemetry by the GenAI
+// conventions: token usage, tool calls, one invoke_agent span per attempt
+// with its model-call and tool spans, and, opt-in, log records (see
+// [NewKeyspace]); these carry the schema URL of the conventions' version
+// that defines them. IDs go on spans only, never on metrics; no payload,
+// input, result or transcript text goes into an attribute unless
+// [WithContentCapture] lets it onto a tool span.
 //
 // # Semantic conventions
 //
