@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/pairing"
@@ -64,6 +65,9 @@ type handoff struct {
 	lost      map[int]bool // lost to another node: not observed
 	queue     [][]int      // shard sets waiting to be resumed
 	running   bool
+	// anyLost is whether lost has a shard: the appends' fast path reads it
+	// without the lock.
+	anyLost atomic.Bool
 }
 
 // newHandoff returns the handoff of a ShardOwner store, or nil when the
@@ -106,6 +110,7 @@ func (h *handoff) update(ctx context.Context, change func()) {
 		case served && !h.resumed[s]:
 			h.resumed[s] = true
 			delete(h.lost, s)
+			h.anyLost.Store(len(h.lost) > 0)
 			resume = append(resume, s)
 		case !served && h.resumed[s]:
 			delete(h.resumed, s)
@@ -245,15 +250,16 @@ func (h *handoff) refused(ctx context.Context, workflowID eventstore.WorkflowID)
 func (h *handoff) loseLocked(s int) {
 	delete(h.held, s)
 	h.lost[s] = true
+	h.anyLost.Store(true)
 }
 
 // observes reports whether the workflow's batches are to be observed: not
 // when its shard was lost to another node.
 func (h *handoff) observes(workflowID eventstore.WorkflowID) bool {
-	if h == nil {
+	if h == nil || !h.anyLost.Load() {
 		return true
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.lost) == 0 || !h.lost[eventstore.ShardOf(workflowID, h.shards)]
+	return !h.lost[eventstore.ShardOf(workflowID, h.shards)]
 }
