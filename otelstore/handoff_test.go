@@ -33,6 +33,7 @@ func TestHandoffReleasesLostShards(t *testing.T) {
 				if err := so.AcquireOwnedShard(ctx, 0); err != nil {
 					t.Fatal(err)
 				}
+				synctest.Wait() // the first resume, of nothing
 				wf, run := ids()
 				if err := a.Append(ctx, tok, wf, []eventstore.Event{
 					eventstore.WorkflowStarted{Envelope: env(run, 0), WorkflowType: "order"},
