@@ -71,14 +71,18 @@ type cachedTracer struct {
 }
 
 func (t *tracers) get() trace.Tracer {
+	c := t.once.Load()
+	if c != nil && !t.global {
+		return c.tracer // a fixed provider: looked up once
+	}
 	tp := t.fixed
 	if t.global {
 		tp = otel.GetTracerProvider()
 	}
-	if c := t.once.Load(); c != nil && c.comparable && sameType(c.tp, tp) && c.tp == tp {
+	if c != nil && c.comparable && sameType(c.tp, tp) && c.tp == tp {
 		return c.tracer
 	}
-	c := &cachedTracer{tp: tp, comparable: reflect.TypeOf(tp).Comparable()}
+	c = &cachedTracer{tp: tp, comparable: reflect.TypeOf(tp).Comparable()}
 	t.changed.Store(true) // what the spans taught is about another provider
 	if !isGlobalDefault(tp) {
 		if _, noop := tp.(tracenoop.TracerProvider); !noop {
