@@ -1,0 +1,5 @@
+//go:build !race
+
+package pairing
+
+const raceEnabled = false
