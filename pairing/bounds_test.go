@@ -17,7 +17,11 @@ import (
 func TestBoundsHoldUnderChurn(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	for c := range uint64(200) {
+	cases := uint64(200)
+	if raceEnabled {
+		cases /= 10 // one goroutine: the race detector finds nothing more, only slower
+	}
+	for c := range cases {
 		rng := rand.New(rand.NewPCG(seed+c, 3))
 		h := newHarness(t, WithMaxInFlight(1+rng.IntN(6)), WithMaxRemembered(1+rng.IntN(12)))
 		var batches []historytest.Batch
