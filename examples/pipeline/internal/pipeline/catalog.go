@@ -57,18 +57,37 @@ var catalogMetrics = []catalogMetric{
 	{Name: "aion_activity_oldest_inflight_age_seconds", Kind: gauge, Labels: []string{"aion_namespace", "aion_activity_type"}},
 	{Name: "aion_workflow_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "aion_workflow_type", "aion_workflow_status"}},
 	{Name: "aion_workflow_pairing_evicted_total", Kind: counter, Labels: []string{"aion_namespace"}},
-	// Agent transcripts (issue 17), by the GenAI conventions where they have
-	// names (token usage; tool executions as gen_ai.client.operation.duration
-	// with gen_ai.operation.name execute_tool) and aion.gen_ai. where they do
-	// not (the tool-call counter). The models are attributes "when known".
-	// aion.gen_ai.tool.pairing.evicted is left out: it exists only once the
-	// decorator's bound on pending tool calls dropped one, which the demo
-	// never makes it do.
+	// The wait for a worker (issue 26): from a dispatch to the claim of its
+	// outbox row.
+	{Name: "aion_activity_wait_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "aion_activity_type"}},
+	{Name: "aion_activity_oldest_waiting_age_seconds", Kind: gauge, Labels: []string{"aion_namespace", "aion_activity_type"}},
+	// Agent transcripts (issues 17 and 25), by the GenAI conventions where
+	// they have names (v1.41.0: token usage, model-call durations; the
+	// current GenAI text: tool and agent durations, the token breakdown
+	// counters) and aion.gen_ai. where they do not (the tool-call counter).
+	// The models are attributes "when known". aion.gen_ai.tool.pairing.evicted,
+	// aion.gen_ai.agent.pairing.evicted and aion.gen_ai.usage.refused are
+	// left out: they exist only once a memory bound dropped something or an
+	// agent reported an implausible count, which the demo never does.
 	{Name: "gen_ai_client_token_usage", Kind: histogram, Labels: []string{"aion_namespace", "gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_token_type"},
 		Optional: []string{"gen_ai_request_model", "gen_ai_response_model"}},
+	{Name: "gen_ai_client_inference_usage_cache_read_input_tokens_total", Kind: counter, Labels: genAITokenLabels, Optional: genAIModelLabels},
+	{Name: "gen_ai_client_inference_usage_cache_write_input_tokens_total", Kind: counter, Labels: genAITokenLabels, Optional: genAIModelLabels},
+	{Name: "gen_ai_client_inference_usage_reasoning_output_tokens_total", Kind: counter, Labels: genAITokenLabels, Optional: genAIModelLabels},
+	{Name: "gen_ai_client_operation_duration_seconds", Kind: histogram, Labels: genAICallLabels, Optional: genAIModelLabels},
+	{Name: "gen_ai_client_operation_time_to_first_chunk_seconds", Kind: histogram, Labels: genAICallLabels, Optional: genAIModelLabels},
 	{Name: "aion_gen_ai_tool_calls_total", Kind: counter, Labels: []string{"aion_namespace", "gen_ai_operation_name", "gen_ai_tool_name"}, Optional: []string{"error_type"}},
-	{Name: "gen_ai_client_operation_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "gen_ai_operation_name", "gen_ai_tool_name"}, Optional: []string{"error_type"}},
+	{Name: "gen_ai_execute_tool_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "gen_ai_tool_name"}, Optional: []string{"error_type"}},
+	{Name: "gen_ai_invoke_agent_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace"}, Optional: []string{"error_type"}},
 }
+
+// The labels of a model call's metrics: always, and when the Usage names
+// the models; the token breakdown counters add the modality.
+var (
+	genAICallLabels  = []string{"aion_namespace", "gen_ai_operation_name", "gen_ai_provider_name"}
+	genAITokenLabels = append(append([]string(nil), genAICallLabels...), "gen_ai_token_modality")
+	genAIModelLabels = []string{"gen_ai_request_model", "gen_ai_response_model"}
+)
 
 // seriesNames returns the names of the series the metric is stored as in
 // Prometheus.
