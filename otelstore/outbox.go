@@ -2,6 +2,7 @@ package otelstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/internal/catalog"
@@ -16,13 +17,23 @@ type outboxMethods struct {
 
 // AppendWithOutbox forwards to the inner store and observes what committed
 // as Append does; after a commit that staged at least one row, the
-// WithOutboxWake channel gets one non-blocking send.
+// WithOutboxWake channel gets one non-blocking send, and the tracker learns
+// that the activities the rows dispatch wait for a worker until a claim
+// returns their rows (see ClaimOutboxRows).
 func (o outboxMethods) AppendWithOutbox(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64, rows []eventstore.OutboxRow) error {
-	return o.c.observedAppend(ctx, opAppendWithOutbox, workflowID, events, expectedSeq, len(rows), func(ctx context.Context) error {
+	err := o.c.observedAppend(ctx, opAppendWithOutbox, workflowID, events, expectedSeq, len(rows), func(ctx context.Context) error {
 		return o.inner.AppendWithOutbox(ctx, token, workflowID, events, expectedSeq, rows)
 	})
+	if err == nil && len(rows) > 0 {
+		o.staged(ctx, workflowID, rows)
+	}
+	return err
 }
 
+// RearmOutboxPending forwards. Rows are named by dispatch key only, so the
+// tracker does not learn which activities wait again: a re-armed row's
+// activity is not back in aion.activity.oldest_waiting_age, and its next
+// claim adds a claim event to its span but no second wait.
 func (o outboxMethods) RearmOutboxPending(ctx context.Context, rows []eventstore.OutboxRow) (err error) {
 	c := o.c.t.begin(ctx, opRearmOutboxPending)
 	defer c.end(&err)
@@ -32,10 +43,26 @@ func (o outboxMethods) RearmOutboxPending(ctx context.Context, rows []eventstore
 	return o.inner.RearmOutboxPending(c.ctx, rows)
 }
 
-func (o outboxMethods) ClaimOutboxRows(ctx context.Context, limit int) (_ []eventstore.OutboxRow, err error) {
+// ClaimOutboxRows forwards to the inner store; its span carries
+// aion.store.outbox_row_count, the rows claimed. Once the claim succeeded,
+// each row returned is a claim of its activity at the time the inner call
+// returned: the activity stops waiting for a worker, the first claim of its
+// dispatch records aion.activity.wait.duration (with this call's span as
+// the exemplar), and every claim becomes an aion.activity.claim event on
+// the activity span (see [pairing.Tracker.Claimed]). The rows are returned
+// unchanged, and nothing of them is kept.
+func (o outboxMethods) ClaimOutboxRows(ctx context.Context, limit int) (rows []eventstore.OutboxRow, err error) {
 	c := o.c.t.begin(ctx, opClaimOutboxRows)
 	defer c.end(&err)
-	return o.inner.ClaimOutboxRows(c.ctx, limit)
+	rows, err = o.inner.ClaimOutboxRows(c.ctx, limit)
+	if c.recording() && err == nil {
+		c.annotate(catalog.OutboxRowCount.Int(len(rows)))
+	}
+	c.finish(err)
+	if err == nil && len(rows) > 0 {
+		o.claimed(c.ctx, rows, o.c.t.clock())
+	}
+	return rows, err
 }
 
 func (o outboxMethods) CountClaimedOutboxRows(ctx context.Context) (_ int, err error) {
@@ -55,4 +82,24 @@ func (o outboxMethods) SettleWorkflowOutboxRowsCancelled(ctx context.Context, wo
 	defer c.end(&err)
 	c.workflow(workflowID)
 	return o.inner.SettleWorkflowOutboxRowsCancelled(c.ctx, workflowID)
+}
+
+// clock is the time now: the test seam's, or the wall clock's.
+func (t *telemetry) clock() time.Time {
+	if t.now != nil {
+		return t.now()
+	}
+	return time.Now()
+}
+
+// staged and claimed hand the tracker the outbox facts. A panic there is
+// reported to the error handler: the rows are committed, or claimed.
+func (o outboxMethods) staged(ctx context.Context, workflowID eventstore.WorkflowID, rows []eventstore.OutboxRow) {
+	defer o.c.life.recovered()
+	o.c.life.tracker.Staged(ctx, o.c.life.namespace, workflowID, rows)
+}
+
+func (o outboxMethods) claimed(ctx context.Context, rows []eventstore.OutboxRow, at time.Time) {
+	defer o.c.life.recovered()
+	o.c.life.tracker.Claimed(ctx, o.c.life.namespace, rows, at)
 }

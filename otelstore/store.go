@@ -54,6 +54,13 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // is kept after the call returns, nor of its context but the span context
 // (for exemplars of a batch observed later).
 //
+// Outbox: the rows an AppendWithOutbox staged, once observed, and the rows
+// a ClaimOutboxRows returned, at the time it returned, are the wait for a
+// worker: aion.activity.wait.duration (dispatch to first claim, once per
+// dispatch), aion.activity.oldest_waiting_age (rows staged, not claimed)
+// and an aion.activity.claim event per claim on the activity span (see
+// [pairing.Tracker.Claimed]); a claim span carries the rows it claimed.
+//
 // Timeline (on by default, [WithTimelineSpans]): the tracker also rebuilds
 // each run as spans with the times of its history. WorkflowStarted starts
 // the run span "workflow <type>", its closing event ends it (status Error

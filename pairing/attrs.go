@@ -41,8 +41,10 @@ type typeAttrs struct {
 	// Outcome.index.
 	completed [numOutcomes][]metric.AddOption
 	duration  [numOutcomes][]metric.RecordOption
-	// age observes the oldest-in-flight gauge.
+	// age observes the oldest-in-flight and oldest-waiting gauges.
 	age []metric.ObserveOption
+	// wait records the wait for a worker (claims.go).
+	wait []metric.RecordOption
 	// spanName and spanStart start an activity span: "activity <type>",
 	// with aion.namespace, aion.activity.type and the extra attributes.
 	spanName  string
@@ -127,6 +129,7 @@ func (c *attrCache) buildType(na *nsAttrs, ns, typ string) *typeAttrs {
 		ns:        na,
 		base:      []metric.AddOption{metric.WithAttributeSet(set)},
 		age:       []metric.ObserveOption{metric.WithAttributeSet(set)},
+		wait:      []metric.RecordOption{metric.WithAttributeSet(set)},
 		spanName:  catalog.ActivitySpanPrefix + " " + typ,
 		spanStart: trace.WithAttributes(append(append([]attribute.KeyValue(nil), c.extra...), base...)...),
 	}

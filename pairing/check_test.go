@@ -106,5 +106,8 @@ func (j *join) check() error {
 			fail("queue holds %d items by its entries, counts %d", len(held), q.n)
 		}
 	}
+	if err := j.checkWaits(); err != nil {
+		fail("%w", err)
+	}
 	return errors.Join(errs...)
 }

@@ -25,6 +25,25 @@
 // have no position: arrival stands in for it. Counters count facts
 // observed committing, once each.
 //
+// # Waiting for a worker
+//
+// Two facts come from the outbox, not from history: rows staged with a
+// dispatch ([Tracker.Staged]) and rows claimed by a worker
+// ([Tracker.Claimed], at the claim's time). They join their activity in
+// any order, like the others. An activity waits while it is in flight with
+// a staged row and no claim known (aion.activity.oldest_waiting_age, per
+// type, O(types) per collection); aion.activity.oldest_inflight_age keeps
+// its meaning, dispatched and not finished, waiting or running, so that a
+// store without an outbox keeps it. The wait, from the dispatch to the
+// earliest claim known when the two meet, is recorded once per dispatch
+// (aion.activity.wait.duration; a re-claim records none); every claim is an
+// aion.activity.claim event on the activity span. Claims have no position:
+// one arriving after its activity's completion was recorded is dropped;
+// those whose dispatch never comes (another node's workflow) are held
+// within [WithMaxRemembered] and dropped silently. After a restart the waiting state starts empty (claims and rows are not
+// in history): a dispatch read back is in flight, not waiting, and a claim
+// of it records no wait, since it may be a re-claim.
+//
 // # Timeline
 //
 // On by default ([WithTimelineSpans], [WithTracerProvider]). A run span

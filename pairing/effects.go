@@ -34,14 +34,15 @@ type effect struct {
 
 // spanWork is what making or opening a timeline span needs beyond the
 // effect: the key, the parent the join knew (the run span, if held), the
-// calls that wrote the first and last facts, the retries' times (in
-// effects.times), the next run of a continue-as-new, and the item an
+// calls that wrote the first and last facts, the retries' and the claims'
+// times (in effects.times), the next run of a continue-as-new, and the item an
 // opened span is attached to, with its use (and, for an activity, its
 // run's, whose span may be opened in the same call).
 type spanWork struct {
 	key                 Key
 	parent, start, end  callRef
 	retryAt, retryTimes int32
+	claimAt, claimTimes int32
 	next                eventstore.RunID
 	act                 *activity
 	run                 *run
@@ -56,6 +57,7 @@ const (
 	opDispatched                    // aion.activities.dispatched +1
 	opRetried                       // aion.activities.retried +1
 	opSettle                        // an activity's completion, duration and span
+	opWait                          // aion.activity.wait.duration: from dispatch to the first claim
 	opEvicted                       // a live activity dropped: gauge -1, aion.activity.pairing.evicted +1
 	opRunEvicted                    // an open run dropped
 	opForgotten                     // a remembered fact dropped before its partner
@@ -72,7 +74,7 @@ type effects struct {
 	facts  []fact
 	list   []effect
 	work   []spanWork
-	times  []int64    // retry times of settled activities' span events
+	times  []int64    // retry and claim times of settled activities' span events
 	ranges []seqRange // the history positions of the facts' batch
 	// opened are the spans started by opStart effects, to attach.
 	opened []opened
@@ -193,8 +195,10 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 		t.inst.duration.Record(ctx, secondsBetween(e.from, e.to), e.ta.duration[e.outcome]...)
 		if w := fx.workOf(e); w != nil {
 			fx.runSpan(w)
-			t.spans.settle(ctx, e, w, fx.times[w.retryAt:w.retryAt+w.retryTimes])
+			t.spans.settle(ctx, e, w, fx.times[w.retryAt:w.retryAt+w.retryTimes], fx.times[w.claimAt:w.claimAt+w.claimTimes])
 		}
+	case opWait:
+		t.inst.wait.Record(ctx, secondsBetween(e.from, e.to), e.ta.wait...)
 	case opEvicted:
 		t.inst.inflight.Add(ctx, -1, e.ta.base...)
 		t.inst.evicted.Add(ctx, 1, e.ta.ns.evicted...)

@@ -25,6 +25,7 @@ type instruments struct {
 	inflight         metric.Int64UpDownCounter
 	completed        metric.Int64Counter
 	duration         metric.Float64Histogram
+	wait             metric.Float64Histogram
 	retried          metric.Int64Counter
 	evicted          metric.Int64Counter
 	workflowDuration metric.Float64Histogram
@@ -34,8 +35,9 @@ type instruments struct {
 	released         metric.Int64Counter
 }
 
-// ageCallback observes the oldest-in-flight gauge g.
-type ageCallback func(ctx context.Context, o metric.Observer, g metric.Float64Observable)
+// ageCallback observes the oldest-in-flight and oldest-waiting gauges; a
+// nil one was not created.
+type ageCallback func(ctx context.Context, o metric.Observer, inflight, waiting metric.Float64Observable)
 
 // newInstruments creates the instruments from mp with internal/instrument:
 // creation never fails the caller, an instrument returned together with an
@@ -43,7 +45,8 @@ type ageCallback func(ctx context.Context, o metric.Observer, g metric.Float64Ob
 // stays correct whatever the provider does. The errors are joined and
 // reported once through handle.
 //
-// The oldest-in-flight gauge is observed by ages once per collection.
+// The oldest-in-flight and oldest-waiting gauges are observed by ages once
+// per collection.
 func newInstruments(mp metric.MeterProvider, handle func(error), ages ageCallback) instruments {
 	var errs []error
 	m := instrument.New(mp.Meter(ScopeName, metric.WithInstrumentationVersion(version.Version),
@@ -58,6 +61,8 @@ func newInstruments(mp metric.MeterProvider, handle func(error), ages ageCallbac
 			"Dispatched activities that reached their first terminal, by outcome."),
 		duration: m.Float64Histogram(catalog.ActivityDuration, catalog.UnitSeconds,
 			"Time from an activity's dispatch to its first terminal, across all attempts.", catalog.WorkflowDurationBoundaries),
+		wait: m.Float64Histogram(catalog.ActivityWaitDuration, catalog.UnitSeconds,
+			"Time an activity waited for a worker: from its dispatch to the first claim of its outbox row.", catalog.WorkflowDurationBoundaries),
 		retried: m.Int64Counter(catalog.ActivitiesRetried, catalog.UnitActivity,
 			"Retries of activities that stay in flight."),
 		evicted: m.Int64Counter(catalog.ActivityPairingEvicted, catalog.UnitActivity,
@@ -80,23 +85,38 @@ func newInstruments(mp metric.MeterProvider, handle func(error), ages ageCallbac
 	return in
 }
 
-// registerAges creates aion.activity.oldest_inflight_age and registers its
-// callback; trouble is reported like the other instruments' and leaves the
-// gauge out.
+// registerAges creates aion.activity.oldest_inflight_age and
+// aion.activity.oldest_waiting_age and registers one callback for both;
+// trouble is reported like the other instruments' and leaves the gauge out.
 func registerAges(m *instrument.Meter, ages ageCallback) {
-	g, err := m.Meter().Float64ObservableGauge(catalog.ActivityOldestInflightAge,
-		metric.WithUnit(catalog.UnitSeconds),
-		metric.WithDescription("Age of the oldest activity of its type still in flight, as seen by this process."))
-	if err != nil || g == nil {
-		m.Report(catalog.ActivityOldestInflightAge, errors.Join(err, errNilInstrument(g == nil)))
-		if g == nil {
-			return
+	gauge := func(name, desc string) metric.Float64ObservableGauge {
+		g, err := m.Meter().Float64ObservableGauge(name, metric.WithUnit(catalog.UnitSeconds), metric.WithDescription(desc))
+		if err != nil || g == nil {
+			m.Report(name, errors.Join(err, errNilInstrument(g == nil)))
 		}
+		return g
 	}
-	_, err = m.Meter().RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		ages(ctx, o, g)
+	inflight := gauge(catalog.ActivityOldestInflightAge,
+		"Age of the oldest activity of its type still in flight (dispatched and not finished, waiting or running), as seen by this process.")
+	waiting := gauge(catalog.ActivityOldestWaitingAge,
+		"Age of the oldest activity of its type waiting for a worker (its outbox row staged and not yet claimed), as seen by this process.")
+	var observed []metric.Observable
+	var in, wait metric.Float64Observable // nil interfaces for missing gauges
+	if inflight != nil {
+		in = inflight
+		observed = append(observed, inflight)
+	}
+	if waiting != nil {
+		wait = waiting
+		observed = append(observed, waiting)
+	}
+	if len(observed) == 0 {
+		return
+	}
+	_, err := m.Meter().RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		ages(ctx, o, in, wait)
 		return nil
-	}, g)
+	}, observed...)
 	m.Report(catalog.ActivityOldestInflightAge, err)
 }
 

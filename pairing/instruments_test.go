@@ -17,12 +17,14 @@ import (
 	"github.com/aionotel/aionotel/internal/version"
 )
 
-// The scope and the nine instruments are exactly those of the catalog:
+// The scope and the eleven instruments are exactly those of the catalog:
 // names, kinds, units, one-line descriptions, histogram boundaries.
 func TestInstrumentsMatchCatalog(t *testing.T) {
 	h := newHarness(t, WithMaxInFlight(1))
 	h.tr.Dispatched(bg, key("n", 1, 1, 0), "t", ts(0))
 	h.tr.Retried(bg, key("n", 1, 1, 0), ts(0))
+	h.stage(key("n", 1, 1, 0))
+	h.claim(key("n", 1, 1, 0), ts(5))
 	h.tr.Dispatched(bg, key("n", 1, 1, 1), "t", ts(0))
 	h.tr.Finished(bg, key("n", 1, 1, 1), OutcomeSucceeded, ts(0))
 	h.tr.RunStarted(bg, "n", wfID(2), runID(2), "w", ts(0))
@@ -50,6 +52,8 @@ func TestInstrumentsMatchCatalog(t *testing.T) {
 		"aion.activities.retried":           {unit: "{activity}", monotonic: true},
 		"aion.activity.pairing.evicted":     {unit: "{activity}", monotonic: true},
 		"aion.activity.oldest_inflight_age": {unit: "s", gauge: true},
+		"aion.activity.wait.duration":       {unit: "s", histogram: true},
+		"aion.activity.oldest_waiting_age":  {unit: "s", gauge: true},
 		"aion.workflow.duration":            {unit: "s", histogram: true},
 		"aion.workflow.pairing.evicted":     {unit: "{workflow}", monotonic: true},
 	}

@@ -134,6 +134,15 @@ type activity struct {
 	// opening is 1 + the index of the effect that opens its span, while
 	// the call that added it holds the lock; 0 otherwise.
 	opening int
+
+	// The outbox facts (claims.go): a row was staged for it, the times its
+	// row was claimed (sorted, at most maxClaims), whether its wait was
+	// recorded, and its place in its type's waiting heap while it waits.
+	staged  bool
+	claims  []int64
+	waited  bool
+	waiting bool
+	wheap   int
 }
 
 // maxRetries bounds the retries an activity remembers for its span events
@@ -228,6 +237,8 @@ type join struct {
 	ages       map[*typeAttrs]*ageHeap
 	spans      bool // timeline on: live activities and open runs get spans
 
+	waits map[*typeAttrs]*waitHeap // activities waiting for a worker (claims.go)
+
 	freeWorkflows []*workflow
 	freeRuns      []*run
 	freeActs      []*activity
@@ -247,6 +258,7 @@ func newJoin(maxLive, maxRemembered int, spans bool) *join {
 		live:       queue{max: maxLive},
 		remembered: queue{max: maxRemembered},
 		ages:       make(map[*typeAttrs]*ageHeap),
+		waits:      make(map[*typeAttrs]*waitHeap),
 		spans:      spans,
 	}
 }
@@ -357,6 +369,7 @@ func (j *join) dispatch(w *workflow, f *fact, fx *effects) (isNew, inFlight bool
 		ta := f.ta
 		if a.dispatched {
 			ta = a.ta
+			j.recordWait(a, fx) // its dispatch is seen committing now
 		}
 		fx.add(effect{op: opDispatched, ta: ta})
 	}
@@ -369,6 +382,7 @@ func (j *join) dispatch(w *workflow, f *fact, fx *effects) (isNew, inFlight bool
 	if j.ages[f.ta] == nil {
 		j.ages[f.ta] = new(ageHeap)
 	}
+	j.joinOutbox(a, fx) // a row staged or claimed before the dispatch arrived
 	// Retries that arrived first are counted now that the type is known.
 	s := a.settler()
 	for i := range a.retries {
@@ -541,6 +555,7 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 		a.state = actLive
 		j.active++
 		heap.Push(j.ages[a.ta], a)
+		j.startWaiting(a)
 		if j.spans {
 			w := fx.addWork(spanWork{act: a, gen: a.gen, key: a.key(), start: a.dcall,
 				parent: callOf(a.run.spanSC), run: a.run, runGen: a.run.gen})
@@ -592,8 +607,8 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 
 // settleEffect is the record of a's completion by s: the counter, the
 // duration and, with the timeline on, the span, ending the open one or, if
-// it has none, made whole. The times of the retries between the two go to
-// fx.times.
+// it has none, made whole. The times of the retries between the two, then
+// of its row's claims, go to fx.times.
 func (j *join) settleEffect(a *activity, s settler, fx *effects) effect {
 	e := effect{op: opSettle, ta: a.ta, outcome: uint8(s.outcome), from: a.dat, to: s.at, span: a.span, retries: a.extra}
 	at := len(fx.times)
@@ -606,8 +621,11 @@ func (j *join) settleEffect(a *activity, s settler, fx *effects) effect {
 		}
 	}
 	if j.spans {
+		claimAt := len(fx.times)
+		fx.times = append(fx.times, a.claims...)
 		e.work = fx.addWork(spanWork{key: a.key(), start: a.dcall, end: s.call, parent: callOf(a.run.spanSC),
-			retryAt: int32(at), retryTimes: int32(len(fx.times) - at), run: a.run, runGen: a.run.gen})
+			retryAt: int32(at), retryTimes: int32(claimAt - at), claimAt: int32(claimAt), claimTimes: int32(len(a.claims)),
+			run: a.run, runGen: a.run.gen})
 	}
 	return e
 }
@@ -617,6 +635,7 @@ func (j *join) settleEffect(a *activity, s settler, fx *effects) effect {
 func (j *join) leaveFlight(a *activity) {
 	heap.Remove(j.ages[a.ta], a.heap)
 	j.active--
+	j.stopWaiting(a)
 }
 
 // resolveRun moves run r to the state its facts decide.
@@ -717,8 +736,9 @@ func (j *join) trim(fx *effects) {
 
 // drop forgets an item the bound pushed out of its queue, recording the
 // loss: a live activity releases its gauge slot and counts as evicted, an
-// open run counts as evicted; remembered facts still waiting for a partner
-// or a position count as forgotten, settled ones go silently. Spans are
+// open run counts as evicted; remembered facts of history still waiting for
+// a partner or a position count as forgotten, settled ones and the outbox
+// facts of a dispatch never seen go silently. Spans are
 // dropped unended, so they are never exported.
 func (j *join) drop(e queued, live bool, fx *effects) {
 	if w := e.wf; w != nil { // positions only
@@ -731,7 +751,7 @@ func (j *join) drop(e queued, live bool, fx *effects) {
 			j.leaveFlight(a)
 			fx.cancel(&a.opening)
 			fx.add(effect{op: opEvicted, ta: a.ta})
-		case a.state != actDone:
+		case a.waitsForPartner():
 			fx.add(effect{op: opForgotten, ns: j.nsOf(a.run)})
 		}
 		j.unwait(a.run.wf, e)
@@ -755,7 +775,7 @@ func (j *join) drop(e queued, live bool, fx *effects) {
 	// from new ones: they go with it; those in flight stay.
 	for _, a := range r.acts {
 		if a.state != actLive {
-			if a.state != actDone {
+			if a.waitsForPartner() {
 				fx.add(effect{op: opForgotten, ns: ns})
 			}
 			remove(&a.slot)
@@ -830,9 +850,9 @@ func (j *join) freeActivity(a *activity) {
 func (j *join) unlinkActivity(a *activity) {
 	r := a.run
 	delete(r.acts, a.id)
-	retries := a.retries[:0]
+	retries, claims := a.retries[:0], a.claims[:0]
 	gen := a.gen + 1
-	*a = activity{retries: retries, gen: gen}
+	*a = activity{retries: retries, claims: claims, gen: gen}
 	if len(j.freeActs) < maxFree {
 		j.freeActs = append(j.freeActs, a)
 	}

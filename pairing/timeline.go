@@ -191,10 +191,10 @@ func (s *spans) openActivity(ctx context.Context, tr trace.Tracer, e *effect, w 
 }
 
 // settle ends a settled activity's span, or makes it whole from its
-// dispatch when it has none: outcome, retries as events at their times, a
-// link to the call that wrote the settling fact, status Error for failed
-// and timed_out.
-func (s *spans) settle(ctx context.Context, e *effect, w *spanWork, retryTimes []int64) {
+// dispatch when it has none: outcome, the claims of its outbox row and its
+// retries as events at their times, a link to the call that wrote the
+// settling fact, status Error for failed and timed_out.
+func (s *spans) settle(ctx context.Context, e *effect, w *spanWork, retryTimes, claimTimes []int64) {
 	if s == nil {
 		return
 	}
@@ -215,6 +215,11 @@ func (s *spans) settle(ctx context.Context, e *effect, w *spanWork, retryTimes [
 		catalog.ActivityOutcome.String(string(outcome)),
 		catalog.RetryCount.Int64(int64(e.retries)),
 	)
+	end := max(e.to, e.from)
+	for i, at := range claimTimes { // within the span: a clock apart from history's may put one outside
+		span.AddEvent(catalog.ClaimEvent, trace.WithTimestamp(timeOf(min(max(at, e.from), end))),
+			trace.WithAttributes(catalog.ClaimCount.Int64(int64(i+1))))
+	}
 	for i, at := range retryTimes {
 		span.AddEvent(catalog.RetryEvent, trace.WithTimestamp(timeOf(at)),
 			trace.WithAttributes(catalog.RetryCount.Int64(int64(i+1))))
@@ -225,7 +230,7 @@ func (s *spans) settle(ctx context.Context, e *effect, w *spanWork, retryTimes [
 	if w.end.span.IsValid() {
 		span.AddLink(trace.Link{SpanContext: w.end.spanContext(), Attributes: linkSettled})
 	}
-	span.End(trace.WithTimestamp(timeOf(max(e.to, e.from))))
+	span.End(trace.WithTimestamp(timeOf(end)))
 }
 
 // startRun opens the span of a run now open; nil if no span can be made.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
@@ -277,19 +276,4 @@ func (t *Tracker) InFlight() int {
 	t.join.mu.Lock()
 	defer t.join.mu.Unlock()
 	return t.join.active
-}
-
-// observeAges is the callback of aion.activity.oldest_inflight_age: for
-// each (namespace, activity type) that has had an activity in flight, the
-// age of its oldest one still in flight, 0 if none is. O(types).
-func (t *Tracker) observeAges(_ context.Context, o metric.Observer, g metric.Float64Observable) {
-	ages := t.join.oldest(nil)
-	now := time.Now().UnixNano()
-	for _, a := range ages {
-		v := 0.0
-		if a.live {
-			v = secondsBetween(a.oldest, now)
-		}
-		o.ObserveFloat64(g, v, a.attrs.age...)
-	}
 }

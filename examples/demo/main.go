@@ -19,7 +19,9 @@
 //	-keyspace memory|bolt:PATH|postgres:DSN  where agent transcripts go (default memory)
 //	-duration D             stop after D (default 0: run until interrupted)
 //	-rate N                 workflows started per second (default 20)
-//	-workers N              activity workers (default 4)
+//	-workers N              activity workers, each running one activity at a time; rows
+//	                        wait in the outbox while all are busy (default 40: at the
+//	                        default rate, work waits for a worker now and then)
 //	-max-inflight N         bound of the activity pairing tracker; past it the oldest
 //	                        in-flight activity is evicted (default 0: the tracker's default);
 //	                        -max-inflight 24 shows evictions
@@ -147,7 +149,7 @@ func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
 	fs.StringVar(&o.keyspace, "keyspace", "memory", "transcript keyspace: memory, bolt:PATH or postgres:DSN")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until interrupted)")
 	fs.Float64Var(&o.rate, "rate", 20, "workflows started per second")
-	fs.IntVar(&o.workers, "workers", 4, "activity workers")
+	fs.IntVar(&o.workers, "workers", sim.DefaultWorkers, "activity workers (each runs one activity at a time)")
 	fs.IntVar(&o.maxInFlight, "max-inflight", 0, "bound of the activity pairing tracker (0: its default)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random draws")
 	fs.DurationVar(&o.drain, "drain", 2*time.Second, "how long started workflows may finish once stopped")

@@ -12,9 +12,13 @@ import (
 // agentTypes are the activities run by an agent, which write a transcript.
 var agentTypes = map[string]bool{"welcome_tour": true, "summarise": true}
 
-// dispatch claims outbox rows when otelstore's outbox wake says rows were
-// staged (and every 100 ms, since a wake is advisory) and hands them to the
-// activity workers.
+// dispatch claims outbox rows for the idle activity workers only: it
+// takes a worker's slot before it claims a row, so while every worker is
+// busy the rows stay pending in the outbox, which is the wait
+// aion.activity.wait.duration and aion.activity.oldest_waiting_age measure
+// (otelstore sees the claim). It claims when otelstore's outbox wake says
+// rows were staged, when a worker becomes idle, and every 100 ms, since a
+// wake is advisory.
 func (s *Server) dispatch(ctx context.Context) {
 	poll := time.NewTicker(100 * time.Millisecond)
 	defer poll.Stop()
@@ -24,28 +28,44 @@ func (s *Server) dispatch(ctx context.Context) {
 			return
 		case <-s.wake:
 			s.count("outbox.wakes", 1)
+		case <-s.idle:
 		case <-poll.C:
 		}
-		for {
-			rows, err := s.outbox.ClaimOutboxRows(ctx, 64)
-			if err != nil || len(rows) == 0 {
-				break
-			}
-			for _, row := range rows {
-				select {
-				case s.work <- row:
-				case <-ctx.Done():
-					return
-				}
-			}
+		for s.claim(ctx) {
 		}
 	}
 }
 
-// activityWorker starts the activities it is handed: it writes an agent's
-// transcript, then leaves the wait for the result (after the transcript's
-// last event) to a goroutine of its own, as a worker awaiting a remote call
-// would, and takes the next row.
+// claim takes the idle workers' slots, claims a row for each and hands the
+// rows to the workers; it reports whether it claimed as many rows as it
+// had slots (there may be more).
+func (s *Server) claim(ctx context.Context) bool {
+	n := 0
+	for n < cap(s.slots) {
+		select {
+		case s.slots <- struct{}{}:
+			n++
+			continue
+		default:
+		}
+		break
+	}
+	if n == 0 {
+		return false // every worker is busy: the rows wait
+	}
+	rows, err := s.outbox.ClaimOutboxRows(ctx, n)
+	for range n - len(rows) {
+		<-s.slots // not used
+	}
+	for _, row := range rows {
+		s.work <- row // never blocks: a slot was taken for it
+	}
+	return err == nil && len(rows) == n
+}
+
+// activityWorker runs the activities it is handed, one at a time, each to
+// its end: an agent's transcript, then its attempts. Then its slot is
+// free for the next row.
 func (s *Server) activityWorker(ctx context.Context) {
 	for {
 		select {
@@ -53,17 +73,21 @@ func (s *Server) activityWorker(ctx context.Context) {
 			return
 		case row := <-s.work:
 			s.running.Add(1)
-			var until time.Time // the transcript's last event: the activity ends after it
 			if agentTypes[row.ActivityType] {
-				until = s.transcript(ctx, row)
-			}
-			s.pending.Go(func() {
-				defer s.running.Add(-1)
-				if d := time.Until(until); d > 0 && s.pause(ctx, d, d) != nil {
-					return
+				until := s.transcript(ctx, row)
+				if d := time.Until(until); d > 0 {
+					_ = s.pause(ctx, d, d)
 				}
+			}
+			if ctx.Err() == nil {
 				s.perform(ctx, row)
-			})
+			}
+			s.running.Add(-1)
+			<-s.slots
+			select {
+			case s.idle <- struct{}{}:
+			default: // the dispatcher is already told
+			}
 		}
 	}
 }

@@ -9,7 +9,9 @@
 // the loser with a sequence conflict, which the loser resolves by reading
 // again and deciding again. Activities are dispatched through the store's
 // outbox: the decision that schedules them stages one row each in the same
-// commit, and otelstore.WithOutboxWake wakes the dispatcher. Agent
+// commit, and otelstore.WithOutboxWake wakes the dispatcher, which claims
+// rows only for the idle workers of a fixed pool (Config.Workers), so work
+// waits in the outbox while all are busy. Agent
 // activities write their transcripts through two keyspace.Sequencers (two
 // simulated nodes) into a keyspace wrapped by otelstore.NewKeyspace.
 //
@@ -58,13 +60,21 @@ type Config struct {
 	// KeyspaceSystem is the keyspace's db.system.name ("": otelstore's
 	// default).
 	KeyspaceSystem string
-	Rate           float64       // workflows started per second; 0: 20
-	Workers        int           // activity workers; 0: 4
-	MaxInFlight    int           // pairing.WithMaxInFlight; 0: the tracker's default
-	Seed           uint64        // seeds every random draw
-	Drain          time.Duration // how long started workflows may finish after Run's context ends
-	Retention      time.Duration // how long a closed workflow is kept; 0: 10s
+	Rate           float64 // workflows started per second; 0: 20
+	// Workers is the activity worker pool: each runs one activity at a
+	// time, from its claim to its result, and rows wait in the outbox while
+	// all are busy; 0: DefaultWorkers.
+	Workers     int
+	MaxInFlight int           // pairing.WithMaxInFlight; 0: the tracker's default
+	Seed        uint64        // seeds every random draw
+	Drain       time.Duration // how long started workflows may finish after Run's context ends
+	Retention   time.Duration // how long a closed workflow is kept; 0: 10s
 }
+
+// DefaultWorkers is the activity worker pool without Config.Workers:
+// small enough that, at the default rate, work waits for a worker now and
+// then.
+const DefaultWorkers = 40
 
 // Server is one simulated workflow server. It must not be copied.
 type Server struct {
@@ -77,10 +87,11 @@ type Server struct {
 	agents   interface{ EndAgentSpans() }
 	nodes    [2]*keyspace.Sequencer
 	wake     chan struct{}
-	work     chan eventstore.OutboxRow
-	inboxes  sync.Map // eventstore.WorkflowID -> chan note
+	work     chan eventstore.OutboxRow // claimed rows, to the workers
+	slots    chan struct{}             // a worker's slot, taken before its row is claimed
+	idle     chan struct{}             // a worker became idle: claim again
+	inboxes  sync.Map                  // eventstore.WorkflowID -> chan note
 	running  atomic.Int64
-	pending  sync.WaitGroup // activities awaiting their results
 	rngMu    sync.Mutex
 	rng      *rand.Rand
 	statsMu  sync.Mutex
@@ -105,7 +116,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Rate = 20
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 4
+		cfg.Workers = DefaultWorkers
 	}
 	if cfg.Retention <= 0 {
 		cfg.Retention = 10 * time.Second
@@ -114,7 +125,9 @@ func New(cfg Config) (*Server, error) {
 		cfg:   cfg,
 		mem:   eventstore.NewMemory(),
 		wake:  make(chan struct{}, 1),
-		work:  make(chan eventstore.OutboxRow),
+		work:  make(chan eventstore.OutboxRow, cfg.Workers),
+		slots: make(chan struct{}, cfg.Workers),
+		idle:  make(chan struct{}, 1),
 		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		stats: map[string]int64{},
 	}
@@ -199,7 +212,6 @@ func (s *Server) Run(ctx context.Context) {
 	stop() // open workflows cancel themselves
 	<-done
 	loops.Wait()
-	s.pending.Wait()
 	if s.agents != nil {
 		// A transcript cut short has no "completed" status: its agent
 		// span ends here, before the exporters flush.

@@ -29,6 +29,7 @@ var catalog = []string{
 	"aion.activity.duration", "aion.activities.retried", "aion.activity.pairing.evicted",
 	"aion.keyspace.operation.duration", "aion.keyspace.append.batch_size",
 	"aion.workflow.duration", "aion.activity.oldest_inflight_age",
+	"aion.activity.wait.duration", "aion.activity.oldest_waiting_age",
 	"gen_ai.client.token.usage", "aion.gen_ai.tool.calls", "gen_ai.client.operation.duration",
 	"gen_ai.client.operation.time_to_first_chunk", "gen_ai.execute_tool.duration", "gen_ai.invoke_agent.duration",
 	"gen_ai.client.inference.usage.cache_read.input_tokens", "gen_ai.client.inference.usage.cache_write.input_tokens",
@@ -177,9 +178,9 @@ func runFor(t *testing.T, d time.Duration, cfg Config) (observed, map[string]int
 // and activity outcome, real sequence conflicts in both stores, and that no
 // activity is left in flight once Run has returned.
 func TestRunMovesEveryInstrument(t *testing.T) {
-	o, stats, spans := runFor(t, 8*time.Second, Config{Rate: 50, MaxInFlight: 64, Drain: 500 * time.Millisecond, Retention: time.Second, Seed: 7})
+	o, stats, spans := runFor(t, 8*time.Second, Config{Rate: 50, Workers: 150, MaxInFlight: 64, Drain: 500 * time.Millisecond, Retention: time.Second, Seed: 7})
 	for _, name := range catalog {
-		if name != "aion.inflight_activities" && name != "aion.activity.oldest_inflight_age" && o.total[name] <= 0 {
+		if gauge := name == "aion.inflight_activities" || strings.HasPrefix(name, "aion.activity.oldest_"); gauge && o.values[name+" aion.activity.type"] == nil || !gauge && o.total[name] <= 0 {
 			t.Errorf("%s did not move", name)
 		}
 	}

@@ -68,8 +68,13 @@ func TestAlertRulesTestsBite(t *testing.T) {
 		{"latency capped at an hour", "rate(aion_activity_duration_seconds_bucket[5m])", `rate(aion_activity_duration_seconds_bucket{le!~"7200|14400|28800|86400"}[5m])`, "AionActivityLatencyHigh"},
 		{"age threshold", "  ) > 1800\n", "  ) > 3600\n", "AionActivityInFlightTooLong"},
 		{"age of the youngest replica", "max by (job, aion_namespace, aion_activity_type) (\n            aion_activity_oldest_inflight_age_seconds", "min by (job, aion_namespace, aion_activity_type) (\n            aion_activity_oldest_inflight_age_seconds", "AionActivityInFlightTooLong"},
-		{"age per instance", "max by (job, aion_namespace, aion_activity_type) (", "max by (job, instance, aion_namespace, aion_activity_type) (", "AionActivityInFlightTooLong"},
-		{"age for", "        for: 1m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"A {{", "        for: 10m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"A {{", "AionActivityInFlightTooLong"},
+		{"age per instance", "max by (job, aion_namespace, aion_activity_type) (\n            aion_activity_oldest_inflight_age_seconds", "max by (job, instance, aion_namespace, aion_activity_type) (\n            aion_activity_oldest_inflight_age_seconds", "AionActivityInFlightTooLong"},
+		{"age for", "        for: 1m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"A {{ $labels.aion_activity_type }} activity has been", "        for: 10m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"A {{ $labels.aion_activity_type }} activity has been", "AionActivityInFlightTooLong"},
+		{"waiting threshold", "  ) > 300\n", "  ) > 900\n", "AionActivityWaitingTooLong"},
+		{"waiting of the youngest replica", "max by (job, aion_namespace, aion_activity_type) (\n            aion_activity_oldest_waiting_age_seconds", "min by (job, aion_namespace, aion_activity_type) (\n            aion_activity_oldest_waiting_age_seconds", "AionActivityWaitingTooLong"},
+		{"waiting per instance", "max by (job, aion_namespace, aion_activity_type) (\n            aion_activity_oldest_waiting_age_seconds", "max by (job, instance, aion_namespace, aion_activity_type) (\n            aion_activity_oldest_waiting_age_seconds", "AionActivityWaitingTooLong"},
+		{"waiting read off the in-flight age", "            aion_activity_oldest_waiting_age_seconds\n", "            aion_activity_oldest_inflight_age_seconds\n", "AionActivityWaitingTooLong"},
+		{"waiting for", "        for: 1m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"A {{ $labels.aion_activity_type }} activity has waited", "        for: 5m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"A {{ $labels.aion_activity_type }} activity has waited", "AionActivityWaitingTooLong"},
 		{"evictions window", "increase(aion_activity_pairing_evicted_total[10m])", "increase(aion_activity_pairing_evicted_total[30m])", "AionPairingEvictions"},
 		{"workflow evictions left out", "\n            or\n            label_replace(increase(aion_workflow_pairing_evicted_total[10m]), \"entry\", \"workflow\", \"\", \"\")", "", "AionPairingEvictions"},
 		{"evictions merged by or", `label_replace(increase(aion_workflow_pairing_evicted_total[10m]), "entry", "workflow", "", "")`, `label_replace(increase(aion_workflow_pairing_evicted_total[10m]), "entry", "activity", "", "")`, "AionPairingEvictions"},
@@ -159,7 +164,7 @@ func TestAlertsContract(t *testing.T) {
 		}
 	}
 	want := []string{"AionStoreErrorRatioHigh", "AionStoreLatencyHigh", "AionActivitiesStuck",
-		"AionActivityInFlightTooLong", "AionActivityLatencyHigh", "AionPairingEvictions"}
+		"AionActivityInFlightTooLong", "AionActivityWaitingTooLong", "AionActivityLatencyHigh", "AionPairingEvictions"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Errorf("alerts = %v, want %v", names, want)
 	}

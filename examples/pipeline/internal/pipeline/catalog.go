@@ -61,6 +61,10 @@ var catalogMetrics = []catalogMetric{
 	// (issues 21 and 22) are left out: they exist only once the tracker's
 	// bound dropped a waiting fact, a process resumed open workflows, or a
 	// shard moved, which the single demo never makes happen.
+	// The wait for a worker (issue 26): from a dispatch to the claim of its
+	// outbox row.
+	{Name: "aion_activity_wait_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "aion_activity_type"}},
+	{Name: "aion_activity_oldest_waiting_age_seconds", Kind: gauge, Labels: []string{"aion_namespace", "aion_activity_type"}},
 	// Agent transcripts (issues 17 and 25), by the GenAI conventions where
 	// they have names (v1.41.0: token usage, model-call durations; the
 	// current GenAI text: tool and agent durations, the token breakdown

@@ -10,10 +10,10 @@ import (
 // Prometheus translation, so a typo in a name cannot slip into the contract
 // the dashboard, the alerts and the end-to-end test are checked against.
 func TestCatalogTable(t *testing.T) {
-	// 14 of the store and the pairing tracker, 3 of the timeline, 9 of the
-	// agent transcripts.
-	if len(catalogMetrics) != 26 {
-		t.Errorf("catalog has %d metrics, want 26", len(catalogMetrics))
+	// 14 of the store and the pairing tracker, 3 of the timeline, 2 of the
+	// wait for a worker, 9 of the agent transcripts.
+	if len(catalogMetrics) != 28 {
+		t.Errorf("catalog has %d metrics, want 28", len(catalogMetrics))
 	}
 	seen := map[string]bool{}
 	for _, m := range catalogMetrics {
@@ -45,11 +45,12 @@ func TestCatalogTable(t *testing.T) {
 		}
 	}
 	series := catalogSeries()
-	if len(series) != 26+10*2 {
-		t.Errorf("catalogSeries has %d names, want 46 (26 metrics, 10 of them histograms with 3 series)", len(series))
+	if len(series) != 28+11*2 {
+		t.Errorf("catalogSeries has %d names, want 50 (28 metrics, 11 of them histograms with 3 series)", len(series))
 	}
 	for _, name := range []string{"aion_activity_duration_seconds_bucket", "aion_keyspace_append_batch_size_sum", "aion_inflight_activities",
-		"aion_activity_oldest_inflight_age_seconds", "aion_workflow_duration_seconds_bucket", "gen_ai_client_token_usage_sum"} {
+		"aion_activity_oldest_inflight_age_seconds", "aion_workflow_duration_seconds_bucket", "gen_ai_client_token_usage_sum",
+		"aion_activity_wait_duration_seconds_bucket", "aion_activity_oldest_waiting_age_seconds"} {
 		if _, ok := series[name]; !ok {
 			t.Errorf("catalogSeries lacks %s", name)
 		}

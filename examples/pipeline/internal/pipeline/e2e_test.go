@@ -41,7 +41,9 @@ func TestEndToEnd(t *testing.T) {
 	r := newScenario(t, serviceName)
 	ctx := r.context(10 * time.Minute)
 	// Both run longer than the test needs; the test stops them.
-	common := []string{"-duration", "10m", "-rate", "40", "-workers", "4", "-max-inflight", "24"}
+	// 80 workers at 40 workflows a second: about 70 busy, so work waits
+	// for a worker now and then, as at the demo's defaults.
+	common := []string{"-duration", "10m", "-rate", "40", "-workers", "80", "-max-inflight", "24"}
 	r.otlpDemo("demo-otlp", common...)
 	// The same workload on the demo's own Prometheus endpoint, whose names
 	// must be the Collector's.
@@ -51,6 +53,7 @@ func TestEndToEnd(t *testing.T) {
 	r.checkLabels(ctx)
 	r.checkInstances(ctx, 1)
 	r.checkDashboardQueries(ctx)
+	r.checkWait(ctx)
 	r.checkSameNamesAsDirect(ctx)
 	r.checkSpans(ctx)
 	r.checkExemplars(ctx)
