@@ -92,14 +92,26 @@ func (t *telemetry) clock() time.Time {
 	return time.Now()
 }
 
-// staged and claimed hand the tracker the outbox facts. A panic there is
+// staged and claimed hand the tracker the outbox facts, but those of
+// workflows in shards lost to another node (see handoff). A panic there is
 // reported to the error handler: the rows are committed, or claimed.
 func (o outboxMethods) staged(ctx context.Context, workflowID eventstore.WorkflowID, rows []eventstore.OutboxRow) {
 	defer o.c.life.recovered()
-	o.c.life.tracker.Staged(ctx, o.c.life.namespace, workflowID, rows)
+	if o.c.handoff.observes(workflowID) {
+		o.c.life.tracker.Staged(ctx, o.c.life.namespace, workflowID, rows)
+	}
 }
 
 func (o outboxMethods) claimed(ctx context.Context, rows []eventstore.OutboxRow, at time.Time) {
 	defer o.c.life.recovered()
+	if h := o.c.handoff; h != nil && h.anyLost.Load() {
+		kept := make([]eventstore.OutboxRow, 0, len(rows)) // the caller's slice is theirs
+		for _, r := range rows {
+			if h.observes(r.WorkflowID) {
+				kept = append(kept, r)
+			}
+		}
+		rows = kept
+	}
 	o.c.life.tracker.Claimed(ctx, o.c.life.namespace, rows, at)
 }
