@@ -161,7 +161,7 @@ func attrsString(kvs []attribute.KeyValue) string {
 	var b strings.Builder
 	for _, kv := range kvs {
 		if kv.Key == "aion.workflow.id" || kv.Key == "aion.store.expected_seq" {
-			fmt.Fprintf(&b, "%s=%s ", kv.Key, kv.Value.Emit())
+			fmt.Fprintf(&b, "%s=%s ", kv.Key, kv.Value.String())
 		}
 	}
 	return b.String()
@@ -174,7 +174,7 @@ func timelineString(s sdktrace.ReadOnlySpan, calls map[[2]string]string) string 
 	fmt.Fprintf(&b, "%s %s/%s parent=%s %s..%s status=%v\n", s.Name(), s.SpanContext().TraceID(), s.SpanContext().SpanID(),
 		s.Parent().SpanID(), s.StartTime().UTC().Format(time.TimeOnly), s.EndTime().UTC().Format(time.TimeOnly), s.Status())
 	for _, kv := range s.Attributes() {
-		fmt.Fprintf(&b, "  attr %s=%s\n", kv.Key, kv.Value.Emit())
+		fmt.Fprintf(&b, "  attr %s=%s\n", kv.Key, kv.Value.String())
 	}
 	for _, e := range s.Events() {
 		fmt.Fprintf(&b, "  event %s at %s %v\n", e.Name, e.Time.UTC().Format(time.TimeOnly), e.Attributes)

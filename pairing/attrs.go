@@ -103,11 +103,6 @@ func (c *attrCache) buildNamespace(ns string) *nsAttrs {
 	return na
 }
 
-// forWorkflow returns the options for workflowType in namespace ns.
-func (c *attrCache) forWorkflow(ns, workflowType string) *workflowAttrs {
-	return c.namespaces.Get(ns).workflows.Get(workflowType)
-}
-
 func (c *attrCache) buildWorkflow(na *nsAttrs, ns, typ string) *workflowAttrs {
 	base := []attribute.KeyValue{catalog.Namespace.String(ns), catalog.WorkflowType.String(typ)}
 	wa := &workflowAttrs{

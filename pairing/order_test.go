@@ -136,7 +136,7 @@ func spanString(s sdktrace.ReadOnlySpan) string {
 	fmt.Fprintf(&b, "%s %s/%s parent=%s %s..%s status=%v:%s\n", s.Name(), s.SpanContext().TraceID(), s.SpanContext().SpanID(),
 		s.Parent().SpanID(), s.StartTime().UTC().Format(time.TimeOnly), s.EndTime().UTC().Format(time.TimeOnly), s.Status().Code, s.Status().Description)
 	for _, a := range s.Attributes() {
-		fmt.Fprintf(&b, "  attr %s=%s\n", a.Key, a.Value.Emit())
+		fmt.Fprintf(&b, "  attr %s=%s\n", a.Key, a.Value.String())
 	}
 	for _, e := range s.Events() {
 		fmt.Fprintf(&b, "  event %s at %s %v\n", e.Name, e.Time.UTC().Format(time.TimeOnly), e.Attributes)

@@ -2,8 +2,6 @@ package pairing
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -33,22 +31,6 @@ type ntos struct {
 type durAgg struct {
 	count uint64
 	sum   float64
-}
-
-// equalCounts compares exported points with the model's, treating a missing
-// point as 0 on either side (an up-down counter keeps a point at 0).
-func equalCounts[K comparable](name string, got, want map[K]int64) error {
-	for _, k := range slices.Collect(maps.Keys(got)) {
-		if got[k] != want[k] {
-			return fmt.Errorf("%s %v = %d, model %d", name, k, got[k], want[k])
-		}
-	}
-	for k, v := range want {
-		if got[k] != v {
-			return fmt.Errorf("%s %v = %d, model %d", name, k, got[k], v)
-		}
-	}
-	return nil
 }
 
 // snapshot is the exported pairing telemetry, keyed by attribute values.
@@ -127,12 +109,6 @@ func (s *seqTB) Fatalf(format string, args ...any) {
 func (s *seqTB) Errorf(format string, args ...any) {
 	if s.failed == nil {
 		s.failed = fmt.Errorf(format, args...)
-	}
-}
-
-func (s *seqTB) cleanup() {
-	for i := len(s.cleanups) - 1; i >= 0; i-- {
-		s.cleanups[i]()
 	}
 }
 
