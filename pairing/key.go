@@ -34,18 +34,6 @@ func namespaceOf(ns string) string {
 	return ns
 }
 
-// runKey names one run in one namespace: the unit [Tracker.AbandonRun]
-// settles.
-type runKey struct {
-	namespace  string
-	workflowID eventstore.WorkflowID
-	runID      eventstore.RunID
-}
-
-func (k Key) run() runKey {
-	return runKey{namespace: k.Namespace, workflowID: k.WorkflowID, runID: k.RunID}
-}
-
 // Outcome is how a paired activity ended; it is recorded as the
 // aion.activity.outcome attribute of the completed counter and the duration
 // histogram. Only the constants below are valid.
