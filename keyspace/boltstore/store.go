@@ -277,8 +277,11 @@ func panicError(op string, r any) error {
 // guard is deferred by every method, after begin, with the result of
 // debug.SetPanicOnFault(true): it recovers a panic as recoverCorrupt does
 // and records the error, so that every later call fails with the first
-// one.
-func (s *Store) guard(err *error, op string, panicOnFault bool) {
+// one. A writer passes writing, set once it holds the writer slot: guard
+// releases the slot only after the fault is recorded, since a panic inside
+// bbolt can leave bbolt's own writer lock held for good, and the next
+// writer must see the fault before it reaches that lock.
+func (s *Store) guard(err *error, op string, panicOnFault bool, writing *bool) {
 	debug.SetPanicOnFault(panicOnFault)
 	if r := recover(); r != nil {
 		e := fmt.Errorf("%w; every later call fails with this error, close the store", panicError(s.path+": "+op, r))
@@ -286,6 +289,9 @@ func (s *Store) guard(err *error, op string, panicOnFault bool) {
 			close(s.faulted)
 		}
 		*err = e
+	}
+	if writing != nil && *writing {
+		s.unlockWriter()
 	}
 }
 
@@ -379,11 +385,12 @@ func (s *Store) AppendEvents(ctx context.Context, expectedSeq uint64, events []k
 		keys = appendRecordKey(keys, prefix, expectedSeq+uint64(i))
 	}
 
-	defer s.guard(&err, "append_events", debug.SetPanicOnFault(true))
+	writing := false
+	defer s.guard(&err, "append_events", debug.SetPanicOnFault(true), &writing)
 	if err := s.lockWriter(ctx); err != nil {
 		return 0, err
 	}
-	defer s.unlockWriter()
+	writing = true
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -425,7 +432,7 @@ func (s *Store) Head(ctx context.Context, key keyspace.StreamKey) (_ uint64, err
 	if err := key.Validate(); err != nil {
 		return 0, err
 	}
-	defer s.guard(&err, "head", debug.SetPanicOnFault(true))
+	defer s.guard(&err, "head", debug.SetPanicOnFault(true), nil)
 	var head uint64
 	err = s.db.View(func(tx *bolt.Tx) error {
 		b, err := data(tx)
@@ -454,7 +461,7 @@ func (s *Store) ReadFrom(ctx context.Context, key keyspace.StreamKey, fromSeq ui
 		return nil, err
 	}
 	prefix := streamPrefix(key)
-	defer s.guard(&err, "read_from", debug.SetPanicOnFault(true))
+	defer s.guard(&err, "read_from", debug.SetPanicOnFault(true), nil)
 	var out []keyspace.Record
 	err = s.db.View(func(tx *bolt.Tx) error {
 		b, err := data(tx)
@@ -533,7 +540,7 @@ func (s *Store) ListStreams(ctx context.Context, workflowID eventstore.WorkflowI
 	if err := (keyspace.StreamKey{WorkflowID: workflowID, RunID: runID}).Validate(); err != nil {
 		return nil, err
 	}
-	defer s.guard(&err, "list_streams", debug.SetPanicOnFault(true))
+	defer s.guard(&err, "list_streams", debug.SetPanicOnFault(true), nil)
 	var out []keyspace.StreamSummary
 	err = s.db.View(func(tx *bolt.Tx) error {
 		b, err := data(tx)
