@@ -7,10 +7,10 @@ import (
 )
 
 // DefaultRuleTimeout is how long one rule may run, at scale 1, before the
-// watchdog reports it as timed out, unless [WithRuleTimeout] says otherwise.
-// It is generous on purpose: a rule against an in-memory store takes well
-// under a second even under the race detector, and a slow but correct
-// durable store must not fail.
+// watchdog reports it as timed out, unless [WithRuleTimeout] says otherwise;
+// twice that under the race detector, which slows a rule several times. It
+// is generous on purpose: a rule against an in-memory store takes a second
+// or two, and a slow but correct durable store must not fail.
 const DefaultRuleTimeout = 30 * time.Second
 
 // The command-line flags the package registers, read when a suite starts:
@@ -59,7 +59,8 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 // WithRuleTimeout bounds each rule (one subtest) to d times the scale (see
-// [WithScale]): a rule still running after that is reported as failed with
+// [WithScale]), doubled under the race detector: a rule still running after
+// that is reported as failed with
 // an error matching [ErrRuleTimedOut], and the context the rule passes to
 // the store is cancelled at that moment. Without this option d is
 // [DefaultRuleTimeout]. A d <= 0 is ignored.

@@ -60,10 +60,10 @@
 // what they leave open: listing and Query order, histories not starting
 // with WorkflowStarted, deleting a routed package, cost bounds (benchmark
 // those), durability across restarts, error texts. Under the race detector
-// the seeded rules run shorter (a third to a half of the random operations,
-// the keyspace's long stream past 4,096 records instead of 65,536, no
-// decorator slice past 65,536), so that they stay well inside their
-// timeout: run the suites without -race too. A watchdog bounds each rule
+// the seeded rules run shorter (a quarter to a half of the random
+// operations, the keyspace's long stream past 4,096 records instead of
+// 65,536, no decorator slice past 65,536) and the rule timeout doubles, so
+// that they stay well inside it: run the suites without -race too. A watchdog bounds each rule
 // ([WithRuleTimeout]); a panic or runtime.Goexit in the implementation
 // fails that rule ([ErrRulePanicked], [ErrRuleAborted]) and the suite goes
 // on.

@@ -620,7 +620,7 @@ func esModelRule(ctx context.Context, env *ruleEnv[eventstore.Store], s eventsto
 	}
 	ops := esRandomOps * scale
 	if raceDetector {
-		ops /= 3
+		ops /= 4
 	}
 	for range ops {
 		w := wf()

@@ -148,6 +148,9 @@ type suite[S any] struct {
 // for none) and the rule's failure as a *RuleError (nil when it held).
 func (s suite[S]) runRule(ctx context.Context, cfg config, r rule[S], first, fresh func() (S, error)) (string, error) {
 	timeout := cfg.ruleTimeout * time.Duration(cfg.scale)
+	if raceDetector {
+		timeout *= 2
+	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var fire <-chan time.Time // nil: the deadline of rctx is the watchdog
