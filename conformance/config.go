@@ -6,44 +6,38 @@ import (
 	"time"
 )
 
-// DefaultRuleTimeout is how long one rule may run before the watchdog reports
-// it as timed out, unless [WithRuleTimeout] says otherwise. It is generous
-// on purpose: a rule against an in-memory store takes milliseconds even under
-// the race detector, and a slow but correct durable store must not fail.
+// DefaultRuleTimeout is how long one rule may run, at scale 1, before the
+// watchdog reports it as timed out, unless [WithRuleTimeout] says otherwise;
+// twice that under the race detector, which slows a rule several times. It
+// is generous on purpose: a rule against an in-memory store takes a second
+// or two, and a slow but correct durable store must not fail.
 const DefaultRuleTimeout = 30 * time.Second
 
-// The command-line flags the package registers, read when a suite starts.
-// They let a failure be replayed, or a longer run be asked for, without
-// editing the test that calls the suite:
+// The command-line flags the package registers, read when a suite starts:
+// replay a failure, or ask for a longer run, without editing the test that
+// calls the suite:
 //
 //	go test -run TestConformance -conformance.seed=12345
 //	go test -run TestConformance -conformance.long
 var (
-	flagSeed  = flag.Int64("conformance.seed", 0, "conformance: seed of the model-based and differential rules (0: a fresh one per run, printed on failure)")
-	flagLong  = flag.Bool("conformance.long", false, "conformance: run the model-based rules 8 times longer, at larger sizes")
-	flagScale = flag.Int("conformance.scale", 0, "conformance: multiply the length of the model-based runs by n (overrides -conformance.long)")
+	flagSeed = flag.Int64("conformance.seed", 0, "conformance: seed of the generated operations (0: a fresh one per run, printed on failure)")
+	flagLong = flag.Bool("conformance.long", false, "conformance: run the seeded rules 8 times longer (WithScale(8))")
 )
 
-// config is what the options set. The zero value is not used: newConfig
-// applies the defaults first.
+// config is what the options set; newConfig applies the defaults first.
 type config struct {
 	ruleTimeout time.Duration
 	// watchdog, when set, replaces the wall clock of the watchdog: the rule
 	// times out when the returned channel delivers. Tests set it.
 	watchdog func(time.Duration) <-chan time.Time
-	// seed drives every generated operation; 0 means "draw one".
-	seed int64
-	// scale multiplies the number of generated operations (>= 1).
-	scale int
-	// require lists capabilities whose absence fails the suite.
-	require Capabilities
-	// noShrink turns the minimiser off; only and noSeeded select rules.
-	// The package's own tests set them, to keep the self-tests short.
+	seed     int64
+	scale    int
+	require  Capabilities
+	nodes    func(t *testing.T) Nodes
+	// The package's own tests turn the minimiser off and select rules.
 	noShrink bool
 	only     map[string]bool
 	noSeeded bool
-	// nodes makes two nodes of one backend for the nodes/* rules.
-	nodes func(t *testing.T) Nodes
 }
 
 // selected reports whether a rule runs under c.
@@ -64,10 +58,12 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
-// WithRuleTimeout bounds each rule (one subtest) to d: a rule still running
-// after d is reported as failed with an error matching [ErrRuleTimedOut], and
-// the context the rule passes to the store is cancelled at that moment.
-// Without this option the bound is [DefaultRuleTimeout]. A d <= 0 is ignored.
+// WithRuleTimeout bounds each rule (one subtest) to d times the scale (see
+// [WithScale]), doubled under the race detector: a rule still running after
+// that is reported as failed with
+// an error matching [ErrRuleTimedOut], and the context the rule passes to
+// the store is cancelled at that moment. Without this option d is
+// [DefaultRuleTimeout]. A d <= 0 is ignored.
 func WithRuleTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {
@@ -76,11 +72,10 @@ func WithRuleTimeout(d time.Duration) Option {
 	})
 }
 
-// WithSeed fixes the seed of the generated operation sequences (the
-// model-based and differential rules), so a failure reported with "seed N"
-// replays exactly; the -conformance.seed flag, when set, overrides it.
-// Without either a fresh seed is drawn per run and printed with every
-// failure. A seed of 0 is ignored.
+// WithSeed fixes the seed of the generated operations, so a failure
+// reported with "seed N" replays exactly; the -conformance.seed flag, when
+// set, overrides it. Without either a fresh seed is drawn per run and
+// printed with every failure. A seed of 0 is ignored.
 func WithSeed(seed int64) Option {
 	return optionFunc(func(c *config) {
 		if seed != 0 {
@@ -89,11 +84,10 @@ func WithSeed(seed int64) Option {
 	})
 }
 
-// WithScale multiplies the length of the generated sequences and the sizes
-// of the model-based rules by n, for a longer soak than the default few
-// seconds per suite. The -conformance.scale flag overrides it and
-// -conformance.long raises it to at least 8; without any of them the scale
-// is 1. An n < 1 is ignored.
+// WithScale multiplies the length of the generated sequences by n, and the
+// rule timeout with them, for a longer soak than the default run;
+// -conformance.long raises it to at least 8. Without either the scale is
+// 1. An n < 1 is ignored.
 func WithScale(n int) Option {
 	return optionFunc(func(c *config) {
 		if n >= 1 {
@@ -113,7 +107,7 @@ func WithRequiredCapabilities(caps Capabilities) Option {
 }
 
 func newConfig(opts []Option) config {
-	c := config{ruleTimeout: DefaultRuleTimeout}
+	c := config{ruleTimeout: DefaultRuleTimeout, scale: 1}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
@@ -124,14 +118,8 @@ func newConfig(opts []Option) config {
 	if *flagSeed != 0 {
 		c.seed = *flagSeed
 	}
-	switch {
-	case *flagScale >= 1:
-		c.scale = *flagScale
-	case *flagLong:
+	if *flagLong {
 		c.scale = max(c.scale, 8)
-	}
-	if c.scale < 1 {
-		c.scale = 1
 	}
 	if c.seed == 0 {
 		c.seed = time.Now().UnixNano()&(1<<62-1) | 1

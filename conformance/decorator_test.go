@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,11 +37,24 @@ type faults struct {
 	truncate      bool // ClaimOutboxRows returns at most 2 rows
 	panicEmpty    bool // ReadHistoryFrom reads the first event for a span attribute, even of an empty result
 	nilAsEmpty    bool // ListActive returns an empty slice for the inner's nil
-	cache         map[eventstore.WorkflowID][]eventstore.Event
+
+	// The classes of issue 24.
+	capRows            int  // AppendWithOutbox forwards at most this many rows
+	capHistory         int  // ReadHistory returns at most this many events
+	retryConflict      bool // a conflicting Append is retried at the found seq
+	replaceNotOwner    bool // an error matching ErrNotOwner is replaced by a new one that still matches
+	deadlineToCanceled bool // context.DeadlineExceeded becomes context.Canceled
+	conflictFields     bool // a conflict comes back as a new *SequenceConflictError without Found
+
+	cache  map[eventstore.WorkflowID][]eventstore.Event
+	record *sync.Map // when set, the name of every method called is stored
 }
 
 // do runs call unless the method is dropped, twice if it is doubled.
 func (d *passBase) do(method string, call func()) {
+	if d.f.record != nil {
+		d.f.record.Store(method, true)
+	}
 	if d.f.drop == method {
 		return
 	}
@@ -51,8 +65,17 @@ func (d *passBase) do(method string, call func()) {
 }
 
 func (d *passBase) e(err error) error {
-	if err != nil && d.f.wrapErrors {
+	var conflict *eventstore.SequenceConflictError
+	switch {
+	case err == nil:
+	case d.f.wrapErrors:
 		return fmt.Errorf("decorated: %w", err)
+	case d.f.replaceNotOwner && errors.Is(err, eventstore.ErrNotOwner):
+		return fmt.Errorf("decorated: shard lost: %w", eventstore.ErrNotOwner)
+	case d.f.deadlineToCanceled && errors.Is(err, context.DeadlineExceeded):
+		return context.Canceled
+	case d.f.conflictFields && errors.As(err, &conflict):
+		return &eventstore.SequenceConflictError{Expected: conflict.Expected}
 	}
 	return err
 }
@@ -79,6 +102,10 @@ func (d *passBase) Append(ctx context.Context, tok eventstore.WriteToken, wf eve
 		seq++
 	}
 	d.do("Append", func() { err = d.inner.Append(d.c(ctx), tok, wf, evs, seq) })
+	var conflict *eventstore.SequenceConflictError
+	if d.f.retryConflict && errors.As(err, &conflict) {
+		err = d.inner.Append(d.c(ctx), tok, wf, evs, conflict.Found)
+	}
 	return d.e(err)
 }
 
@@ -87,6 +114,9 @@ func (d *passBase) ReadHistory(ctx context.Context, wf eventstore.WorkflowID) (o
 		return cached, nil
 	}
 	d.do("ReadHistory", func() { out, err = d.inner.ReadHistory(d.c(ctx), wf) })
+	if d.f.capHistory > 0 && len(out) > d.f.capHistory {
+		out = out[:d.f.capHistory]
+	}
 	if d.f.cacheHistory && err == nil {
 		d.f.cache[wf] = out
 	}
@@ -188,6 +218,9 @@ type passOutbox struct{ *passBase }
 func (d passOutbox) o() eventstore.Outbox { return d.inner.(eventstore.Outbox) }
 
 func (d passOutbox) AppendWithOutbox(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, evs []eventstore.Event, seq uint64, rows []eventstore.OutboxRow) (err error) {
+	if d.f.capRows > 0 && len(rows) > d.f.capRows {
+		rows = rows[:d.f.capRows]
+	}
 	d.do("AppendWithOutbox", func() { err = d.o().AppendWithOutbox(d.c(ctx), tok, wf, evs, seq, rows) })
 	return d.e(err)
 }
@@ -380,7 +413,7 @@ func TestCheckDecoratorCatchesBrokenDecorators(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckDecorator(t.Context(), tc.wrap)
+			err := CheckDecorator(t.Context(), tc.wrap, onlyRules(tc.rules...))
 			if err == nil {
 				t.Fatal("CheckDecorator passed a broken decorator")
 			}

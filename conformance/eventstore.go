@@ -4,24 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
+	"math"
+	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
 )
 
 // TestEventStore tests an [eventstore.Store] implementation against the store
 // contract: the rules every store must keep, then, when the store has them,
-// the [eventstore.Outbox] and [eventstore.ShardOwner] rules. Capabilities are
-// discovered by type assertion on each fresh store; a capability rule whose
-// capability is absent is reported as a skipped subtest saying so.
+// the [eventstore.Outbox], [eventstore.ShardOwner] and retention
+// ([ClosedPruner]) rules, and with [WithNodes] the election rules between
+// two nodes. Capabilities are discovered by type assertion on each fresh
+// store; a rule whose capability is absent is reported as a skipped subtest
+// saying so.
 //
 // Each rule is a subtest named after it, run on a fresh, empty store from
 // newStore (called on the subtest's *testing.T), bounded by a watchdog (see
-// [WithRuleTimeout]). Failures are reported with t.Error as a *[RuleError].
+// [WithRuleTimeout]). The store must be empty and no one else may write to
+// it while the rule runs: the outbox and retention rules see every row and
+// workflow. Failures are reported with t.Error as a *[RuleError].
 //
 // Typical usage inside a test of the implementation's package:
 //
@@ -31,9 +34,10 @@ import (
 //		})
 //	}
 //
-// The rules are the RuleES*, RuleOutbox* and RuleShard* constants; what they
-// do not check is in the package documentation. A failure of a seeded rule
-// names the seed that replays it (-conformance.seed).
+// The rules are the RuleES*, RuleOutbox*, RuleShard* and RuleNodes*
+// constants; what they do not check is in the package documentation. A
+// failure of a seeded rule names the seed that replays it
+// (-conformance.seed).
 func TestEventStore(t *testing.T, newStore func(t *testing.T) eventstore.Store, opts ...Option) {
 	t.Helper()
 	cfg := newConfig(opts)
@@ -64,1063 +68,642 @@ func CheckEventStore(ctx context.Context, newStore func() (eventstore.Store, fun
 	}))
 }
 
-var eventStoreSuite = suite[eventstore.Store]{
-	name: SuiteEventStore,
-	rules: []rule[eventstore.Store]{
-		{name: RuleESConflictFound, check: esConflictFound},
-		{name: RuleESConflictWritesNone, check: esConflictWritesNothing},
-		{name: RuleESSeqStamping, check: esSeqStamping},
-		{name: RuleESZeroToken, check: esZeroToken},
-		{name: RuleESBadInput, check: esBadInput},
-		{name: RuleESEmptyAppend, check: esEmptyAppend},
-		{name: RuleESReadHistory, check: esReadHistory},
-		{name: RuleESReadHistoryFrom, check: esReadHistoryFrom},
-		{name: RuleESRunChain, check: esRunChain},
-		{name: RuleESListings, check: esListings},
-		{name: RuleESStreamHeads, check: esStreamHeads},
-		{name: RuleESQuery, check: esQuery},
-		{name: RuleESTimers, check: esTimers},
-		{name: RuleESPackages, check: esPackages},
-		{name: RuleESContextCancelled, check: esContextCancelled},
-		{name: RuleESModel, run: esModelRule},
-		{name: RuleESConcurrentAppends, run: esConcurrentAppends},
-		{name: RuleESAliasing, check: esAliasing},
-		{name: RuleOutboxAtomic, check: withOutbox(outboxAtomic)},
-		{name: RuleOutboxClaim, check: withOutbox(outboxClaim)},
-		{name: RuleOutboxRearm, check: withOutbox(outboxRearm)},
-		{name: RuleOutboxSettle, check: withOutbox(outboxSettle)},
-		{name: RuleOutboxTerminalSettles, check: withOutbox(outboxTerminalSettles)},
-		{name: RuleOutboxSettleWorkflow, check: withOutbox(outboxSettleWorkflow)},
-		{name: RuleShardAcquireOne, check: withShardOwner(shardAcquireOne)},
-		{name: RuleShardAcquireMany, check: withShardOwner(shardAcquireMany)},
-		{name: RuleShardPublishNotOwner, check: withShardOwner(shardPublishRequiresAcquire)},
-		{name: RuleShardNegative, check: withShardOwner(shardNegativeRefused)},
-		{name: RuleShardScopeEveryShard, check: withShardOwner(shardNilScope)},
-	},
-}
+var (
+	// bigKinds are a history with every payload field, for a batch whose
+	// payloads are 1 MiB each.
+	bigKinds = []string{kStart, kSignal, kSchedule, kSchedule, kDone, kFail, kContinue, kSignal, kFailWf}
+	start    = []string{kStart}
+	signals5 = []string{kSignal, kSignal, kSchedule, kSignal, kSchedule}
+	stale    = []pos{abs(0), rel(-1), rel(3), plus(1 << 32), plus(1 << 63), abs(math.MaxUint64), abs(1<<32 + 2)}
+)
 
-// withOutbox adapts an Outbox rule: it is skipped for a store without the
-// capability.
-func withOutbox(check func(ctx context.Context, s eventstore.Store, o eventstore.Outbox) error) func(context.Context, eventstore.Store) error {
-	return func(ctx context.Context, s eventstore.Store) error {
-		o, ok := s.(eventstore.Outbox)
-		if !ok {
-			return skipCap(CapOutbox, fmt.Sprintf("%T does not implement eventstore.Outbox", s))
-		}
-		return check(ctx, s, o)
-	}
-}
+func repeat(kind string, n int) []string { return slices.Repeat([]string{kind}, n) }
 
-// withShardOwner adapts a ShardOwner rule: it is skipped for a store without
-// the capability.
-func withShardOwner(check func(ctx context.Context, s eventstore.Store, so eventstore.ShardOwner) error) func(context.Context, eventstore.Store) error {
-	return func(ctx context.Context, s eventstore.Store) error {
-		so, ok := s.(eventstore.ShardOwner)
-		if !ok {
-			return skipCap(CapShardOwner, fmt.Sprintf("%T does not implement eventstore.ShardOwner", s))
+var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []rule[eventstore.Store]{
+	esScript(RuleESConflictFound, 0, func(b *esb) {
+		b.add(0, kStart, kSignal)
+		for _, at := range stale {
+			b.at(0, at, kSignal)
 		}
-		return check(ctx, s, so)
-	}
-}
-
-var token = eventstore.RecorderToken()
-
-// esRun is one run of a fresh random workflow, with event builders. Payloads
-// are never empty and times are whole seconds, so a store that serialises
-// them still compares equal.
-type esRun struct {
-	wf  eventstore.WorkflowID
-	run eventstore.RunID
-}
-
-func newESRun() esRun { return esRun{eventstore.NewWorkflowID(), eventstore.NewRunID()} }
-
-// next returns the next run of the same workflow.
-func (r esRun) next() esRun { return esRun{r.wf, eventstore.NewRunID()} }
-
-func (r esRun) env() eventstore.Envelope {
-	return eventstore.Envelope{WorkflowID: r.wf, RunID: r.run}
-}
-
-func payload(s string) eventstore.Payload {
-	return eventstore.Payload{ContentType: "application/json", Data: []byte(`"` + s + `"`)}
-}
-
-func (r esRun) started(workflowType string) eventstore.Event {
-	return eventstore.WorkflowStarted{Envelope: r.env(), WorkflowType: workflowType, Input: payload("input"), PackageVersion: "conformance-package"}
-}
-
-func (r esRun) signal(name string) eventstore.Event {
-	return eventstore.SignalReceived{Envelope: r.env(), SignalName: name, Input: payload(name)}
-}
-
-func (r esRun) scheduled(id eventstore.ActivityID) eventstore.Event {
-	return eventstore.ActivityScheduled{Envelope: r.env(), ActivityID: id, ActivityType: "conformance-activity", Input: payload("activity"), TaskQueue: "default"}
-}
-
-func (r esRun) activityDone(id eventstore.ActivityID) eventstore.Event {
-	return eventstore.ActivityCompleted{Envelope: r.env(), ActivityID: id, Result: payload("result"), Attempt: 1}
-}
-
-func (r esRun) continuedAs(next esRun) eventstore.Event {
-	return eventstore.WorkflowContinuedAsNew{Envelope: r.env(), NewRunID: next.run, Input: payload("carry")}
-}
-
-func (r esRun) completed() eventstore.Event {
-	return eventstore.WorkflowCompleted{Envelope: r.env(), Result: payload("done")}
-}
-
-func (r esRun) row(id eventstore.ActivityID) eventstore.OutboxRow {
-	return eventstore.OutboxRow{
-		DispatchKey:  eventstore.DispatchKey(r.wf, r.run, id),
-		WorkflowID:   r.wf,
-		RunID:        r.run,
-		Ordinal:      id,
-		ActivityType: "conformance-activity",
-		Input:        payload("activity"),
-		CreatedAt:    time.Unix(1_700_000_000, 0).UTC(),
-	}
-}
-
-func esAppend(ctx context.Context, s eventstore.Store, wf eventstore.WorkflowID, expectedSeq uint64, events ...eventstore.Event) error {
-	if err := s.Append(ctx, token, wf, events, expectedSeq); err != nil {
-		return fmt.Errorf("Append(%v, %d events, expectedSeq=%d): %w", wf, len(events), expectedSeq, err)
-	}
-	return nil
-}
-
-// copyEvents deep-copies a batch, payloads included.
-func copyEvents(events []eventstore.Event) []eventstore.Event {
-	out := make([]eventstore.Event, len(events))
-	for i, ev := range events {
-		if ev != nil {
-			ev = eventstore.WithEnvelope(ev, ev.EventEnvelope())
+		b.at(1, rel(3), kStart) // an unwritten workflow
+	}),
+	esScript(RuleESConflictWritesNone, 0, func(b *esb) {
+		b.add(0, kStart, kSignal)
+		for _, at := range stale {
+			b.at(0, at, kSignal, kSchedule, kSignal)
+			b.all(0)
+			b.chain(0)
 		}
-		out[i] = ev
-	}
-	return out
-}
-
-// sameEvent checks that got is want as stored at seq of workflow wf: the
-// kind and kind-specific fields unchanged, the envelope stamped.
-func sameEvent(got, want eventstore.Event, wf eventstore.WorkflowID, seq uint64) error {
-	if reflect.TypeOf(got) != reflect.TypeOf(want) {
-		return fmt.Errorf("event %d is a %T, want a %T", seq, got, want)
-	}
-	g, w := got.EventEnvelope(), want.EventEnvelope()
-	switch {
-	case g.Seq != seq:
-		return fmt.Errorf("event %d has Seq %d", seq, g.Seq)
-	case g.WorkflowID != wf:
-		return fmt.Errorf("event %d has WorkflowID %v, want %v", seq, g.WorkflowID, wf)
-	case g.RunID != w.RunID:
-		return fmt.Errorf("event %d has RunID %v, want %v", seq, g.RunID, w.RunID)
-	case w.RecordedAt.IsZero() && g.RecordedAt.IsZero():
-		return fmt.Errorf("event %d: a zero RecordedAt was not set at commit", seq)
-	case !w.RecordedAt.IsZero() && !g.RecordedAt.Equal(w.RecordedAt):
-		return fmt.Errorf("event %d has RecordedAt %v, want the caller's %v", seq, g.RecordedAt, w.RecordedAt)
-	}
-	var zero eventstore.Envelope
-	if gb, wb := eventstore.WithEnvelope(got, zero), eventstore.WithEnvelope(want, zero); !reflect.DeepEqual(gb, wb) {
-		return fmt.Errorf("event %d is %+v, want %+v", seq, gb, wb)
-	}
-	return nil
-}
-
-// sameEvents checks a read: want[i] stored at firstSeq+i.
-func sameEvents(what string, got []eventstore.Event, wf eventstore.WorkflowID, firstSeq uint64, want []eventstore.Event) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("%s returned %d events (seqs %v), want %d from seq %d", what, len(got), eventSeqs(got), len(want), firstSeq)
-	}
-	for i := range got {
-		if err := sameEvent(got[i], want[i], wf, firstSeq+uint64(i)); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
+		b.at(1, rel(1), kStart, kSignal)
+		b.listings()
+	}),
+	esScript(RuleESSeqStamping, 0, func(b *esb) {
+		b.add(0, append(start, signals5...)...)
+		b.add(0, signals5...)
+		b.all(0)
+	}),
+	esScript(RuleESZeroToken, 0, func(b *esb) {
+		b.add(0, kStart)
+		for _, f := range []esFlaw{esZeroToken, esZeroTokenEmpty} {
+			b.flaw(0, f, 0)
+			b.flaw(1, f, 0)
 		}
-	}
-	return nil
-}
-
-func eventSeqs(events []eventstore.Event) []uint64 {
-	out := make([]uint64, len(events))
-	for i, ev := range events {
-		if ev != nil {
-			out[i] = ev.EventEnvelope().Seq
+		b.all(0)
+		b.all(1)
+		b.listings()
+	}),
+	esScript(RuleESBadInput, 0, func(b *esb) {
+		b.add(0, kStart)
+		for f := esZeroWF; f <= esZeroRunEvent; f++ {
+			b.flaw(0, f, 0)
+			b.flaw(0, f, -1)
 		}
-	}
-	return out
-}
-
-func wantHistory(ctx context.Context, s eventstore.Store, wf eventstore.WorkflowID, want ...eventstore.Event) error {
-	got, err := s.ReadHistory(ctx, wf)
-	if err != nil {
-		return fmt.Errorf("ReadHistory(%v): %w", wf, err)
-	}
-	return sameEvents(fmt.Sprintf("ReadHistory(%v)", wf), got, wf, 1, want)
-}
-
-// esSnapshot renders what readers see of the given workflows, to prove that
-// a refused call wrote nothing.
-func esSnapshot(ctx context.Context, s eventstore.Store, wfs ...eventstore.WorkflowID) (string, error) {
-	var b strings.Builder
-	heads, err := s.StreamHeads(ctx)
-	if err != nil {
-		return "", fmt.Errorf("StreamHeads: %w", err)
-	}
-	ids, err := s.ListWorkflowIDs(ctx)
-	if err != nil {
-		return "", fmt.Errorf("ListWorkflowIDs: %w", err)
-	}
-	for _, wf := range wfs {
-		hist, err := s.ReadHistory(ctx, wf)
-		if err != nil {
-			return "", fmt.Errorf("ReadHistory(%v): %w", wf, err)
+		b.all(0)
+		b.listings()
+	}),
+	esScript(RuleESEmptyAppend, 0, func(b *esb) {
+		b.add(0, kStart, kSignal)
+		for _, at := range []pos{rel(0), abs(0), abs(math.MaxUint64)} {
+			b.at(0, at)
+			b.at(1, at)
 		}
-		fmt.Fprintf(&b, "workflow %v listed %v\n", wf, slices.Contains(ids, wf))
-		for _, ev := range hist {
-			env := ev.EventEnvelope()
-			fmt.Fprintf(&b, "  %d %T run %v\n", env.Seq, ev, env.RunID)
+		b.all(0)
+		b.listings()
+	}),
+	esScript(RuleESReadHistory, 0, func(b *esb) {
+		b.add(0, kStart, kSignal)
+		b.add(0, kSchedule, kDone)
+		b.all(0)
+		b.all(1)
+	}),
+	esScript(RuleESReadHistoryFrom, 0, func(b *esb) {
+		b.add(0, append(start, signals5...)...)
+		for _, from := range []uint64{0, 1, 2, 5, 6, 7, 100, 1<<32 + 1, 1 << 63, math.MaxUint64} {
+			b.read(0, abs(from))
 		}
-		for _, h := range heads {
-			if h.WorkflowID == wf {
-				fmt.Fprintf(&b, "  head %d\n", h.Head)
-			}
+		b.read(1, abs(1))
+	}),
+	esScript(RuleESRunChain, 0, func(b *esb) {
+		b.add(0, kStart, kContinue)
+		b.add(0, kContinue, kSignal, kComplete)
+		b.chain(0)
+		b.add(1, kStart, kContinue, kSignal)
+		b.chain(1)
+		b.chain(2)
+	}),
+	esScript(RuleESListings, 0, func(b *esb) {
+		for _, k := range []string{kStart, kPause, kResume, kComplete, kReopen, kPause} {
+			b.add(0, k)
+			b.listings()
 		}
-		chain, err := s.ReadRunChain(ctx, wf)
-		if err != nil {
-			return "", fmt.Errorf("ReadRunChain(%v): %w", wf, err)
+		for i, k := range []string{kFailWf, kCancelWf, kTimeoutWf, kContinue} {
+			b.add(1+i, kStart, k)
 		}
-		for _, r := range chain {
-			fmt.Fprintf(&b, "  run %v %s %d..%d\n", r.RunID, r.Status, r.FirstSeq, r.LastSeq)
+		b.listings()
+	}),
+	esScript(RuleESStreamHeads, 0, func(b *esb) {
+		b.add(0, kStart)
+		b.add(1, kStart, kSignal)
+		b.add(2, append(start, signals5...)...)
+		b.listings()
+		// Past 4,096 workflows: no listing or Query may stop there.
+		var more []esAppend
+		for wf := range 4097 {
+			more = append(more, esAppend{wf: 3 + wf, n: 1, kinds: start, seed: b.rng.Uint64()})
 		}
-	}
-	return b.String(), nil
-}
-
-func esUnchanged(ctx context.Context, s eventstore.Store, before, what string, wfs ...eventstore.WorkflowID) error {
-	after, err := esSnapshot(ctx, s, wfs...)
-	if err != nil {
-		return err
-	}
-	if after != before {
-		return fmt.Errorf("%s changed the store; before:\n%safter:\n%s", what, before, after)
-	}
-	return nil
-}
-
-func esConflictFound(ctx context.Context, s eventstore.Store) error {
-	r := newESRun()
-	if err := esAppend(ctx, s, r.wf, 0, r.started("conformance"), r.signal("a")); err != nil {
-		return err
-	}
-	cases := []struct {
-		name     string
-		wf       eventstore.WorkflowID
-		expected uint64
-		found    uint64
-	}{
-		{"new-workflow-again", r.wf, 0, 2},
-		{"stale", r.wf, 1, 2},
-		{"ahead", r.wf, 5, 2},
-		{"unknown-workflow", eventstore.NewWorkflowID(), 3, 0},
-	}
-	for _, c := range cases {
-		err := s.Append(ctx, token, c.wf, []eventstore.Event{esRun{c.wf, r.run}.signal("late")}, c.expected)
-		if err := wantConflict(err, c.expected, c.found, fmt.Sprintf("%s: Append(expectedSeq=%d) on history length %d", c.name, c.expected, c.found)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func esConflictWritesNothing(ctx context.Context, s eventstore.Store) error {
-	r := newESRun()
-	fresh := newESRun()
-	if err := esAppend(ctx, s, r.wf, 0, r.started("conformance"), r.signal("a")); err != nil {
-		return err
-	}
-	cases := []struct {
-		name     string
-		run      esRun
-		expected uint64
-		found    uint64
-	}{
-		{"stale", r, 0, 2},
-		{"behind-by-one", r, 1, 2},
-		{"ahead", r, 4, 2},
-		{"unknown-workflow", fresh, 1, 0},
-	}
-	for _, c := range cases {
-		before, err := esSnapshot(ctx, s, r.wf, fresh.wf)
-		if err != nil {
-			return err
-		}
-		what := fmt.Sprintf("%s: a conflicting 3-event Append(expectedSeq=%d)", c.name, c.expected)
-		err = s.Append(ctx, token, c.run.wf, []eventstore.Event{c.run.started("conformance"), c.run.signal("x"), c.run.signal("y")}, c.expected)
-		if err := wantConflict(err, c.expected, c.found, what); err != nil {
-			return err
-		}
-		if err := esUnchanged(ctx, s, before, what, r.wf, fresh.wf); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func esSeqStamping(ctx context.Context, s eventstore.Store) error {
-	r := newESRun()
-	at := time.Unix(1_700_000_123, 0).UTC()
-	first := []eventstore.Event{
-		eventstore.WithEnvelope(r.started("conformance"), eventstore.Envelope{WorkflowID: r.wf, RunID: r.run, Seq: 99}),
-		// A zero WorkflowID is filled in with the append's workflow.
-		eventstore.WithEnvelope(r.signal("a"), eventstore.Envelope{RunID: r.run, Seq: 7, RecordedAt: at}),
-		r.signal("b"),
-	}
-	second := []eventstore.Event{r.scheduled(0), eventstore.WithEnvelope(r.activityDone(0), eventstore.Envelope{WorkflowID: r.wf, RunID: r.run, Seq: 1})}
-	firstCopy, secondCopy := copyEvents(first), copyEvents(second)
-	if err := esAppend(ctx, s, r.wf, 0, first...); err != nil {
-		return err
-	}
-	if err := esAppend(ctx, s, r.wf, 3, second...); err != nil {
-		return err
-	}
-	if !reflect.DeepEqual(first, firstCopy) || !reflect.DeepEqual(second, secondCopy) {
-		return errors.New("Append mutated the caller's events")
-	}
-	// The expected envelopes: every caller Seq replaced, 1-based, contiguous.
-	want := make([]eventstore.Event, 0, 5)
-	for _, ev := range append(copyEvents(first), second...) {
-		env := ev.EventEnvelope()
-		env.Seq = 0
-		want = append(want, eventstore.WithEnvelope(ev, env))
-	}
-	return wantHistory(ctx, s, r.wf, want...)
-}
-
-func esZeroToken(ctx context.Context, s eventstore.Store) error {
-	r := newESRun()
-	fresh := newESRun()
-	if err := esAppend(ctx, s, r.wf, 0, r.started("conformance")); err != nil {
-		return err
-	}
-	cases := []struct {
-		name     string
-		run      esRun
-		expected uint64
-		events   []eventstore.Event
-	}{
-		{"existing-workflow", r, 1, []eventstore.Event{r.signal("a")}},
-		{"new-workflow", fresh, 0, []eventstore.Event{fresh.started("conformance")}},
-		{"empty-batch", r, 1, nil},
-	}
-	for _, c := range cases {
-		before, err := esSnapshot(ctx, s, r.wf, fresh.wf)
-		if err != nil {
-			return err
-		}
-		err = s.Append(ctx, eventstore.WriteToken{}, c.run.wf, c.events, c.expected)
-		if !errors.Is(err, eventstore.ErrInvalidToken) {
-			return fmt.Errorf("%s: Append with the zero WriteToken returned %v, want an error matching eventstore.ErrInvalidToken", c.name, err)
-		}
-		if err := esUnchanged(ctx, s, before, c.name+": Append with the zero WriteToken", r.wf, fresh.wf); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// foreignEvent is an Event of a kind outside the eventstore package (it
-// borrows the methods of an embedded kind).
-type foreignEvent struct{ eventstore.SignalReceived }
-
-func esBadInput(ctx context.Context, s eventstore.Store) error {
-	r := newESRun()
-	other := newESRun()
-	if err := esAppend(ctx, s, r.wf, 0, r.started("conformance")); err != nil {
-		return err
-	}
-	sig := r.signal("ok").(eventstore.SignalReceived)
-	zeroRun := sig
-	zeroRun.RunID = eventstore.RunID{}
-	cases := []struct {
-		name   string
-		wf     eventstore.WorkflowID
-		events []eventstore.Event
-	}{
-		{"zero-workflow", eventstore.WorkflowID{}, []eventstore.Event{esRun{run: r.run}.signal("x")}},
-		{"nil-event", r.wf, []eventstore.Event{sig, nil}},
-		{"pointer-event", r.wf, []eventstore.Event{sig, &sig}},
-		{"foreign-kind", r.wf, []eventstore.Event{sig, foreignEvent{sig}}},
-		{"foreign-workflow-envelope", r.wf, []eventstore.Event{sig, other.signal("stray")}},
-		{"zero-run", r.wf, []eventstore.Event{sig, zeroRun}},
-	}
-	for _, c := range cases {
-		before, err := esSnapshot(ctx, s, r.wf, other.wf)
-		if err != nil {
-			return err
-		}
-		what := fmt.Sprintf("%s: Append", c.name)
-		err = s.Append(ctx, token, c.wf, c.events, 1)
-		if !errors.Is(err, eventstore.ErrInvalidArgument) {
-			return fmt.Errorf("%s returned %v, want an error matching eventstore.ErrInvalidArgument", what, err)
-		}
-		if err := esUnchanged(ctx, s, before, what, r.wf, other.wf); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func esEmptyAppend(ctx context.Context, s eventstore.Store) error {
-	r := newESRun()
-	fresh := newESRun()
-	if err := esAppend(ctx, s, r.wf, 0, r.started("conformance"), r.signal("a")); err != nil {
-		return err
-	}
-	before, err := esSnapshot(ctx, s, r.wf, fresh.wf)
-	if err != nil {
-		return err
-	}
-	for _, c := range []struct {
-		name     string
-		wf       eventstore.WorkflowID
-		events   []eventstore.Event
-		expected uint64
-	}{
-		{"nil-at-head", r.wf, nil, 2},
-		{"empty-at-stale-seq", r.wf, []eventstore.Event{}, 0},
-		{"empty-new-workflow", fresh.wf, []eventstore.Event{}, 0},
-	} {
-		if err := s.Append(ctx, token, c.wf, c.events, c.expected); err != nil {
-			return fmt.Errorf("%s: Append of an empty batch returned %v; an empty batch is a no-op", c.name, err)
-		}
-	}
-	return esUnchanged(ctx, s, before, "an empty Append", r.wf, fresh.wf)
-}
-
-// fourEvents appends a four-event history in two appends and returns it.
-func fourEvents(ctx context.Context, s eventstore.Store, r esRun) ([]eventstore.Event, error) {
-	evs := []eventstore.Event{r.started("conformance"), r.signal("a"), r.scheduled(0), r.activityDone(0)}
-	if err := esAppend(ctx, s, r.wf, 0, evs[:2]...); err != nil {
-		return nil, err
-	}
-	if err := esAppend(ctx, s, r.wf, 2, evs[2:]...); err != nil {
-		return nil, err
-	}
-	return evs, nil
-}
-
-func esReadHistory(ctx context.Context, s eventstore.Store) error {
-	r := newESRun()
-	evs, err := fourEvents(ctx, s, r)
-	if err != nil {
-		return err
-	}
-	if err := wantHistory(ctx, s, r.wf, evs...); err != nil {
-		return err
-	}
-	if err := wantHistory(ctx, s, eventstore.NewWorkflowID()); err != nil {
-		return fmt.Errorf("unknown workflow: %w", err)
-	}
-	return nil
-}
-
-func esReadHistoryFrom(ctx context.Context, s eventstore.Store) error {
-	r := newESRun()
-	evs, err := fourEvents(ctx, s, r)
-	if err != nil {
-		return err
-	}
-	for _, from := range []uint64{0, 1, 2, 3, 4, 5, 100} {
-		first := max(from, 1)
-		want := evs[min(first-1, 4):]
-		got, err := s.ReadHistoryFrom(ctx, r.wf, from)
-		if err != nil {
-			return fmt.Errorf("ReadHistoryFrom(%d): %w", from, err)
-		}
-		if err := sameEvents(fmt.Sprintf("ReadHistoryFrom(fromSeq=%d)", from), got, r.wf, first, want); err != nil {
-			return err
-		}
-	}
-	got, err := s.ReadHistoryFrom(ctx, eventstore.NewWorkflowID(), 1)
-	if err != nil {
-		return fmt.Errorf("ReadHistoryFrom(unknown workflow): %w", err)
-	}
-	if len(got) != 0 {
-		return fmt.Errorf("ReadHistoryFrom(unknown workflow) returned %d events, want none", len(got))
-	}
-	return nil
-}
-
-type wantRun struct {
-	run      eventstore.RunID
-	status   eventstore.WorkflowStatus
-	first    uint64
-	last     uint64
-	isClosed bool
-}
-
-func wantChain(ctx context.Context, s eventstore.Store, wf eventstore.WorkflowID, workflowType string, want []wantRun) error {
-	chain, err := s.ReadRunChain(ctx, wf)
-	if err != nil {
-		return fmt.Errorf("ReadRunChain(%v): %w", wf, err)
-	}
-	if len(chain) != len(want) {
-		return fmt.Errorf("ReadRunChain(%v) returned %d runs %+v, want %d", wf, len(chain), chain, len(want))
-	}
-	for i, w := range want {
-		g := chain[i]
-		switch {
-		case g.RunID != w.run:
-			return fmt.Errorf("ReadRunChain: run %d is %v, want %v (oldest first)", i, g.RunID, w.run)
-		case g.WorkflowType != workflowType:
-			return fmt.Errorf("ReadRunChain: run %d has WorkflowType %q, want %q", i, g.WorkflowType, workflowType)
-		case g.Status != w.status:
-			return fmt.Errorf("ReadRunChain: run %d has Status %q, want %q", i, g.Status, w.status)
-		case g.FirstSeq != w.first || g.LastSeq != w.last:
-			return fmt.Errorf("ReadRunChain: run %d spans seqs %d..%d, want %d..%d", i, g.FirstSeq, g.LastSeq, w.first, w.last)
-		case g.StartedAt.IsZero():
-			return fmt.Errorf("ReadRunChain: run %d has a zero StartedAt", i)
-		case w.isClosed && g.ClosedAt.IsZero():
-			return fmt.Errorf("ReadRunChain: closed run %d has a zero ClosedAt", i)
-		case !w.isClosed && !g.ClosedAt.IsZero():
-			return fmt.Errorf("ReadRunChain: open run %d has ClosedAt %v, want zero", i, g.ClosedAt)
-		}
-	}
-	return nil
-}
-
-func esRunChain(ctx context.Context, s eventstore.Store) error {
-	r1 := newESRun()
-	r2, r3 := r1.next(), r1.next()
-	const typ = "conformance-chain"
-	if err := esAppend(ctx, s, r1.wf, 0, r1.started(typ), r1.continuedAs(r2)); err != nil {
-		return err
-	}
-	if err := esAppend(ctx, s, r1.wf, 2, r2.started(typ), r2.continuedAs(r3), r3.started(typ)); err != nil {
-		return err
-	}
-	if err := esAppend(ctx, s, r1.wf, 5, r3.completed()); err != nil {
-		return err
-	}
-	can := eventstore.StatusContinuedAsNew
-	if err := wantChain(ctx, s, r1.wf, typ, []wantRun{
-		{r1.run, can, 1, 2, true},
-		{r2.run, can, 3, 4, true},
-		{r3.run, eventstore.StatusCompleted, 5, 6, true},
-	}); err != nil {
-		return err
-	}
-	// A chain whose latest run is still open.
-	o1 := newESRun()
-	o2 := o1.next()
-	if err := esAppend(ctx, s, o1.wf, 0, o1.started(typ), o1.continuedAs(o2), o2.started(typ), o2.signal("s")); err != nil {
-		return err
-	}
-	if err := wantChain(ctx, s, o1.wf, typ, []wantRun{
-		{o1.run, can, 1, 2, true},
-		{o2.run, eventstore.StatusRunning, 3, 4, false},
-	}); err != nil {
-		return err
-	}
-	chain, err := s.ReadRunChain(ctx, eventstore.NewWorkflowID())
-	if err != nil {
-		return fmt.Errorf("ReadRunChain(unknown workflow): %w", err)
-	}
-	if len(chain) != 0 {
-		return fmt.Errorf("ReadRunChain(unknown workflow) returned %d runs, want none", len(chain))
-	}
-	return nil
-}
-
-// wantListed checks where wf appears in ListWorkflowIDs, ListActive and
-// ListPaused.
-func wantListed(ctx context.Context, s eventstore.Store, wf eventstore.WorkflowID, name string, active, paused bool) error {
-	for _, l := range []struct {
-		method string
-		list   func(context.Context) ([]eventstore.WorkflowID, error)
-		want   bool
-	}{
-		{"ListWorkflowIDs", s.ListWorkflowIDs, true},
-		{"ListActive", s.ListActive, active},
-		{"ListPaused", s.ListPaused, paused},
-	} {
-		ids, err := l.list(ctx)
-		if err != nil {
-			return fmt.Errorf("%s: %w", l.method, err)
-		}
-		if n := count(ids, wf); n != boolInt(l.want) {
-			return fmt.Errorf("%s: %s lists it %d times, want %d", name, l.method, n, boolInt(l.want))
-		}
-	}
-	return nil
-}
-
-func count[T comparable](list []T, v T) int {
-	n := 0
-	for _, x := range list {
-		if x == v {
-			n++
-		}
-	}
-	return n
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func esListings(ctx context.Context, s eventstore.Store) error {
-	// One workflow walked through its lifecycle, checked at every step.
-	r := newESRun()
-	steps := []struct {
-		name           string
-		event          eventstore.Event
-		active, paused bool
-	}{
-		{"started", r.started("conformance"), true, false},
-		{"paused", eventstore.WorkflowPaused{Envelope: r.env(), Reason: "hold"}, false, true},
-		{"resumed", eventstore.WorkflowResumed{Envelope: r.env()}, true, false},
-		{"completed", r.completed(), false, false},
-		{"reopened", eventstore.WorkflowReopened{Envelope: r.env(), Reason: "again"}, true, false},
-		{"paused-again", eventstore.WorkflowPaused{Envelope: r.env(), Reason: "hold"}, false, true},
-	}
-	for i, st := range steps {
-		if err := esAppend(ctx, s, r.wf, uint64(i), st.event); err != nil {
-			return err
-		}
-		if err := wantListed(ctx, s, r.wf, "after "+st.name, st.active, st.paused); err != nil {
-			return err
-		}
-	}
-	// Every closing kind leaves the workflow neither active nor paused.
-	closers := []struct {
-		name  string
-		close func(esRun) eventstore.Event
-	}{
-		{"failed", func(r esRun) eventstore.Event {
-			return eventstore.WorkflowFailed{Envelope: r.env(), Message: "boom", Details: payload("d")}
-		}},
-		{"cancelled", func(r esRun) eventstore.Event { return eventstore.WorkflowCancelled{Envelope: r.env(), Reason: "stop"} }},
-		{"timed-out", func(r esRun) eventstore.Event { return eventstore.WorkflowTimedOut{Envelope: r.env()} }},
-	}
-	for _, c := range closers {
-		w := newESRun()
-		if err := esAppend(ctx, s, w.wf, 0, w.started("conformance"), c.close(w)); err != nil {
-			return err
-		}
-		if err := wantListed(ctx, s, w.wf, c.name, false, false); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func esStreamHeads(ctx context.Context, s eventstore.Store) error {
-	want := map[eventstore.WorkflowID]uint64{}
-	for _, n := range []int{1, 2, 4} {
-		r := newESRun()
-		evs := []eventstore.Event{r.started("conformance")}
-		for i := 1; i < n; i++ {
-			evs = append(evs, r.signal(fmt.Sprint(i)))
-		}
-		if err := esAppend(ctx, s, r.wf, 0, evs...); err != nil {
-			return err
-		}
-		want[r.wf] = uint64(n)
-	}
-	heads, err := s.StreamHeads(ctx)
-	if err != nil {
-		return fmt.Errorf("StreamHeads: %w", err)
-	}
-	got := map[eventstore.WorkflowID]uint64{}
-	for _, h := range heads {
-		if _, mine := want[h.WorkflowID]; !mine {
-			continue
-		}
-		if _, dup := got[h.WorkflowID]; dup {
-			return fmt.Errorf("StreamHeads lists %v twice", h.WorkflowID)
-		}
-		got[h.WorkflowID] = h.Head
-	}
-	if !reflect.DeepEqual(got, want) {
-		return fmt.Errorf("StreamHeads = %v, want %v (history lengths)", got, want)
-	}
-	return nil
-}
-
-func esQuery(ctx context.Context, s eventstore.Store) error {
-	typeA := "conformance-a-" + eventstore.NewRunID().String()
-	typeB := "conformance-b-" + eventstore.NewRunID().String()
-	a1, a2, b1 := newESRun(), newESRun(), newESRun()
-	if err := esAppend(ctx, s, a1.wf, 0, a1.started(typeA), a1.signal("x")); err != nil {
-		return err
-	}
-	if err := esAppend(ctx, s, a2.wf, 0, a2.started(typeA), eventstore.WorkflowPaused{Envelope: a2.env()}); err != nil {
-		return err
-	}
-	if err := esAppend(ctx, s, b1.wf, 0, b1.started(typeB), b1.scheduled(0), b1.completed()); err != nil {
-		return err
-	}
-	type sum struct {
-		run    eventstore.RunID
-		typ    string
-		status eventstore.WorkflowStatus
-		head   uint64
-		closed bool
-	}
-	summaries := map[eventstore.WorkflowID]sum{
-		a1.wf: {a1.run, typeA, eventstore.StatusRunning, 2, false},
-		a2.wf: {a2.run, typeA, eventstore.StatusPaused, 2, false},
-		b1.wf: {b1.run, typeB, eventstore.StatusCompleted, 3, true},
-	}
-	// The time bounds at a workflow's own StartedAt, the boundary where an
-	// inclusive StartedBefore or an exclusive StartedAfter shows; the wanted
-	// sets come from the StartedAt each run reports.
-	startedAt := map[eventstore.WorkflowID]time.Time{}
-	for _, r := range []esRun{a1, a2, b1} {
-		chain, err := s.ReadRunChain(ctx, r.wf)
-		if err != nil {
-			return fmt.Errorf("ReadRunChain(%v): %w", r.wf, err)
-		}
-		if len(chain) != 1 || chain[0].StartedAt.IsZero() {
-			return fmt.Errorf("ReadRunChain(%v) = %+v, want one run with a StartedAt", r.wf, chain)
-		}
-		startedAt[r.wf] = chain[0].StartedAt
-	}
-	pivot := startedAt[a1.wf]
-	typeAWhere := func(keep func(time.Time) bool) []eventstore.WorkflowID {
-		var out []eventstore.WorkflowID
-		for _, wf := range []eventstore.WorkflowID{a1.wf, a2.wf} {
-			if keep(startedAt[wf]) {
-				out = append(out, wf)
-			}
-		}
-		return out
-	}
-	cases := []struct {
-		name   string
-		filter eventstore.WorkflowFilter
-		want   []eventstore.WorkflowID // exactly these among ours
-		limit  int                     // when > 0: this many of want
-	}{
-		{"started-after-inclusive", eventstore.WorkflowFilter{WorkflowType: typeA, StartedAfter: pivot}, typeAWhere(func(t time.Time) bool { return !t.Before(pivot) }), 0},
-		{"started-before-exclusive", eventstore.WorkflowFilter{WorkflowType: typeA, StartedBefore: pivot}, typeAWhere(func(t time.Time) bool { return t.Before(pivot) }), 0},
-		{"started-window-of-one-instant", eventstore.WorkflowFilter{WorkflowType: typeA, StartedAfter: pivot, StartedBefore: pivot.Add(time.Nanosecond)}, typeAWhere(func(t time.Time) bool { return t.Equal(pivot) }), 0},
-		{"type", eventstore.WorkflowFilter{WorkflowType: typeA}, []eventstore.WorkflowID{a1.wf, a2.wf}, 0},
-		{"type-and-status", eventstore.WorkflowFilter{WorkflowType: typeA, Status: eventstore.StatusPaused}, []eventstore.WorkflowID{a2.wf}, 0},
-		{"closed-status", eventstore.WorkflowFilter{WorkflowType: typeB, Status: eventstore.StatusCompleted}, []eventstore.WorkflowID{b1.wf}, 0},
-		{"status-only", eventstore.WorkflowFilter{Status: eventstore.StatusRunning}, []eventstore.WorkflowID{a1.wf}, 0},
-		{"no-match", eventstore.WorkflowFilter{WorkflowType: typeB, Status: eventstore.StatusRunning}, nil, 0},
-		{"zero-filter", eventstore.WorkflowFilter{}, []eventstore.WorkflowID{a1.wf, a2.wf, b1.wf}, 0},
-		{"limit", eventstore.WorkflowFilter{WorkflowType: typeA, Limit: 1}, []eventstore.WorkflowID{a1.wf, a2.wf}, 1},
-	}
-	for _, c := range cases {
-		got, err := s.Query(ctx, c.filter)
-		if err != nil {
-			return fmt.Errorf("%s: Query(%+v): %w", c.name, c.filter, err)
-		}
-		var mine []eventstore.WorkflowID
-		for _, g := range got {
-			w, ok := summaries[g.WorkflowID]
-			if !ok {
-				continue
-			}
-			if (sum{g.RunID, g.WorkflowType, g.Status, g.Head, !g.ClosedAt.IsZero()}) != w || g.StartedAt.IsZero() {
-				return fmt.Errorf("%s: Query summary %+v, want run %v type %q status %q head %d closed %v and a StartedAt", c.name, g, w.run, w.typ, w.status, w.head, w.closed)
-			}
-			mine = append(mine, g.WorkflowID)
-		}
-		if c.limit > 0 {
-			if len(got) != c.limit || len(mine) != c.limit || !slices.Contains(c.want, mine[0]) {
-				return fmt.Errorf("%s: Query(%+v) returned %d summaries %v, want %d of %v", c.name, c.filter, len(got), mine, c.limit, c.want)
-			}
-			continue
-		}
-		if !sameSet(mine, c.want) {
-			return fmt.Errorf("%s: Query(%+v) matched %v of this rule's workflows, want %v", c.name, c.filter, mine, c.want)
-		}
-	}
-	return nil
-}
-
-func sameSet[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if count(a, x) != count(b, x) {
-			return false
-		}
-	}
-	return true
-}
-
-func esTimers(ctx context.Context, s eventstore.Store) error {
-	r := newESRun()
-	if err := esAppend(ctx, s, r.wf, 0, r.started("conformance")); err != nil {
-		return err
-	}
-	const timer = eventstore.TimerID("conformance-timer")
-	const early = eventstore.TimerID("conformance-early")
-	t0 := time.Unix(1_800_000_000, 0).UTC()
-	mine := func(asOf time.Time) ([]eventstore.TimerEntry, error) {
-		all, err := s.ExpiredTimers(ctx, asOf)
-		if err != nil {
-			return nil, fmt.Errorf("ExpiredTimers(%v): %w", asOf, err)
-		}
-		for i := 1; i < len(all); i++ {
-			if all[i].FireAt.Before(all[i-1].FireAt) {
-				return nil, fmt.Errorf("ExpiredTimers(%v) is not earliest first: %v before %v", asOf, all[i-1].FireAt, all[i].FireAt)
-			}
-		}
-		var out []eventstore.TimerEntry
-		for _, e := range all {
-			if e.WorkflowID == r.wf {
-				if e.FireAt.After(asOf) {
-					return nil, fmt.Errorf("ExpiredTimers(%v) returned a timer firing at %v", asOf, e.FireAt)
+		b.push("the first appends of 4,097 more workflows", func(m *esModel) error {
+			for _, a := range more {
+				if err := m.append(a); err != nil {
+					return fmt.Errorf("%v: %w", a, err)
 				}
-				out = append(out, e)
+			}
+			return nil
+		})
+		b.listings()
+		b.query(0)
+		b.query(10)
+	}),
+	esScript(RuleESQuery, 0, func(b *esb) {
+		for wf, k := range []string{kSignal, kPause, kComplete, kContinue, kFailWf, kSignal, kPause, kTimeoutWf} {
+			b.add(wf, kStart, k)
+		}
+		for v := range 3 * queryVariants {
+			b.query(v)
+		}
+	}),
+	esScript(RuleESTimers, 0, func(b *esb) {
+		b.add(0, kStart)
+		for range 6 {
+			b.timer(0, 0)
+		}
+		b.timer(0, 1)
+		b.timer(1, 2)
+		for i := range keyShapes {
+			b.timer(1, 6+i)
+		}
+		for v := range 12 {
+			b.expired(v)
+			b.retire(v)
+		}
+		b.expired(3)
+	}),
+	esScript(RuleESPackages, 0, func(b *esb) {
+		long := keyShapes[len(keyShapes)-1]
+		for _, p := range [][2]string{{"a/b", "c"}, {"a", "b/c"}, {"A", "b/c"}, {"a", "B/c"}, {"a:b", "c"}, {"a\x00b", "c"}, {"ü", long}, {"u", long[:300] + "2"}} {
+			b.pkg(0, p[0], p[1])
+		}
+		b.pkg(5, "", "")
+		b.pkg(3, "x", "c")   // a route to a stored hash
+		b.pkg(3, "x", "C")   // to a hash no package has
+		b.pkg(4, "A", "c")   // delete what is not stored
+		b.pkg(4, "a:b", "c") // delete
+		b.pkg(4, "a", "B/c") // delete one version of a type, not the other
+		b.pkg(5, "", "")
+		b.pkg(1, "a", "b/c")     // replace, with routes
+		b.pkg(2, "a/b/c", "c/d") // a bad route stores nothing
+		b.pkg(5, "", "")
+	}),
+	esScript(RuleESContextCancelled, 0, func(b *esb) {
+		b.add(0, kStart, kSchedule)
+		b.timer(0, 0)
+		b.shard(0)
+		for _, m := range []ctxMode{ctxCancelled, ctxExpired} {
+			for _, do := range []func(){
+				func() { b.add(0, kSignal) }, func() { b.app(esAppend{wf: 0, n: 2, rows: true, kinds: []string{kSchedule, kSchedule}}) },
+				func() { b.all(0) }, func() { b.read(0, abs(1)) }, func() { b.chain(0) }, func() { b.listings() }, func() { b.query(0) },
+				func() { b.timer(0, 0) }, func() { b.retire(0) }, func() { b.expired(3) },
+				func() { b.pkg(0, "a", "b") }, func() { b.pkg(1, "a", "b") }, func() { b.pkg(3, "a", "b") }, func() { b.pkg(4, "a", "b") }, func() { b.pkg(5, "", "") },
+				func() { b.claim(5) }, func() { b.rearm(0) }, func() { b.cancelRow(0) }, func() { b.cancelWf(0, 0) }, func() { b.count() },
+				func() { b.shard(0) }, func() { b.shard(2) },
+			} {
+				b.mode = m
+				do()
 			}
 		}
-		return out, nil
-	}
-	wantTimers := func(asOf time.Time, want ...eventstore.TimerEntry) error {
-		got, err := mine(asOf)
-		if err != nil {
-			return err
+		for trip := range 8 {
+			b.mode, b.trip = ctxTrip, trip
+			b.app(esAppend{wf: 0, n: 3, rows: true, kinds: []string{kSchedule, kSignal, kSchedule}})
+			b.mode, b.trip = ctxTrip, trip
+			b.all(0)
 		}
-		ok := len(got) == len(want)
-		for i := 0; ok && i < len(got); i++ {
-			ok = got[i].TimerID == want[i].TimerID && got[i].FireAt.Equal(want[i].FireAt) && got[i].ArmedSeq == want[i].ArmedSeq
+		b.all(0)
+		b.listings()
+		b.expired(3)
+		b.pkg(5, "", "")
+		b.shard(7)
+		b.claim(100)
+	}),
+	seeded(RuleESModel, esModelRule),
+	seeded(RuleESConcurrentAppends, esConcurrentAppends),
+	esScript(RuleESAliasing, 0, func(b *esb) {
+		b.app(esAppend{wf: 0, n: len(bigKinds), big: true, kinds: bigKinds})
+		b.app(esAppend{wf: 0, n: 3, rows: true, kinds: repeat(kSchedule, 3)})
+		b.all(0)
+		b.read(0, abs(2))
+		b.chain(0)
+		b.pkg(0, "a", "b")
+		b.pkg(5, "", "")
+		b.claim(10)
+		b.rearm(0)
+		b.claim(10)
+	}),
+	esScript(RuleOutboxAtomic, CapOutbox, func(b *esb) {
+		b.flaw(0, esZeroToken, 0)
+		b.app(esAppend{wf: 0, n: 3, rows: true, kinds: []string{kStart, kSchedule, kSchedule}})
+		b.app(esAppend{wf: 0, n: 1, at: abs(0), rows: true, kinds: []string{kSchedule}})
+		b.add(0, kSchedule, kSchedule) // scheduled without rows
+		b.app(esAppend{wf: 0, n: 1, at: rel(-1), rowsOnly: true})
+		b.app(esAppend{wf: 0, n: 1, at: plus(1 << 32), rowsOnly: true})
+		for f := esRowOtherWf; f <= esRowStagedKey; f++ {
+			b.app(esAppend{wf: 0, n: 2, rows: true, flaw: f, kinds: []string{kSchedule, kSchedule}})
 		}
-		if !ok {
-			return fmt.Errorf("ExpiredTimers(%v) for this workflow = %+v, want %+v", asOf, got, want)
+		b.app(esAppend{wf: 0, n: 1, rowsOnly: true})
+		b.claim(10)
+		b.all(0)
+	}),
+	esScript(RuleOutboxClaim, CapOutbox, func(b *esb) {
+		b.app(esAppend{wf: 0, n: 4, rows: true, kinds: append(start, repeat(kSchedule, 3)...)})
+		for _, limit := range []int{0, -1, math.MinInt} {
+			b.claim(limit)
 		}
-		return nil
-	}
-	retire := func(id eventstore.TimerID, at time.Time, seq uint64, want eventstore.TimerRetirement) error {
-		got, err := s.RetireTimer(ctx, r.wf, id, at, seq)
-		if err != nil {
-			return fmt.Errorf("RetireTimer(%s, %v, %d): %w", id, at, seq, err)
+		b.claim(2)
+		b.claim(5)
+		b.claim(5)
+		b.app(esAppend{wf: 1, n: 4101, rows: true, kinds: append(start, repeat(kSchedule, 4100)...)})
+		b.claim(1<<32 + 1)
+		b.claim(4097)
+		b.claim(math.MaxInt)
+	}),
+	esScript(RuleOutboxRearm, CapOutbox, func(b *esb) {
+		b.app(esAppend{wf: 0, n: 5, rows: true, kinds: append(start, repeat(kSchedule, 4)...)})
+		b.claim(10)
+		for v := range 4 {
+			b.rearm(v)
+			b.claim(1)
 		}
-		if got != want {
-			return fmt.Errorf("RetireTimer(%s, %v, armedSeq=%d) = %v, want %v", id, at, seq, got, want)
+		b.claim(10)
+	}),
+	esScript(RuleOutboxSettle, CapOutbox, func(b *esb) {
+		b.app(esAppend{wf: 0, n: 5, rows: true, kinds: append(start, repeat(kSchedule, 4)...)})
+		b.claim(1)
+		for v := range 8 {
+			b.cancelRow(v)
+			b.claim(1)
 		}
-		return nil
-	}
-	entry := func(id eventstore.TimerID, at time.Time, seq uint64) eventstore.TimerEntry {
-		return eventstore.TimerEntry{WorkflowID: r.wf, TimerID: id, FireAt: at, ArmedSeq: seq}
-	}
-	if err := s.ScheduleTimer(ctx, eventstore.WorkflowID{}, timer, t0, 1); !errors.Is(err, eventstore.ErrInvalidArgument) {
-		return fmt.Errorf("ScheduleTimer of the zero workflow returned %v, want an error matching eventstore.ErrInvalidArgument", err)
-	}
-	if err := s.ScheduleTimer(ctx, r.wf, timer, t0, 1); err != nil {
-		return fmt.Errorf("ScheduleTimer: %w", err)
-	}
-	if err := wantTimers(t0.Add(-time.Second)); err != nil {
-		return fmt.Errorf("before it is due: %w", err)
-	}
-	// The zero time is a time like any other, the earliest: not "no bound".
-	if err := wantTimers(time.Time{}); err != nil {
-		return fmt.Errorf("as of the zero time: %w", err)
-	}
-	if err := wantTimers(t0, entry(timer, t0, 1)); err != nil {
-		return fmt.Errorf("due exactly now (FireAt <= asOf): %w", err)
-	}
-	// Re-arming replaces: one entry, with the new fire time and armed seq.
-	t1 := t0.Add(10 * time.Second)
-	if err := s.ScheduleTimer(ctx, r.wf, timer, t1, 2); err != nil {
-		return fmt.Errorf("ScheduleTimer (re-arm): %w", err)
-	}
-	if err := s.ScheduleTimer(ctx, r.wf, early, t0.Add(-5*time.Second), 1); err != nil {
-		return fmt.Errorf("ScheduleTimer: %w", err)
-	}
-	later := t0.Add(time.Hour)
-	if err := wantTimers(later, entry(early, t0.Add(-5*time.Second), 1), entry(timer, t1, 2)); err != nil {
-		return fmt.Errorf("after a re-arm: %w", err)
-	}
-	// The fence: a retirement naming the old arming removes nothing.
-	if err := retire(timer, t0, 1, eventstore.TimerSuperseded); err != nil {
-		return err
-	}
-	if err := retire(timer, t1, 1, eventstore.TimerSuperseded); err != nil {
-		return err
-	}
-	if err := wantTimers(later, entry(early, t0.Add(-5*time.Second), 1), entry(timer, t1, 2)); err != nil {
-		return fmt.Errorf("after a superseded retirement: %w", err)
-	}
-	if err := retire(timer, t1, 2, eventstore.TimerRetired); err != nil {
-		return err
-	}
-	if err := wantTimers(later, entry(early, t0.Add(-5*time.Second), 1)); err != nil {
-		return fmt.Errorf("after retiring: %w", err)
-	}
-	if err := retire(timer, t1, 2, eventstore.TimerAbsent); err != nil {
-		return err
-	}
-	return retire("conformance-never-armed", t1, 2, eventstore.TimerAbsent)
+		b.claim(10)
+	}),
+	esScript(RuleOutboxTerminalSettles, CapOutbox, func(b *esb) {
+		b.app(esAppend{wf: 0, n: 5, rows: true, kinds: append(start, repeat(kSchedule, 4)...)})
+		b.claim(3)
+		b.add(0, kDone, kFail, kRetry, kCancelAct)
+		b.claim(10)
+		// Across continue-as-new: ordinals restart at 0, and a terminal of
+		// the new run settles only its own run's rows.
+		b.app(esAppend{wf: 1, n: 3, rows: true, kinds: []string{kStart, kSchedule, kSchedule}})
+		b.app(esAppend{wf: 1, n: 4, rows: true, kinds: []string{kContinue, kSchedule, kSchedule}})
+		b.add(1, kDone, kTimeoutAct)
+		b.claim(10)
+		b.app(esAppend{wf: 1, n: 4, rowsOnly: true})
+		b.claim(10)
+	}),
+	esScript(RuleOutboxSettleWorkflow, CapOutbox, func(b *esb) {
+		for wf := range 2 {
+			b.app(esAppend{wf: wf, n: 4, rows: true, kinds: []string{kStart, kSchedule, kSchedule, kSchedule}})
+		}
+		b.app(esAppend{wf: 0, n: 3, rows: true, kinds: []string{kContinue, kSchedule}})
+		b.claim(1)
+		b.cancelRow(0)
+		for v := range 3 {
+			b.cancelWf(0, v)
+		}
+		b.cancelWf(0, 0)
+		b.claim(10)
+	}),
+	esScript(RuleShardAcquireOne, CapShardOwner, func(b *esb) { b.shard(2); b.shard(1); b.shard(8); b.shard(2) }),
+	esScript(RuleShardAcquireMany, CapShardOwner, func(b *esb) { b.shard(1); b.shard(0); b.shard(1); b.shard(2) }),
+	esScript(RuleShardPublishNotOwner, CapShardOwner, func(b *esb) { b.shard(2); b.shard(3) }),
+	esScript(RuleShardNegative, CapShardOwner, func(b *esb) {
+		for range 6 {
+			b.shard(1)
+			b.shard(3)
+		}
+	}),
+	esScript(RuleShardScopeEveryShard, CapShardOwner, func(b *esb) {
+		for wf := range 3 {
+			b.add(wf, kStart, pick(b.rng, kSignal, kPause))
+			b.timer(wf, 0)
+		}
+		b.shard(5)
+		b.shard(6)
+		b.shard(4)
+		b.shard(7)
+		b.shard(5)
+		b.shard(7)
+	}),
+	esScript(RuleESRetention, 0, func(b *esb) {
+		kinds := []string{kComplete, kFailWf, kCancelWf, kTimeoutWf, kContinue, kSignal, kPause}
+		for wf, k := range kinds {
+			b.app(esAppend{wf: wf, n: 3, rows: true, kinds: []string{kStart, kSchedule, k}})
+			b.timer(wf, 0)
+		}
+		b.add(0, kReopen)
+		b.claim(1)
+		for _, v := range []int{3, 0, 1, 0, 2} {
+			b.prune(v)
+			b.listings()
+		}
+		b.add(1, kStart)
+		b.all(1)
+		b.expired(3)
+		b.claim(10)
+	}),
+}}
+
+// esb builds the steps of an event store rule; mode and trip apply to the
+// next step only.
+type esb struct {
+	steps []step[*esModel]
+	rng   *rand.Rand
+	mode  ctxMode
+	trip  int
 }
 
-func esPackages(ctx context.Context, s eventstore.Store) error {
-	typ := "conformance-type-" + eventstore.NewRunID().String()
-	other := "conformance-other-" + eventstore.NewRunID().String()
-	rec := func(wt, hash, data string) eventstore.PackageRecord {
-		return eventstore.PackageRecord{WorkflowType: wt, ContentHash: hash, Data: []byte(data), CreatedAt: time.Unix(1_700_000_000, 0).UTC()}
-	}
-	wantPackages := func(step string, want ...eventstore.PackageRecord) error {
-		all, err := s.ListPackages(ctx)
-		if err != nil {
-			return fmt.Errorf("%s: ListPackages: %w", step, err)
-		}
-		var got []string
-		for _, p := range all {
-			if p.WorkflowType == typ || p.WorkflowType == other {
-				got = append(got, p.WorkflowType+"/"+p.ContentHash+"="+string(p.Data))
-			}
-		}
-		var w []string
-		for _, p := range want {
-			w = append(w, p.WorkflowType+"/"+p.ContentHash+"="+string(p.Data))
-		}
-		if !sameSet(got, w) {
-			return fmt.Errorf("%s: ListPackages has %v, want %v", step, got, w)
-		}
-		return nil
-	}
-	wantRoutes := func(step string, want ...eventstore.PackageRoute) error {
-		all, err := s.ListPackageRoutes(ctx)
-		if err != nil {
-			return fmt.Errorf("%s: ListPackageRoutes: %w", step, err)
-		}
-		var got []eventstore.PackageRoute
-		for _, r := range all {
-			if r.WorkflowType == typ || r.WorkflowType == other {
-				got = append(got, r)
-			}
-		}
-		if !sameSet(got, want) {
-			return fmt.Errorf("%s: ListPackageRoutes has %v, want %v", step, got, want)
-		}
-		return nil
-	}
-	one := rec(typ, "hash-1", "one")
-	if err := s.PutPackage(ctx, one); err != nil {
-		return fmt.Errorf("PutPackage: %w", err)
-	}
-	if err := wantPackages("after PutPackage", one); err != nil {
-		return err
-	}
-	uno := rec(typ, "hash-1", "uno")
-	if err := s.PutPackage(ctx, uno); err != nil {
-		return fmt.Errorf("PutPackage (replace): %w", err)
-	}
-	if err := wantPackages("after replacing a package", uno); err != nil {
-		return err
-	}
-	two := rec(typ, "hash-2", "two")
-	if err := s.PutPackageWithRoutes(ctx, two, []string{typ}); err != nil {
-		return fmt.Errorf("PutPackageWithRoutes: %w", err)
-	}
-	if err := wantPackages("after PutPackageWithRoutes", uno, two); err != nil {
-		return err
-	}
-	if err := wantRoutes("after PutPackageWithRoutes", eventstore.PackageRoute{WorkflowType: typ, ContentHash: "hash-2"}); err != nil {
-		return err
-	}
-	if err := s.PutPackageRoute(ctx, typ, "hash-1"); err != nil {
-		return fmt.Errorf("PutPackageRoute: %w", err)
-	}
-	if err := wantRoutes("after re-routing", eventstore.PackageRoute{WorkflowType: typ, ContentHash: "hash-1"}); err != nil {
-		return err
-	}
-	if err := s.PutPackageRoute(ctx, other, "hash-missing"); !errors.Is(err, eventstore.ErrNotFound) {
-		return fmt.Errorf("PutPackageRoute to a package the store does not hold returned %v, want an error matching eventstore.ErrNotFound", err)
-	}
-	if err := s.DeletePackage(ctx, typ, "hash-missing"); !errors.Is(err, eventstore.ErrNotFound) {
-		return fmt.Errorf("DeletePackage of a package the store does not hold returned %v, want an error matching eventstore.ErrNotFound", err)
-	}
-	if err := s.PutPackage(ctx, rec("", "hash-3", "nameless")); !errors.Is(err, eventstore.ErrInvalidArgument) {
-		return fmt.Errorf("PutPackage with an empty WorkflowType returned %v, want an error matching eventstore.ErrInvalidArgument", err)
-	}
-	if err := wantPackages("after the refused calls", uno, two); err != nil {
-		return err
-	}
-	if err := wantRoutes("after the refused calls", eventstore.PackageRoute{WorkflowType: typ, ContentHash: "hash-1"}); err != nil {
-		return err
-	}
-	three := rec(other, "hash-3", "three")
-	if err := s.PutPackage(ctx, three); err != nil {
-		return fmt.Errorf("PutPackage: %w", err)
-	}
-	if err := s.DeletePackage(ctx, other, "hash-3"); err != nil {
-		return fmt.Errorf("DeletePackage: %w", err)
-	}
-	return wantPackages("after DeletePackage", uno, two)
+func (b *esb) push(what string, do func(m *esModel) error) {
+	b.steps = append(b.steps, step[*esModel]{what + modeString(b.mode, b.trip), do})
+	b.mode, b.trip = ctxLive, 0
 }
 
-// esContextCancelled calls every error-returning method of the store and of
-// its capabilities, found by reflection, with a cancelled context and valid
-// arguments: each must answer with an error matching context.Canceled and
-// write nothing.
-func esContextCancelled(ctx context.Context, s eventstore.Store) error {
-	gen := newArgGen(true)
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	var errs []error
-	for _, iface := range storeInterfaces {
-		if !reflect.TypeOf(s).Implements(iface.typ) {
-			continue
+func (b *esb) app(a esAppend) {
+	a.seed, a.mode, a.trip = b.rng.Uint64(), b.mode, b.trip
+	b.push(a.String(), func(m *esModel) error { return m.append(a) })
+}
+
+func (b *esb) add(wf int, kinds ...string) { b.app(esAppend{wf: wf, n: len(kinds), kinds: kinds}) }
+func (b *esb) at(wf int, at pos, kinds ...string) {
+	b.app(esAppend{wf: wf, n: len(kinds), kinds: kinds, at: at})
+}
+func (b *esb) flaw(wf int, f esFlaw, where int) {
+	b.app(esAppend{wf: wf, n: 3, flaw: f, where: where, kinds: []string{kSignal, kSchedule, kSignal}})
+}
+
+// on pushes a step that needs no mode of its own beyond b's.
+func (b *esb) on(what string, do func(m *esModel, mode ctxMode, trip int, seed uint64) error) {
+	mode, trip, seed := b.mode, b.trip, b.rng.Uint64()
+	b.push(what, func(m *esModel) error { return do(m, mode, trip, seed) })
+}
+
+func (b *esb) read(wf int, from pos) {
+	b.on(fmt.Sprintf("ReadHistoryFrom(workflow %d, %v)", wf, from), func(m *esModel, mode ctxMode, trip int, _ uint64) error {
+		return m.readFrom(m.wf(wf), from, mode, trip)
+	})
+}
+
+func (b *esb) all(wf int) {
+	b.on(fmt.Sprintf("ReadHistory(workflow %d)", wf), func(m *esModel, mode ctxMode, _ int, _ uint64) error { return m.readAll(m.wf(wf), mode) })
+}
+
+func (b *esb) chain(wf int) {
+	b.on(fmt.Sprintf("ReadRunChain(workflow %d)", wf), func(m *esModel, mode ctxMode, _ int, _ uint64) error { return m.chain(m.wf(wf), mode) })
+}
+
+func (b *esb) listings() {
+	b.on("ListWorkflowIDs, ListActive, ListPaused, StreamHeads", func(m *esModel, mode ctxMode, _ int, _ uint64) error { return m.listings(mode) })
+}
+
+func (b *esb) query(variant int) {
+	b.on(fmt.Sprintf("Query(variant %d)", variant), func(m *esModel, mode ctxMode, _ int, seed uint64) error { return m.query(variant, seed, mode) })
+}
+
+// outbox pushes a step of the Outbox method: a no-op for a store without
+// the capability (the Outbox rules skip before); with a done context the
+// method must return the context's error and change nothing.
+func (b *esb) outbox(method, what string, do func(m *esModel, seed uint64) error) {
+	b.on(what, func(m *esModel, mode ctxMode, _ int, seed uint64) error {
+		if m.ob == nil {
+			return nil
 		}
-		for m := range iface.typ.Methods() {
-			if !returnsError(m.Type) {
-				continue
-			}
-			args, err := gen.args(m, cancelled)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			out, err := callMethod(s, m.Name, args)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			got, _ := out[len(out)-1].Interface().(error)
-			if !errors.Is(got, context.Canceled) {
-				errs = append(errs, fmt.Errorf("%s with a cancelled context returned %v, want an error matching context.Canceled", m.Name, got))
-			}
+		want := doneErr(mode)
+		if want == nil {
+			return do(m, seed)
 		}
-	}
-	if err := errors.Join(errs...); err != nil {
+		ctx, cancel := ctxFor(m.ctx, mode, 0)
+		defer cancel()
+		var err error
+		key := m.g.salt
+		if len(m.rows) > 0 {
+			key = m.rows[0].DispatchKey
+		}
+		switch method {
+		case "ClaimOutboxRows":
+			_, err = m.ob.ClaimOutboxRows(ctx, 1)
+		case "RearmOutboxPending":
+			err = m.ob.RearmOutboxPending(ctx, []eventstore.OutboxRow{{DispatchKey: key}})
+		case "SettleWorkflowOutboxRowsCancelled":
+			_, err = m.ob.SettleWorkflowOutboxRowsCancelled(ctx, m.wf(0).id)
+		case "SettleOutboxRowCancelled":
+			err = m.ob.SettleOutboxRowCancelled(ctx, key)
+		default:
+			_, err = m.ob.CountClaimedOutboxRows(ctx)
+		}
+		return errors.Join(refused(err, want, method+" with a done context"), m.count())
+	})
+}
+
+func (b *esb) claim(limit int) {
+	b.outbox("ClaimOutboxRows", fmt.Sprintf("ClaimOutboxRows(%d)", limit), func(m *esModel, _ uint64) error { return m.claim(limit) })
+}
+
+func (b *esb) rearm(variant int) {
+	b.outbox("RearmOutboxPending", fmt.Sprintf("RearmOutboxPending(variant %d)", variant), func(m *esModel, seed uint64) error { return m.rearm(variant, seed) })
+}
+
+func (b *esb) cancelRow(variant int) {
+	b.outbox("SettleOutboxRowCancelled", fmt.Sprintf("SettleOutboxRowCancelled(variant %d)", variant), func(m *esModel, seed uint64) error {
+		return m.cancelRow(variant, seed)
+	})
+}
+
+func (b *esb) cancelWf(wf, variant int) {
+	b.outbox("SettleWorkflowOutboxRowsCancelled", fmt.Sprintf("SettleWorkflowOutboxRowsCancelled(workflow %d, variant %d)", wf, variant), func(m *esModel, _ uint64) error {
+		return m.cancelWf(m.wf(wf), variant)
+	})
+}
+
+func (b *esb) count() {
+	b.outbox("CountClaimedOutboxRows", "CountClaimedOutboxRows", func(m *esModel, _ uint64) error { return m.count() })
+}
+
+func (b *esb) timer(wf, variant int) {
+	b.on(fmt.Sprintf("ScheduleTimer(workflow %d, variant %d)", wf, variant), func(m *esModel, mode ctxMode, _ int, seed uint64) error {
+		return m.schedule(m.wf(wf), variant, seed, mode)
+	})
+}
+
+func (b *esb) retire(variant int) {
+	b.on(fmt.Sprintf("RetireTimer(variant %d)", variant), func(m *esModel, mode ctxMode, _ int, seed uint64) error {
+		if want := doneErr(mode); want != nil {
+			ctx, cancel := ctxFor(m.ctx, mode, 0)
+			defer cancel()
+			for _, e := range m.timers {
+				_, err := m.s.RetireTimer(ctx, e.WorkflowID, e.TimerID, e.FireAt, e.ArmedSeq)
+				return refused(err, want, "RetireTimer of an armed timer")
+			}
+			return nil
+		}
+		return m.retire(variant, seed)
+	})
+}
+
+func (b *esb) expired(variant int) {
+	b.on(fmt.Sprintf("ExpiredTimers(variant %d)", variant), func(m *esModel, mode ctxMode, _ int, seed uint64) error { return m.expired(variant, seed, mode) })
+}
+
+func (b *esb) pkg(variant int, typ, hash string) {
+	b.on(fmt.Sprintf("packages(variant %d, %q, %q)", variant, short(typ), short(hash)), func(m *esModel, mode ctxMode, _ int, seed uint64) error {
+		return m.pkg(variant, seed, typ, hash, mode)
+	})
+}
+
+func (b *esb) shard(variant int) {
+	b.on(fmt.Sprintf("shards(variant %d)", variant), func(m *esModel, mode ctxMode, _ int, seed uint64) error {
+		if m.so == nil {
+			return nil // the ShardOwner rules skip before
+		}
+		if want := doneErr(mode); want != nil {
+			ctx, cancel := ctxFor(m.ctx, mode, 0)
+			defer cancel()
+			err := refused(m.so.AcquireOwnedShards(ctx, []int{0}), want, "AcquireOwnedShards with a done context")
+			err2 := refused(m.so.PublishShardOwner(ctx, 0), want, "PublishShardOwner with a done context")
+			if m.so.IsCurrentOwner(ctx, 0) {
+				err2 = errors.Join(err2, errors.New("IsCurrentOwner with a done context = true, want false"))
+			}
+			if got := m.so.IsCurrentOwner(m.ctx, 0); got != m.shard0 {
+				err2 = errors.Join(err2, fmt.Errorf("IsCurrentOwner(0) = %v after elections with a done context, want %v", got, m.shard0))
+			}
+			return errors.Join(err, err2)
+		}
+		return m.shard(variant, seed)
+	})
+}
+
+func (b *esb) prune(variant int) {
+	b.on(fmt.Sprintf("PruneClosed(variant %d)", variant), func(m *esModel, _ ctxMode, _ int, seed uint64) error { return m.prune(variant, seed) })
+}
+
+// esScript makes a fixed rule of a script: the same steps whatever the
+// seed, run against the model; caps are the capabilities it needs.
+func esScript(name string, caps Capabilities, script func(b *esb)) rule[eventstore.Store] {
+	b := &esb{rng: newRand(1, name)}
+	script(b)
+	return fixed(name, func(ctx context.Context, s eventstore.Store) error {
+		if caps&CapOutbox != 0 && capabilitiesOf(s)&CapOutbox == 0 {
+			return skipf(CapOutbox, "%T does not implement eventstore.Outbox", s)
+		}
+		if caps&CapShardOwner != 0 && capabilitiesOf(s)&CapShardOwner == 0 {
+			return skipf(CapShardOwner, "%T does not implement eventstore.ShardOwner", s)
+		}
+		_, err := runSteps(ctx, s, newESModel(ctx, 1, 8, 1), b.steps)
 		return err
+	})
+}
+
+// The sizes of the event store model rule at scale 1: one history past
+// 4,096 events, 300 workflows (the stream-heads rule lists more than
+// 4,096), a batch of 4,100 events and rows, payloads past 64 KiB and of
+// 1 MiB.
+const (
+	esLongHistory = 4_400
+	esWorkflows   = 300
+	esRandomOps   = 1_500
+)
+
+// esModelRule: a seeded sequence of appends good and bad through both
+// paths, reads at boundary offsets, run chains, listings and Query through
+// the whole lifecycle, and, with the capabilities, the outbox, fenced
+// timers, packages, elections and retention, each result compared with
+// the model.
+func esModelRule(ctx context.Context, env *ruleEnv[eventstore.Store], s eventstore.Store) error {
+	rng := newRand(env.cfg.seed, RuleESModel)
+	scale := env.cfg.scale
+	n := esWorkflows * scale
+	caps := capabilitiesOf(s)
+	_, prunes := s.(ClosedPruner)
+	b := &esb{rng: rng}
+	// The long history, in batches of varied size, one big.
+	for total, i := 0, 0; total < esLongHistory*scale; i++ {
+		size := 1 + rng.IntN(400)
+		b.app(esAppend{wf: 0, n: size, rows: caps&CapOutbox != 0, partial: true, big: i == 3})
+		total += size
 	}
-	hist, err := s.ReadHistory(ctx, gen.wf)
-	if err != nil {
-		return fmt.Errorf("ReadHistory: %w", err)
+	// One batch with a 1 MiB payload in every payload field, one of 4,101
+	// events and rows; then every other workflow
+	// starts, in random order, some going further at once.
+	b.app(esAppend{wf: n, n: len(bigKinds), big: true, kinds: bigKinds})
+	b.app(esAppend{wf: n - 1, n: 4101, rows: true, kinds: append(start, repeat(kSchedule, 4100)...)})
+	var starts []esAppend
+	for _, w := range rng.Perm(n - 2) {
+		starts = append(starts, esAppend{wf: w + 1, n: 1 + rng.IntN(3)*rng.IntN(2), rows: caps&CapOutbox != 0, partial: true, seed: rng.Uint64()})
 	}
-	if len(hist) != 0 {
-		return fmt.Errorf("a write with a cancelled context committed %d events", len(hist))
+	b.push(fmt.Sprintf("the first appends of %d workflows", len(starts)), func(m *esModel) error {
+		for _, a := range starts {
+			if err := m.append(a); err != nil {
+				return fmt.Errorf("%v: %w", a, err)
+			}
+		}
+		return nil
+	})
+	wf := func() int {
+		if rng.IntN(5) == 0 {
+			return 0
+		}
+		return rng.IntN(n - 1)
 	}
-	pkgs, err := s.ListPackages(ctx)
-	if err != nil {
-		return fmt.Errorf("ListPackages: %w", err)
+	ops := esRandomOps * scale
+	if raceDetector {
+		ops /= 4
 	}
-	for _, p := range pkgs {
-		if p.WorkflowType == gen.packageType() {
-			return errors.New("a PutPackage with a cancelled context stored the package")
+	for range ops {
+		w := wf()
+		switch r := rng.IntN(60); {
+		case r < 3:
+			b.mode, b.trip = pick(rng, ctxCancelled, ctxExpired, ctxTrip, ctxTrip), rng.IntN(5)
+			b.app(esAppend{wf: w, n: 1 + rng.IntN(4), rows: caps&CapOutbox != 0, partial: true})
+		case r < 18:
+			b.app(esAppend{wf: w, n: 1 + rng.IntN(5), rows: caps&CapOutbox != 0 && rng.IntN(4) != 0, partial: true, rowsOnly: caps&CapOutbox != 0 && rng.IntN(10) == 0})
+		case r < 20:
+			b.app(esAppend{wf: w, n: rng.IntN(3), at: pick(rng, stale...), rowsOnly: caps&CapOutbox != 0 && rng.IntN(2) == 0})
+		case r < 23:
+			last := esZeroRunEvent
+			if caps&CapOutbox != 0 {
+				last = esRowStagedKey
+			}
+			b.app(esAppend{wf: w, n: 1 + rng.IntN(3), flaw: esFlaw(1 + rng.IntN(int(last))), where: rng.IntN(5) - 2, rows: true})
+		case r < 28:
+			if rng.IntN(6) == 0 {
+				b.mode, b.trip = ctxTrip, rng.IntN(3)
+			}
+			from := pick(rng, rel(0), rel(-1), rel(-int64(rng.IntN(50))), rel(1), abs(0), abs(1), abs(1<<32+1), abs(1<<63), abs(math.MaxUint64))
+			if w == 0 && from.isAbs && from.abs < 2 {
+				from = rel(-100) // the long history is read whole in the final sweep
+			}
+			b.read(w, from)
+		case r < 30:
+			b.chain(w)
+		case r < 31:
+			b.listings()
+		case r < 33:
+			b.query(rng.IntN(queryVariants))
+		case r < 40 && caps&CapOutbox != 0:
+			switch rng.IntN(5) {
+			case 0:
+				b.rearm(rng.IntN(4))
+			case 1:
+				b.cancelRow(rng.IntN(4))
+			case 2:
+				b.cancelWf(w, rng.IntN(5))
+			default:
+				b.claim(pick(rng, append(boundaryInt, 1, 2, 3, 4)...))
+			}
+		case r < 46:
+			switch rng.IntN(3) {
+			case 0:
+				b.timer(w, rng.IntN(6))
+			case 1:
+				b.retire(rng.IntN(6))
+			default:
+				b.expired(rng.IntN(4))
+			}
+		case r < 52:
+			b.pkg(rng.IntN(6), "", "")
+		case r < 55 && caps&CapShardOwner != 0:
+			b.shard(pick(rng, 0, 1, 2, 3, 8, 0, 1, 2, 3, 8, 4, 5, 6, 7))
+		case r < 56 && prunes:
+			b.prune(rng.IntN(4))
 		}
 	}
-	timers, err := s.ExpiredTimers(ctx, gen.time(1).Add(time.Hour))
-	if err != nil {
-		return fmt.Errorf("ExpiredTimers: %w", err)
+	// The final sweep.
+	for w := range n + 1 {
+		b.all(w)
+		b.chain(w)
 	}
-	for _, tm := range timers {
-		if tm.WorkflowID == gen.wf {
-			return errors.New("a ScheduleTimer with a cancelled context armed the timer")
-		}
+	for _, from := range []uint64{255, 256, 4095, 4096, 4097} {
+		b.read(0, abs(from))
 	}
-	return nil
+	b.listings()
+	for v := range queryVariants {
+		b.query(v)
+	}
+	if caps&CapShardOwner != 0 {
+		b.shard(5)
+		b.listings()
+	}
+	if caps&CapOutbox != 0 {
+		b.claim(math.MaxInt)
+	}
+	for i := range keyShapes {
+		b.timer(0, 6+i)
+	}
+	b.expired(3)
+	b.pkg(5, "", "")
+	return runModel(ctx, env, s, newESModel(ctx, rng.Uint64(), n, scale), b.steps)
 }

@@ -1,15 +1,16 @@
 package conformance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
@@ -56,855 +57,864 @@ func CheckKeyspace(ctx context.Context, newStore func() (keyspace.Store, func(),
 	return keyspaceSuite.check(ctx, newConfig(opts), newStore)
 }
 
-var keyspaceSuite = suite[keyspace.Store]{
-	name: SuiteKeyspace,
-	rules: []rule[keyspace.Store]{
-		{name: RuleKSContiguousSeqs, check: ksContiguousSeqs},
-		{name: RuleKSHead, check: ksHead},
-		{name: RuleKSBatch, check: ksBatchContract},
-		{name: RuleKSConflictFound, check: ksConflictFound},
-		{name: RuleKSConflictWritesNone, check: ksConflictWritesNothing},
-		{name: RuleKSMixedStreams, check: ksMixedStreams},
-		{name: RuleKSEphemeral, check: ksEphemeral},
-		{name: RuleKSEmptyBatch, check: ksEmptyBatch},
-		{name: RuleKSAttemptsDisjoint, check: ksAttemptsDisjoint},
-		{name: RuleKSRunAxis, check: ksRunAxis},
-		{name: RuleKSListOrder, check: ksListOrder},
-		{name: RuleKSListRunScoping, check: ksListRunScoping},
-		{name: RuleKSEmptyListings, check: ksEmptyListings},
-		{name: RuleKSReadFromResume, check: ksReadFromResume},
-		{name: RuleKSRecordsAreCopies, check: ksRecordsAreCopies},
-		{name: RuleKSConcurrentAppends, check: ksConcurrentAppends},
-		{name: RuleKSContextCancelled, check: ksContextCancelled},
-		{name: RuleKSZeroIDs, check: ksZeroIDs},
-		{name: RuleKSAppendEvent, check: ksAppendEvent},
-		{name: RuleKSValidation, check: ksValidation},
-		{name: RuleKSModel, run: ksModelRule},
-		{name: RuleKSConcurrentBatches, run: ksConcurrentBatches},
-	},
+// RunDeleter is the optional retention capability of a keyspace
+// (keyspace.Memory has it): DeleteRun removes every stream of one run and
+// returns how many it removed (streams holding at least one record);
+// afterwards the run is as if never written, and other runs are untouched.
+// A zero workflow or run ID removes nothing. The suite checks it
+// ([RuleKSRetention], and in the model) when the store has the method; it
+// is not part of [keyspace.Store], which an engine uses without it.
+type RunDeleter interface {
+	DeleteRun(workflowID eventstore.WorkflowID, runID eventstore.RunID) int
 }
 
-// ksConcurrency is how many goroutines the concurrency rule runs.
-const ksConcurrency = 8
+var keyspaceSuite = suite[keyspace.Store]{name: SuiteKeyspace, rules: []rule[keyspace.Store]{
+	ksScript(RuleKSContiguousSeqs, func(b *ksb) {
+		b.head(0)
+		b.add(0, 1)
+		b.add(0, 1)
+		b.add(0, 3)
+		b.head(0)
+		b.read(0, abs(0), 0)
+	}),
+	ksScript(RuleKSHead, func(b *ksb) {
+		b.head(0)
+		b.add(0, 1)
+		b.add(0, 3)
+		b.add(0, 2)
+		b.head(0)
+		b.head(1)
+	}),
+	ksScript(RuleKSBatch, func(b *ksb) {
+		b.add(0, 4)
+		b.read(0, abs(0), 0)
+		b.add(0, 2)
+		b.add(9, 4097)
+		b.head(0)
+		b.read(0, abs(0), 0)
+		b.read(9, abs(4090), 0)
+	}),
+	ksScript(RuleKSConflictFound, func(b *ksb) {
+		b.add(0, 3)
+		for _, at := range []pos{rel(-2), abs(0), rel(4), plus(1 << 32), plus(1 << 63), abs(math.MaxUint64), abs(1<<32 + 3)} {
+			b.appendAt(0, 1, at)
+		}
+		b.appendAt(1, 1, rel(2)) // an unwritten stream
+	}),
+	ksScript(RuleKSConflictWritesNone, func(b *ksb) {
+		b.add(0, 2)
+		for _, at := range []pos{abs(0), rel(-1), rel(3), plus(1 << 32)} {
+			b.appendAt(0, 4, at)
+			b.read(0, abs(0), 0)
+		}
+		b.appendAt(1, 4, rel(1))
+		b.read(1, abs(0), 0)
+	}),
+	ksScript(RuleKSMixedStreams, func(b *ksb) {
+		b.add(0, 1)
+		for _, other := range []int{1, 4, 7, 8} { // other attempt, activity, run, workflow
+			for _, where := range []int{-1, 0, 1} {
+				b.bad(0, 3, flawMixed, where, other)
+			}
+		}
+		b.read(0, abs(0), 0)
+	}),
+	ksScript(RuleKSEphemeral, func(b *ksb) {
+		b.add(0, 1)
+		b.bad(0, 1, flawEphemeral, 0, 0)
+		b.bad(0, 3, flawEphemeral, -1, 0)
+		b.read(0, abs(0), 0)
+	}),
+	ksScript(RuleKSEmptyBatch, func(b *ksb) {
+		b.add(0, 2)
+		for _, at := range []pos{abs(0), rel(0), abs(9), abs(math.MaxUint64)} {
+			b.appendAt(0, 0, at)
+		}
+		b.appendAt(1, 0, abs(7))
+		b.read(0, abs(0), 0)
+	}),
+	ksScript(RuleKSAttemptsDisjoint, func(b *ksb) {
+		for i, s := range []int{0, 1, 2, 3, 4, 5, 6} {
+			b.add(s, 7-i)
+		}
+		for s := range 7 {
+			b.head(s)
+			b.read(s, abs(0), 0)
+		}
+	}),
+	ksScript(RuleKSRunAxis, func(b *ksb) {
+		b.add(0, 1)
+		b.add(7, 1)
+		b.read(7, abs(0), 0)
+		b.read(0, abs(0), 0)
+		b.head(0)
+		b.head(7)
+	}),
+	ksScript(RuleKSListOrder, func(b *ksb) {
+		for _, s := range []int{9, 10, 13, 11, 12, 6, 5, 4} {
+			b.add(s, 1+s%3)
+		}
+		b.list(9)
+	}),
+	ksScript(RuleKSListRunScoping, func(b *ksb) {
+		b.add(0, 2)
+		b.add(1, 1)
+		b.add(7, 3)
+		b.add(8, 4)
+		b.list(0)
+		b.list(7)
+		b.list(8)
+	}),
+	ksScript(RuleKSEmptyListings, func(b *ksb) {
+		b.add(0, 1)
+		b.list(14) // a run of another workflow never written
+		b.list(15) // an unwritten run of a written workflow
+	}),
+	ksScript(RuleKSReadFromResume, func(b *ksb) {
+		b.add(0, 5)
+		for _, r := range []struct {
+			from  pos
+			limit int
+		}{{abs(0), 0}, {abs(0), -1}, {abs(3), 0}, {abs(1), 2}, {abs(4), 10}, {abs(0), 1}, {abs(5), 0}, {abs(6), 0}, {abs(5), 3},
+			{abs(1<<32 + 1), 0}, {abs(1 << 63), 0}, {abs(math.MaxUint64), 0}, {abs(0), math.MinInt}, {abs(0), 1<<32 + 1}, {abs(1), math.MaxInt}} {
+			b.read(0, r.from, r.limit)
+		}
+		b.read(1, abs(0), 0)
+	}),
+	ksScript(RuleKSRecordsAreCopies, func(b *ksb) {
+		b.add(0, 3)
+		b.read(0, abs(0), 0)
+		b.read(0, abs(1), 1)
+		b.list(0)
+		b.read(0, abs(0), 0)
+	}),
+	seeded(RuleKSConcurrentAppends, ksConcurrentAppends),
+	ksScript(RuleKSContextCancelled, func(b *ksb) {
+		b.add(0, 1)
+		for _, m := range []ctxMode{ctxCancelled, ctxExpired} {
+			b.mode = m
+			b.add(0, 2)
+			b.mode = m
+			b.head(0)
+			b.mode = m
+			b.read(0, abs(0), 0)
+			b.mode = m
+			b.list(0)
+		}
+		for trip := range 6 {
+			b.mode, b.trip = ctxTrip, trip
+			b.add(0, 3)
+			b.mode, b.trip = ctxTrip, trip
+			b.read(0, abs(0), 0)
+		}
+		b.read(0, abs(0), 0)
+	}),
+	ksScript(RuleKSZeroIDs, func(b *ksb) {
+		b.add(0, 1)
+		for _, f := range []ksFlaw{flawZeroWF, flawZeroRun} {
+			b.bad(0, 2, f, -2, 0)
+			b.bad(1, 2, f, -2, 0)
+			b.zero(0, f)
+		}
+		b.read(0, abs(0), 0)
+	}),
+	ksScript(RuleKSAppendEvent, func(b *ksb) {
+		b.one(0, rel(0))
+		b.one(0, rel(0))
+		b.one(0, abs(0))
+		b.read(0, abs(0), 0)
+	}),
+	ksScript(RuleKSValidation, func(b *ksb) {
+		for s, f := range []ksFlaw{flawNilContent, flawForeign, flawEphemeral, flawZeroWF, flawZeroRun, flawMixed} {
+			b.add(s, 2)
+			for _, where := range []int{0, -1} {
+				b.bad(s, 3, f, where, 8)
+				b.bad(16+s, 3, f, where, 8) // an unwritten stream
+			}
+			b.read(s, abs(0), 0)
+		}
+		b.add(0, 3) // pointer and nil contents are valid
+		b.read(0, abs(0), 0)
+	}),
+	ksScript(RuleKSRetention, func(b *ksb) {
+		b.add(0, 2)
+		b.add(1, 1)
+		b.add(7, 3)
+		b.add(8, 1)
+		b.deleteRun(0)
+		for _, s := range []int{0, 1, 7, 8} {
+			b.head(s)
+			b.read(s, abs(0), 0)
+		}
+		b.list(0)
+		b.list(7)
+		b.add(0, 1)
+		b.deleteRun(14) // never written
+		b.read(0, abs(0), 0)
+	}),
+	seeded(RuleKSModel, ksModelRule),
+	seeded(RuleKSConcurrentBatches, ksConcurrentBatches),
+}}
 
-// newRunKey returns a key in a fresh random workflow and run, so rules never
-// depend on IDs another rule (or another user of a shared backend) wrote.
-func newRunKey(activity eventstore.ActivityID, attempt uint32) keyspace.StreamKey {
-	return keyspace.NewStreamKey(eventstore.NewWorkflowID(), eventstore.NewRunID(), activity, attempt)
+// pos is a stream position resolved when a step runs: the head plus rel
+// (at least 0), or abs.
+type pos struct {
+	rel   int64
+	abs   uint64 // the position, or with plus what is added to the head
+	isAbs bool
+	plus  bool
 }
 
-// withCoords returns key with another activity and attempt (same run).
-func withCoords(key keyspace.StreamKey, activity eventstore.ActivityID, attempt uint32) keyspace.StreamKey {
-	key.ActivityID, key.Attempt = activity, attempt
-	return key
-}
+func rel(d int64) pos   { return pos{rel: d} }
+func plus(u uint64) pos { return pos{abs: u, plus: true} }
+func abs(v uint64) pos  { return pos{abs: v, isAbs: true} }
 
-// ksEvent returns a durable message event of key. Times are whole seconds in
-// UTC so a store that keeps only microseconds still round-trips them.
-func ksEvent(key keyspace.StreamKey, workerSeq uint64, text string) keyspace.ActivityEvent {
-	return keyspace.ActivityEvent{
-		WorkflowID: key.WorkflowID,
-		RunID:      key.RunID,
-		ActivityID: key.ActivityID,
-		Attempt:    key.Attempt,
-		AgentID:    "conformance-agent",
-		AgentRole:  "assistant",
-		EmittedAt:  time.Unix(1_700_000_000+int64(workerSeq), 0).UTC(),
-		WorkerSeq:  workerSeq,
-		Content:    keyspace.Message{Role: "assistant", Text: text},
-	}
-}
-
-// ksBatch returns n events of key with worker seqs first, first+1, ...
-func ksBatch(key keyspace.StreamKey, first uint64, n int, text string) []keyspace.ActivityEvent {
-	out := make([]keyspace.ActivityEvent, n)
-	for i := range out {
-		out[i] = ksEvent(key, first+uint64(i), fmt.Sprintf("%s-%d", text, first+uint64(i)))
-	}
-	return out
-}
-
-// appendOK appends and checks the returned head.
-func appendOK(ctx context.Context, s keyspace.Store, expectedSeq uint64, events []keyspace.ActivityEvent) error {
-	head, err := s.AppendEvents(ctx, expectedSeq, events)
-	if err != nil {
-		return fmt.Errorf("AppendEvents(expectedSeq=%d, %d events): %w", expectedSeq, len(events), err)
-	}
-	if want := expectedSeq + uint64(len(events)); head != want {
-		return fmt.Errorf("AppendEvents(expectedSeq=%d, %d events) returned head %d, want %d", expectedSeq, len(events), head, want)
-	}
-	return nil
-}
-
-func wantHead(ctx context.Context, s keyspace.Store, key keyspace.StreamKey, want uint64) error {
-	got, err := s.Head(ctx, key)
-	if err != nil {
-		return fmt.Errorf("Head(%v): %w", key, err)
-	}
-	if got != want {
-		return fmt.Errorf("Head(%v) = %d, want %d", key, got, want)
-	}
-	return nil
-}
-
-// sameActivityEvent compares what a store must keep of an event: everything
-// but StoreSeq and Persisted, which the store sets.
-func sameActivityEvent(got, want keyspace.ActivityEvent) error {
+func (p pos) at(head uint64) uint64 {
 	switch {
-	case keyspace.KeyOf(got) != keyspace.KeyOf(want):
-		return fmt.Errorf("stream %v, want %v", keyspace.KeyOf(got), keyspace.KeyOf(want))
-	case got.AgentID != want.AgentID || got.AgentRole != want.AgentRole:
-		return fmt.Errorf("agent %q/%q, want %q/%q", got.AgentID, got.AgentRole, want.AgentID, want.AgentRole)
-	case !got.EmittedAt.Equal(want.EmittedAt):
-		return fmt.Errorf("EmittedAt %v, want %v", got.EmittedAt, want.EmittedAt)
-	case got.WorkerSeq != want.WorkerSeq:
-		return fmt.Errorf("WorkerSeq %d, want %d", got.WorkerSeq, want.WorkerSeq)
-	case got.Ephemeral != want.Ephemeral:
-		return fmt.Errorf("field Ephemeral %v, want %v", got.Ephemeral, want.Ephemeral)
-	case !reflect.DeepEqual(got.Content, want.Content):
-		return fmt.Errorf("field Content %#v, want %#v", got.Content, want.Content)
+	case p.isAbs:
+		return p.abs
+	case p.plus:
+		return head + p.abs
+	case p.rel < 0 && uint64(-p.rel) > head:
+		return 0
 	}
-	return nil
+	return head + uint64(p.rel)
 }
 
-// readExpect reads key from fromSeq with limit and checks the records are
-// exactly want, at StoreSeqs firstSeq, firstSeq+1, ..., self-describing.
-func readExpect(ctx context.Context, s keyspace.Store, key keyspace.StreamKey, fromSeq uint64, limit int, firstSeq uint64, want []keyspace.ActivityEvent) error {
-	recs, err := s.ReadFrom(ctx, key, fromSeq, limit)
-	if err != nil {
-		return fmt.Errorf("ReadFrom(%v, %d, %d): %w", key, fromSeq, limit, err)
+func (p pos) String() string {
+	switch {
+	case p.isAbs:
+		return fmt.Sprint(p.abs)
+	case p.plus:
+		return fmt.Sprintf("head+%d", p.abs)
+	case p.rel == 0:
+		return "head"
 	}
-	if len(recs) != len(want) {
-		return fmt.Errorf("ReadFrom(%v, %d, %d) returned %d records (store seqs %v), want %d from store seq %d",
-			key, fromSeq, limit, len(recs), recordSeqs(recs), len(want), firstSeq)
-	}
-	for i, r := range recs {
-		seq := firstSeq + uint64(i)
-		if r.StoreSeq != seq {
-			return fmt.Errorf("ReadFrom(%v, %d, %d): record %d has StoreSeq %d, want %d (store seqs %v)", key, fromSeq, limit, i, r.StoreSeq, seq, recordSeqs(recs))
-		}
-		if r.Event.StoreSeq != r.StoreSeq || !r.Event.Persisted {
-			return fmt.Errorf("ReadFrom(%v): record %d is not self-describing: Event.StoreSeq %d, Event.Persisted %v, want %d, true", key, seq, r.Event.StoreSeq, r.Event.Persisted, r.StoreSeq)
-		}
-		if err := sameActivityEvent(r.Event, want[i]); err != nil {
-			return fmt.Errorf("ReadFrom(%v): record %d: %w", key, seq, err)
-		}
-	}
-	return nil
+	return fmt.Sprintf("head%+d", p.rel)
 }
 
-func recordSeqs(recs []keyspace.Record) []uint64 {
-	out := make([]uint64, len(recs))
-	for i, r := range recs {
-		out[i] = r.StoreSeq
+// ksFlaw is what makes a generated batch one every store refuses.
+type ksFlaw int
+
+const (
+	flawNone ksFlaw = iota
+	flawMixed
+	flawEphemeral
+	flawZeroWF
+	flawZeroRun
+	flawNilContent
+	flawForeign
+)
+
+var flawNames = []string{"", "mixed", "ephemeral", "zero workflow ID", "zero run ID", "nil content pointer", "foreign content kind"}
+
+// foreignContent is a Content kind that is not one of the five.
+type foreignContent struct{ Text string }
+
+func (foreignContent) ContentKind() string { return "message" }
+
+// contentKinds are the content kinds a generated event carries, each
+// filled field by field.
+var contentKinds = []reflect.Type{
+	reflect.TypeFor[keyspace.Message](), reflect.TypeFor[keyspace.ToolCall](), reflect.TypeFor[keyspace.ToolResult](),
+	reflect.TypeFor[keyspace.Status](), reflect.TypeFor[keyspace.Usage](),
+}
+
+// ksModel is the reference model of a keyspace, written from the contract
+// of keyspace.Store: a stream is the list of the events appended to it,
+// its head their number; a run lists its non-empty streams by (activity,
+// attempt) as unsigned numbers.
+type ksModel struct {
+	ctx  context.Context
+	s    keyspace.Store
+	g    *gen
+	keys []keyspace.StreamKey
+	recs map[keyspace.StreamKey][]keyspace.Record
+}
+
+// ksKeys is the stream table of a model run: fixed streams the scripts
+// name, then n more, most in run A1. Streams 0-6 share a run and differ
+// only in attempt (0, 1<<16, the largest) or activity (past 2^32, 2^63,
+// the largest), 7 is another run of the workflow, 8 the same run ID in
+// another workflow; 9-13 order differently as numbers and as text; 14 and
+// 15 are runs no script writes; 16-21 are more streams of run A1.
+func ksKeys(g *gen, n int) []keyspace.StreamKey {
+	a, b := g.workflow(), g.workflow()
+	a1, a2 := g.run(), g.run()
+	k := func(wf eventstore.WorkflowID, run eventstore.RunID, act uint64, att uint32) keyspace.StreamKey {
+		return keyspace.NewStreamKey(wf, run, eventstore.ActivityID(act), att)
+	}
+	keys := []keyspace.StreamKey{
+		k(a, a1, 3, 1), k(a, a1, 3, 0), k(a, a1, 3, 1<<16), k(a, a1, 3, math.MaxUint32),
+		k(a, a1, 3+1<<32, 1), k(a, a1, 3+1<<63, 1), k(a, a1, math.MaxUint64, math.MaxUint32),
+		k(a, a2, 3, 1), k(b, a1, 3, 1),
+		k(a, a1, 10, 0), k(a, a1, 2, 1), k(a, a1, 2, 10), k(a, a1, 2, 9), k(a, a1, 2, 0),
+		k(b, g.run(), 0, 0), k(a, g.run(), 0, 0),
+	}
+	for i := range 6 {
+		keys = append(keys, k(a, a1, uint64(20+i), 2))
+	}
+	seen := map[keyspace.StreamKey]bool{}
+	for _, key := range keys {
+		seen[key] = true
+	}
+	for len(keys) < n {
+		act := pick(g, g.Uint64N(uint64(4*n)), pick(g, boundaryU64...))
+		key := k(a, a1, act, pick[uint32](g, 0, 1, 2, 9, 10, 1<<16, math.MaxUint32))
+		switch g.IntN(10) {
+		case 0:
+			key.RunID = a2
+		case 1:
+			key.WorkflowID = b
+		}
+		if !seen[key] {
+			seen[key] = true
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// newKSModel returns the start function of a model run: the stream table
+// is drawn from idSeed, the same in every replay, with a fresh salt.
+func newKSModel(ctx context.Context, idSeed uint64, n int) func(keyspace.Store) (*ksModel, error) {
+	return func(s keyspace.Store) (*ksModel, error) {
+		g := newGen(rand.New(rand.NewPCG(idSeed, 3)))
+		*g.bigLeft = 48
+		return &ksModel{ctx: ctx, s: s, g: g, keys: ksKeys(g, n), recs: map[keyspace.StreamKey][]keyspace.Record{}}, nil
+	}
+}
+
+func (m *ksModel) head(k keyspace.StreamKey) uint64 { return uint64(len(m.recs[k])) }
+
+// ksAppend is one generated append.
+type ksAppend struct {
+	stream, n int
+	at        pos
+	flaw      ksFlaw
+	where     int // the flawed event: where mod n
+	other     int // the stream of the odd event of a mixed batch
+	seed      uint64
+	big       bool // three events carry 1 MiB texts
+	one       bool // through keyspace.AppendEvent
+	mode      ctxMode
+	trip      int
+}
+
+func (a ksAppend) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "AppendEvents(stream %d, %d events at %v", a.stream, a.n, a.at)
+	if a.one {
+		fmt.Fprintf(&b, " through keyspace.AppendEvent")
+	}
+	if a.flaw != flawNone {
+		fmt.Fprintf(&b, ", %s at %d", flawNames[a.flaw], a.where)
+	}
+	if a.flaw == flawMixed {
+		fmt.Fprintf(&b, " of stream %d", a.other)
+	}
+	if a.big {
+		b.WriteString(", 1 MiB texts")
+	}
+	return b.String() + modeString(a.mode, a.trip) + ")"
+}
+
+func modeString(m ctxMode, trip int) string {
+	return []string{"", ", cancelled context", ", expired context", fmt.Sprintf(", context cancelled at its probe %d", trip+1)}[m]
+}
+
+// batch makes the events of an append.
+func (m *ksModel) batch(a ksAppend) []keyspace.ActivityEvent {
+	g := m.g.sub(a.seed)
+	key := m.keys[a.stream]
+	if a.flaw == flawMixed && a.n == 1 {
+		a.n = 2 // one event alone is in no other stream
+	}
+	out := make([]keyspace.ActivityEvent, a.n)
+	for i := range out {
+		ev := filled[keyspace.ActivityEvent](g)
+		ev.WorkflowID, ev.RunID, ev.ActivityID, ev.Attempt, ev.Ephemeral = key.WorkflowID, key.RunID, key.ActivityID, key.Attempt, false
+		if g.IntN(12) != 0 {
+			c := reflect.New(pick(g, contentKinds...))
+			g.fill(c.Elem())
+			if g.IntN(4) == 0 {
+				ev.Content = c.Interface().(keyspace.Content) // a pointer: stored as its value
+			} else {
+				ev.Content = c.Elem().Interface().(keyspace.Content)
+			}
+		}
+		out[i] = ev
+	}
+	if a.big && a.n > 0 {
+		big := strings.Repeat("\x00ü\xff", bigText/4)
+		for j, c := range []keyspace.Content{keyspace.Message{Role: "assistant", Text: big}, keyspace.ToolResult{CallID: "big", Output: big}, keyspace.ToolCall{Name: "big", Arguments: big}} {
+			out[(a.n/2+j)%a.n].Content = c
+		}
+	}
+	if a.flaw == flawNone || a.n == 0 {
+		return out
+	}
+	ev := &out[(a.where%a.n+a.n)%a.n]
+	switch a.flaw {
+	case flawMixed:
+		k := m.keys[a.other]
+		ev.WorkflowID, ev.RunID, ev.ActivityID, ev.Attempt = k.WorkflowID, k.RunID, k.ActivityID, k.Attempt
+	case flawEphemeral:
+		ev.Ephemeral = true
+	case flawZeroWF, flawZeroRun:
+		for i := range out {
+			if a.flaw == flawZeroWF {
+				out[i].WorkflowID = eventstore.WorkflowID{}
+			} else {
+				out[i].RunID = eventstore.RunID{}
+			}
+		}
+	case flawNilContent:
+		ev.Content = reflect.Zero(reflect.PointerTo(pick(g, contentKinds...))).Interface().(keyspace.Content)
+	case flawForeign:
+		ev.Content = foreignContent{"x"}
 	}
 	return out
 }
 
-// snapshot renders everything a reader can see of the given streams and of
-// their runs' listings, to prove that a refused call wrote nothing.
-func snapshot(ctx context.Context, s keyspace.Store, keys ...keyspace.StreamKey) (string, error) {
-	var b strings.Builder
-	type run struct {
-		wf  eventstore.WorkflowID
-		run eventstore.RunID
+// stored is what a store keeps of an accepted event at seq.
+func stored(ev keyspace.ActivityEvent, seq uint64) keyspace.Record {
+	if v := reflect.ValueOf(ev.Content); v.Kind() == reflect.Pointer {
+		ev.Content = v.Elem().Interface().(keyspace.Content)
 	}
-	seen := map[run]bool{}
+	ev.StoreSeq, ev.Persisted = seq, true
+	return keyspace.Record{StoreSeq: seq, Event: ev}
+}
+
+// errClass is the sentinel a refusal of want's kind must match.
+func errClass(want error) error {
+	for _, e := range []error{keyspace.ErrMixedStreams, keyspace.ErrEphemeral, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(want, e) {
+			return e
+		}
+	}
+	return eventstore.ErrInvalidArgument
+}
+
+func (m *ksModel) append(a ksAppend) error {
+	key := m.keys[a.stream]
+	head := m.head(key)
+	expected := a.at.at(head)
+	batch := m.batch(a)
+	given := deepCopy(batch)
+	ctx, cancel := ctxFor(m.ctx, a.mode, a.trip)
+	defer cancel()
+	var got uint64
+	var err error
+	if a.one && len(batch) > 0 {
+		got, err = keyspace.AppendEvent(ctx, m.s, expected, batch[0])
+	} else {
+		got, err = m.s.AppendEvents(ctx, expected, batch)
+	}
+	if d := diff(ends(batch), ends(given)); d != "" {
+		return fmt.Errorf("the call changed the caller's events: %s", d)
+	}
+	scribble(batch) // the caller may reuse its memory now
+	var want error
+	switch {
+	case a.mode == ctxCancelled:
+		want = context.Canceled
+	case a.mode == ctxExpired:
+		want = context.DeadlineExceeded
+	case len(given) == 0:
+		if err != nil || got != expected {
+			return fmt.Errorf("returned (%d, %v), want (%d, nil): an empty batch is a no-op", got, err, expected)
+		}
+		return m.unchanged(key)
+	case a.flaw != flawNone:
+		want = keyspace.ValidateBatch(given)
+	case expected != head:
+		if err := wantConflict(err, expected, head, "the append"); err != nil {
+			return err
+		}
+		return m.unchanged(key)
+	}
+	if want != nil {
+		if err == nil || !errors.Is(err, errClass(want)) {
+			return fmt.Errorf("returned %v, want an error matching %v", err, errClass(want))
+		}
+		if got != 0 {
+			return fmt.Errorf("returned head %d with its error, want 0", got)
+		}
+		return m.unchanged(key, m.keys[a.other])
+	}
+	wantHead := head + uint64(len(given))
+	if a.one {
+		wantHead = head
+	}
+	if err != nil {
+		if a.mode != ctxTrip || !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("at the head %d: %w", head, err)
+		}
+		// Cancelled during the call: all of the batch landed, or none, or
+		// it may still land (a durable store cannot always know). The same
+		// append again settles it: it lands now, or conflicts with the
+		// first at the head after it.
+		h, herr := m.s.Head(m.ctx, key)
+		if herr != nil || (h != head && h != head+uint64(len(given))) {
+			return fmt.Errorf("cancelled during the call (%v), it left head %d (%v): want %d or %d, all or nothing", err, h, herr, head, head+uint64(len(given)))
+		}
+		if h == head {
+			_, err := m.s.AppendEvents(m.ctx, expected, deepCopy(given))
+			if err != nil && wantConflict(err, expected, head+uint64(len(given)), "") != nil {
+				return fmt.Errorf("the append cancelled during the call, made again: %w", err)
+			}
+		}
+	} else if got != wantHead {
+		return fmt.Errorf("returned %d, want %d", got, wantHead)
+	}
+	for i, ev := range given {
+		m.recs[key] = append(m.recs[key], stored(ev, head+uint64(i)))
+	}
+	if a.big {
+		return m.read(ksRead{stream: a.stream, from: abs(head)})
+	}
+	return nil
+}
+
+// unchanged checks that the streams' heads, and the listings of their
+// runs when short, are what the model holds.
+func (m *ksModel) unchanged(keys ...keyspace.StreamKey) error {
 	for _, k := range keys {
-		head, err := s.Head(ctx, k)
-		if err != nil {
-			return "", fmt.Errorf("Head(%v): %w", k, err)
+		if err := m.headOf(k, ctxLive, 0); err != nil {
+			return fmt.Errorf("after the refusal: %w", err)
 		}
-		recs, err := s.ReadFrom(ctx, k, 0, 0)
-		if err != nil {
-			return "", fmt.Errorf("ReadFrom(%v, 0, 0): %w", k, err)
+		n := 0
+		for s := range m.recs {
+			if s.WorkflowID == k.WorkflowID && s.RunID == k.RunID {
+				n++
+			}
 		}
-		fmt.Fprintf(&b, "stream %v head %d\n", k, head)
-		for _, r := range recs {
-			fmt.Fprintf(&b, "  %d: %s %d %#v\n", r.StoreSeq, r.Event.AgentID, r.Event.WorkerSeq, r.Event.Content)
-		}
-		rk := run{k.WorkflowID, k.RunID}
-		if seen[rk] {
+		if n > 64 {
 			continue
 		}
-		seen[rk] = true
-		list, err := s.ListStreams(ctx, k.WorkflowID, k.RunID)
-		if err != nil {
-			return "", fmt.Errorf("ListStreams(%v, %v): %w", k.WorkflowID, k.RunID, err)
-		}
-		fmt.Fprintf(&b, "run %v/%v lists %v\n", k.WorkflowID, k.RunID, list)
-	}
-	return b.String(), nil
-}
-
-// unchanged compares a snapshot taken before a refused call with the state
-// after it.
-func unchanged(ctx context.Context, s keyspace.Store, before string, what string, keys ...keyspace.StreamKey) error {
-	after, err := snapshot(ctx, s, keys...)
-	if err != nil {
-		return err
-	}
-	if after != before {
-		return fmt.Errorf("%s changed the keyspace; before:\n%safter:\n%s", what, before, after)
-	}
-	return nil
-}
-
-func wantConflict(err error, expected, found uint64, what string) error {
-	if err == nil {
-		return fmt.Errorf("%s succeeded, want a *eventstore.SequenceConflictError (expected %d, found %d)", what, expected, found)
-	}
-	var conflict *eventstore.SequenceConflictError
-	if !errors.As(err, &conflict) {
-		return fmt.Errorf("%s: error is not a *eventstore.SequenceConflictError: %w", what, err)
-	}
-	if !errors.Is(err, eventstore.ErrSequenceConflict) {
-		return fmt.Errorf("%s: error does not match eventstore.ErrSequenceConflict: %w", what, err)
-	}
-	if conflict.Expected != expected || conflict.Found != found {
-		return fmt.Errorf("%s: conflict {Expected: %d, Found: %d}, want {Expected: %d, Found: %d} (Found must be the actual head): %w",
-			what, conflict.Expected, conflict.Found, expected, found, err)
-	}
-	return nil
-}
-
-func ksContiguousSeqs(ctx context.Context, s keyspace.Store) error {
-	key := newRunKey(3, 1)
-	evs := ksBatch(key, 1, 5, "contiguous")
-	if err := wantHead(ctx, s, key, 0); err != nil {
-		return err
-	}
-	if err := appendOK(ctx, s, 0, evs[:1]); err != nil {
-		return err
-	}
-	if err := appendOK(ctx, s, 1, evs[1:2]); err != nil {
-		return err
-	}
-	if err := appendOK(ctx, s, 2, evs[2:]); err != nil {
-		return err
-	}
-	if err := wantHead(ctx, s, key, 5); err != nil {
-		return err
-	}
-	return readExpect(ctx, s, key, 0, 0, 0, evs)
-}
-
-func ksHead(ctx context.Context, s keyspace.Store) error {
-	key := newRunKey(0, 1)
-	sibling := withCoords(key, 0, 2)
-	if err := wantHead(ctx, s, key, 0); err != nil {
-		return fmt.Errorf("unwritten stream: %w", err)
-	}
-	for i, n := range []int{1, 3, 2} {
-		head, err := s.Head(ctx, key)
-		if err != nil {
-			return err
-		}
-		if err := appendOK(ctx, s, head, ksBatch(key, head, n, "head")); err != nil {
-			return fmt.Errorf("append %d: %w", i, err)
-		}
-	}
-	if err := wantHead(ctx, s, key, 6); err != nil {
-		return err
-	}
-	return wantHead(ctx, s, sibling, 0)
-}
-
-func ksBatchContract(ctx context.Context, s keyspace.Store) error {
-	key := newRunKey(1, 0)
-	first := ksBatch(key, 0, 4, "batched")
-	if err := appendOK(ctx, s, 0, first); err != nil {
-		return err
-	}
-	if err := readExpect(ctx, s, key, 0, 0, 0, first); err != nil {
-		return err
-	}
-	more := ksBatch(key, 4, 2, "more")
-	if err := appendOK(ctx, s, 4, more); err != nil {
-		return err
-	}
-	if err := wantHead(ctx, s, key, 6); err != nil {
-		return err
-	}
-	return readExpect(ctx, s, key, 0, 0, 0, append(first, more...))
-}
-
-// ksConflictCase is an append at expected on key that must conflict and be
-// told found, the real head.
-type ksConflictCase struct {
-	name     string
-	key      keyspace.StreamKey
-	expected uint64
-	found    uint64
-}
-
-func ksConflictFound(ctx context.Context, s keyspace.Store) error {
-	key := newRunKey(2, 1)
-	if err := appendOK(ctx, s, 0, ksBatch(key, 0, 3, "x")); err != nil {
-		return err
-	}
-	cases := []ksConflictCase{
-		{"stale", key, 1, 3},
-		{"consumed-zero", key, 0, 3},
-		{"ahead", key, 7, 3},
-		{"unwritten-stream", withCoords(key, 2, 2), 2, 0},
-	}
-	for _, c := range cases {
-		_, err := s.AppendEvents(ctx, c.expected, ksBatch(c.key, 100, 1, c.name))
-		if err := wantConflict(err, c.expected, c.found, fmt.Sprintf("%s: AppendEvents(expectedSeq=%d) on head %d", c.name, c.expected, c.found)); err != nil {
-			return err
+		if err := m.list(ksRead{key: &k, once: true}); err != nil {
+			return fmt.Errorf("after the refusal: %w", err)
 		}
 	}
 	return nil
 }
 
-func ksConflictWritesNothing(ctx context.Context, s keyspace.Store) error {
-	key := newRunKey(0, 1)
-	fresh := withCoords(key, 4, 1)
-	if err := appendOK(ctx, s, 0, ksBatch(key, 0, 2, "first")); err != nil {
-		return err
+// ends returns the first and last 256 elements of a long slice, all of a
+// short one: where the caller's arguments are compared after a call.
+func ends[T any](s []T) []T {
+	if len(s) <= 512 {
+		return s
 	}
-	cases := []ksConflictCase{
-		{"stale", key, 0, 2},
-		{"behind-by-one", key, 1, 2},
-		{"ahead", key, 5, 2},
-		{"unwritten-stream", fresh, 1, 0},
-	}
-	for _, c := range cases {
-		before, err := snapshot(ctx, s, key, fresh)
-		if err != nil {
-			return err
-		}
-		what := fmt.Sprintf("%s: a conflicting 4-event AppendEvents(expectedSeq=%d)", c.name, c.expected)
-		_, err = s.AppendEvents(ctx, c.expected, ksBatch(c.key, 10, 4, "losing"))
-		if err := wantConflict(err, c.expected, c.found, what); err != nil {
-			return err
-		}
-		if err := unchanged(ctx, s, before, what, key, fresh); err != nil {
-			return err
-		}
-	}
-	return nil
+	return append(s[:256:256], s[len(s)-256:]...)
 }
 
-func ksMixedStreams(ctx context.Context, s keyspace.Store) error {
-	base := newRunKey(5, 1)
-	if err := appendOK(ctx, s, 0, ksBatch(base, 0, 1, "base")); err != nil {
-		return err
-	}
-	otherWF := base
-	otherWF.WorkflowID = eventstore.NewWorkflowID()
-	otherRun := base
-	otherRun.RunID = eventstore.NewRunID()
-	cases := []struct {
-		name  string
-		other keyspace.StreamKey
-	}{
-		{"other-attempt", withCoords(base, 5, 2)},
-		{"other-activity", withCoords(base, 6, 1)},
-		{"other-run", otherRun},
-		{"other-workflow", otherWF},
-	}
-	for _, c := range cases {
-		before, err := snapshot(ctx, s, base, c.other)
-		if err != nil {
-			return err
+func (m *ksModel) headOf(k keyspace.StreamKey, mode ctxMode, trip int) error {
+	ctx, cancel := ctxFor(m.ctx, mode, trip)
+	defer cancel()
+	got, err := m.s.Head(ctx, k)
+	return checkAnswer(mode, err, func() string {
+		if got != m.head(k) {
+			return fmt.Sprintf("Head(%v) = %d, want %d", k, got, m.head(k))
 		}
-		// The odd one out is last, so a store that compares only the first
-		// two events is caught too.
-		batch := append(ksBatch(base, 1, 2, "mixed"), ksEvent(c.other, 3, "intruder"))
-		what := fmt.Sprintf("%s: AppendEvents of a batch mixing %v and %v", c.name, base, c.other)
-		_, err = s.AppendEvents(ctx, 1, batch)
-		if err == nil {
-			return fmt.Errorf("%s succeeded, want keyspace.ErrMixedStreams", what)
-		}
-		if !errors.Is(err, keyspace.ErrMixedStreams) {
-			return fmt.Errorf("%s: error %v does not match keyspace.ErrMixedStreams", what, err)
-		}
-		if err := unchanged(ctx, s, before, what, base, c.other); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func ksEphemeral(ctx context.Context, s keyspace.Store) error {
-	key := newRunKey(0, 1)
-	if err := appendOK(ctx, s, 0, ksBatch(key, 0, 1, "durable")); err != nil {
-		return err
-	}
-	live := ksEvent(key, 9, "typing")
-	live.Ephemeral = true
-	live.Content = keyspace.Status{State: "thinking", Detail: "live only"}
-	cases := []struct {
-		name  string
-		batch []keyspace.ActivityEvent
-	}{
-		{"alone", []keyspace.ActivityEvent{live}},
-		{"last-of-three", append(ksBatch(key, 1, 2, "durable"), live)},
-	}
-	for _, c := range cases {
-		before, err := snapshot(ctx, s, key)
-		if err != nil {
-			return err
-		}
-		what := fmt.Sprintf("%s: AppendEvents of a batch holding an ephemeral event", c.name)
-		_, err = s.AppendEvents(ctx, 1, c.batch)
-		if err == nil {
-			return fmt.Errorf("%s succeeded, want keyspace.ErrEphemeral", what)
-		}
-		if !errors.Is(err, keyspace.ErrEphemeral) {
-			return fmt.Errorf("%s: error %v does not match keyspace.ErrEphemeral", what, err)
-		}
-		if err := unchanged(ctx, s, before, what, key); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func ksEmptyBatch(ctx context.Context, s keyspace.Store) error {
-	key := newRunKey(0, 0)
-	if err := appendOK(ctx, s, 0, ksBatch(key, 0, 2, "x")); err != nil {
-		return err
-	}
-	before, err := snapshot(ctx, s, key)
-	if err != nil {
-		return err
-	}
-	for _, c := range []struct {
-		name     string
-		expected uint64
-		batch    []keyspace.ActivityEvent
-	}{
-		{"nil-at-zero", 0, nil},
-		{"empty-at-head", 2, []keyspace.ActivityEvent{}},
-		{"empty-elsewhere", 9, []keyspace.ActivityEvent{}},
-	} {
-		head, err := s.AppendEvents(ctx, c.expected, c.batch)
-		if err != nil {
-			return fmt.Errorf("%s: AppendEvents(expectedSeq=%d, empty): %w; an empty batch is a no-op", c.name, c.expected, err)
-		}
-		if head != c.expected {
-			return fmt.Errorf("%s: AppendEvents(expectedSeq=%d, empty) returned %d, want expectedSeq", c.name, c.expected, head)
-		}
-	}
-	return unchanged(ctx, s, before, "an empty AppendEvents", key)
-}
-
-func ksAttemptsDisjoint(ctx context.Context, s keyspace.Store) error {
-	// Attempts 0, 1, 1<<16 and the largest, and activity 3+1<<32: a store
-	// keeping a coordinate in a narrower column folds 1<<16 onto 0 (16
-	// bits), the largest attempt onto a small one (a signed or narrower
-	// type), or the activity onto 3 (32 bits).
-	a0 := newRunKey(3, 0)
-	keys := []keyspace.StreamKey{a0, withCoords(a0, 3, 1), withCoords(a0, 3, 1<<16), withCoords(a0, 3, math.MaxUint32), withCoords(a0, 3+1<<32, 0)}
-	batches := make([][]keyspace.ActivityEvent, len(keys))
-	for i, k := range keys {
-		batches[i] = ksBatch(k, 0, len(keys)-i, fmt.Sprintf("attempt-%d", k.Attempt))
-		if err := appendOK(ctx, s, 0, batches[i]); err != nil {
-			if i == 0 {
-				return err
-			}
-			return fmt.Errorf("the first event of attempt %d must land at 0 of its own stream: %w", k.Attempt, err)
-		}
-	}
-	for i, k := range keys {
-		if err := wantHead(ctx, s, k, uint64(len(batches[i]))); err != nil {
-			return err
-		}
-		if err := readExpect(ctx, s, k, 0, 0, 0, batches[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func ksRunAxis(ctx context.Context, s keyspace.Store) error {
-	gen1 := newRunKey(0, 1)
-	gen2 := gen1
-	gen2.RunID = eventstore.NewRunID()
-	e1 := ksEvent(gen1, 1, "generation one")
-	e2 := ksEvent(gen2, 1, "generation two")
-	if err := appendOK(ctx, s, 0, []keyspace.ActivityEvent{e1}); err != nil {
-		return err
-	}
-	if err := appendOK(ctx, s, 0, []keyspace.ActivityEvent{e2}); err != nil {
-		return fmt.Errorf("a new run's first event must land at 0 of its own stream, not after the previous run's: %w", err)
-	}
-	if err := readExpect(ctx, s, gen2, 0, 0, 0, []keyspace.ActivityEvent{e2}); err != nil {
-		return err
-	}
-	if err := readExpect(ctx, s, gen1, 0, 0, 0, []keyspace.ActivityEvent{e1}); err != nil {
-		return err
-	}
-	if err := wantHead(ctx, s, gen1, 1); err != nil {
-		return err
-	}
-	return wantHead(ctx, s, gen2, 1)
-}
-
-type listed struct {
-	activity eventstore.ActivityID
-	attempt  uint32
-	head     uint64
-}
-
-func wantListing(ctx context.Context, s keyspace.Store, wf eventstore.WorkflowID, run eventstore.RunID, want []listed) error {
-	got, err := s.ListStreams(ctx, wf, run)
-	if err != nil {
-		return fmt.Errorf("ListStreams(%v, %v): %w", wf, run, err)
-	}
-	gotL := make([]listed, len(got))
-	for i, sum := range got {
-		if sum.Key.WorkflowID != wf || sum.Key.RunID != run {
-			return fmt.Errorf("ListStreams(%v, %v) returned stream %v of another workflow or run", wf, run, sum.Key)
-		}
-		gotL[i] = listed{sum.Key.ActivityID, sum.Key.Attempt, sum.Head}
-	}
-	if len(want) == 0 && len(gotL) == 0 {
-		return nil
-	}
-	if !reflect.DeepEqual(gotL, want) {
-		return fmt.Errorf("ListStreams(%v, %v) = %+v (activity, attempt, head), want %+v", wf, run, gotL, want)
-	}
-	return nil
-}
-
-func ksListOrder(ctx context.Context, s keyspace.Store) error {
-	k := newRunKey(0, 0)
-	// Inserted out of order; activity 10 and attempt 10 catch a store that
-	// sorts the numbers as text.
-	writes := []struct {
-		activity eventstore.ActivityID
-		attempt  uint32
-		n        int
-	}{
-		{10, 0, 1}, {2, 1, 1}, {2, 0, 2}, {2, 10, 1}, {2, 9, 3},
-	}
-	for _, w := range writes {
-		key := withCoords(k, w.activity, w.attempt)
-		if err := appendOK(ctx, s, 0, ksBatch(key, 0, w.n, "list")); err != nil {
-			return err
-		}
-	}
-	return wantListing(ctx, s, k.WorkflowID, k.RunID, []listed{
-		{2, 0, 2}, {2, 1, 1}, {2, 9, 3}, {2, 10, 1}, {10, 0, 1},
+		return ""
 	})
 }
 
-func ksListRunScoping(ctx context.Context, s keyspace.Store) error {
-	run1 := newRunKey(0, 1)
-	run2 := run1
-	run2.RunID = eventstore.NewRunID()
-	otherWF := run1 // another workflow that happens to carry the same run ID
-	otherWF.WorkflowID = eventstore.NewWorkflowID()
-	writes := []struct {
-		key keyspace.StreamKey
-		n   int
-	}{
-		{run1, 2},
-		{withCoords(run1, 1, 1), 1},
-		{run2, 3},
-		{withCoords(run2, 7, 2), 1},
-		{otherWF, 4},
-	}
-	for _, w := range writes {
-		if err := appendOK(ctx, s, 0, ksBatch(w.key, 0, w.n, "scoped")); err != nil {
-			return err
+// checkAnswer judges a read's answer under mode: a done context must give
+// its error; a live one an answer that same reports no difference in; a
+// context cancelled during the call either.
+func checkAnswer(mode ctxMode, err error, same func() string) error {
+	switch {
+	case mode == ctxCancelled || mode == ctxExpired:
+		if want := doneErr(mode); !errors.Is(err, want) {
+			return fmt.Errorf("returned %v with a done context, want an error matching %v", err, want)
 		}
-	}
-	if err := wantListing(ctx, s, run1.WorkflowID, run1.RunID, []listed{{0, 1, 2}, {1, 1, 1}}); err != nil {
+		return nil
+	case err != nil && mode == ctxTrip && errors.Is(err, context.Canceled):
+		return nil
+	case err != nil:
 		return err
 	}
-	if err := wantListing(ctx, s, run2.WorkflowID, run2.RunID, []listed{{0, 1, 3}, {7, 2, 1}}); err != nil {
-		return err
-	}
-	return wantListing(ctx, s, otherWF.WorkflowID, otherWF.RunID, []listed{{0, 1, 4}})
-}
-
-func ksEmptyListings(ctx context.Context, s keyspace.Store) error {
-	key := newRunKey(0, 1)
-	if err := appendOK(ctx, s, 0, ksBatch(key, 0, 1, "x")); err != nil {
-		return err
-	}
-	if err := wantListing(ctx, s, eventstore.NewWorkflowID(), key.RunID, nil); err != nil {
-		return fmt.Errorf("unknown workflow: %w", err)
-	}
-	if err := wantListing(ctx, s, key.WorkflowID, eventstore.NewRunID(), nil); err != nil {
-		return fmt.Errorf("unwritten run of a known workflow: %w", err)
+	if d := same(); d != "" {
+		return errors.New(d)
 	}
 	return nil
 }
 
-func ksReadFromResume(ctx context.Context, s keyspace.Store) error {
-	key := newRunKey(0, 1)
-	evs := ksBatch(key, 0, 5, "resume")
-	if err := appendOK(ctx, s, 0, evs); err != nil {
-		return err
-	}
-	cases := []struct {
-		from  uint64
-		limit int
-		first uint64
-		n     int
-	}{
-		{0, 0, 0, 5},
-		{0, -1, 0, 5},
-		{3, 0, 3, 2},
-		{1, 2, 1, 2},
-		{4, 10, 4, 1},
-		{0, 1, 0, 1},
-		{5, 0, 5, 0},
-		{6, 0, 6, 0},
-		{5, 3, 5, 0},
-	}
-	for _, c := range cases {
-		if err := readExpect(ctx, s, key, c.from, c.limit, c.first, evs[min(c.first, 5):min(c.first+uint64(c.n), 5)]); err != nil {
-			return err
-		}
-	}
-	return readExpect(ctx, s, withCoords(key, 9, 9), 0, 0, 0, nil)
+// ksRead is one generated read: ReadFrom, Head or ListStreams of a stream
+// (or its run).
+type ksRead struct {
+	stream int
+	key    *keyspace.StreamKey // overrides stream
+	from   pos
+	limit  int
+	mode   ctxMode
+	trip   int
+	once   bool // no second read after scribbling
 }
 
-func ksRecordsAreCopies(ctx context.Context, s keyspace.Store) error {
-	key := newRunKey(0, 1)
-	evs := ksBatch(key, 0, 3, "original")
-	want := append([]keyspace.ActivityEvent(nil), evs...)
-	if err := appendOK(ctx, s, 0, evs); err != nil {
-		return err
+func (m *ksModel) read(r ksRead) error {
+	key := m.keys[r.stream]
+	all := m.recs[key]
+	from := r.from.at(uint64(len(all)))
+	var want []keyspace.Record
+	if from < uint64(len(all)) {
+		want = all[from:]
+		if r.limit > 0 && r.limit < len(want) {
+			want = want[:r.limit]
+		}
 	}
-	// The caller's slice is the caller's: changing it after the append must
-	// not reach the store.
-	evs[0].AgentID = "mutated"
-	evs[1].Content = keyspace.Message{Role: "user", Text: "mutated"}
-	if err := readExpect(ctx, s, key, 0, 0, 0, want); err != nil {
-		return fmt.Errorf("after mutating the appended slice: %w", err)
-	}
-	recs, err := s.ReadFrom(ctx, key, 0, 0)
-	if err != nil {
-		return err
-	}
-	for i := range recs {
-		recs[i].StoreSeq += 100
-		recs[i].Event.StoreSeq += 100
-		recs[i].Event.AgentID = "mutated"
-		recs[i].Event.Content = keyspace.Message{Role: "user", Text: "mutated"}
-	}
-	if err := readExpect(ctx, s, key, 0, 0, 0, want); err != nil {
-		return fmt.Errorf("after mutating returned records: %w", err)
-	}
-	list, err := s.ListStreams(ctx, key.WorkflowID, key.RunID)
-	if err != nil {
-		return err
-	}
-	for i := range list {
-		list[i].Head += 100
-		list[i].Key.Attempt += 100
-	}
-	return wantListing(ctx, s, key.WorkflowID, key.RunID, []listed{{0, 1, 3}})
+	return twice(m.ctx, r.mode, r.trip, r.once, func(ctx context.Context) ([]keyspace.Record, error) {
+		return m.s.ReadFrom(ctx, key, from, r.limit)
+	}, func(got []keyspace.Record) string {
+		if d := diff(got, want); d != "" {
+			return fmt.Sprintf("ReadFrom(stream of head %d, fromSeq %d, limit %d): %s", len(all), from, r.limit, d)
+		}
+		return ""
+	})
 }
 
-func ksConcurrentAppends(ctx context.Context, s keyspace.Store) error {
-	key := newRunKey(0, 1)
-
-	// Phase 1: every round, all goroutines race to append at the same
-	// expectedSeq; exactly one may win, and every loser must be told the
-	// head the winner left.
-	const rounds = 16
-	winners := make([]int, rounds)
-	for r := range rounds {
-		start := make(chan struct{})
-		errs := make([]error, ksConcurrency)
-		var wg sync.WaitGroup
-		for g := range ksConcurrency {
-			spawn(&wg, &errs[g], func() error {
-				ev := ksEvent(key, uint64(r*ksConcurrency+g), fmt.Sprintf("round %d goroutine %d", r, g))
-				<-start
-				_, err := s.AppendEvents(ctx, uint64(r), []keyspace.ActivityEvent{ev})
-				return err
-			})
-		}
-		close(start)
-		wg.Wait()
-		won := -1
-		for g, err := range errs {
-			if err == nil {
-				if won >= 0 {
-					return fmt.Errorf("round %d: goroutines %d and %d both appended at expectedSeq %d", r, won, g, r)
-				}
-				won = g
-				continue
-			}
-			if err := wantConflict(err, uint64(r), uint64(r+1), fmt.Sprintf("round %d: losing goroutine %d", r, g)); err != nil {
-				return err
-			}
-		}
-		if won < 0 {
-			return fmt.Errorf("round %d: no goroutine won expectedSeq %d", r, r)
-		}
-		winners[r] = won
+func (m *ksModel) list(r ksRead) error {
+	key := m.keys[r.stream]
+	if r.key != nil {
+		key = *r.key
 	}
-	recs, err := s.ReadFrom(ctx, key, 0, 0)
-	if err != nil {
-		return err
-	}
-	if len(recs) != rounds {
-		return fmt.Errorf("after %d contested rounds the stream holds %d records, want %d", rounds, len(recs), rounds)
-	}
-	for r, rec := range recs {
-		if want := uint64(r*ksConcurrency + winners[r]); rec.StoreSeq != uint64(r) || rec.Event.WorkerSeq != want {
-			return fmt.Errorf("record %d: StoreSeq %d WorkerSeq %d, want StoreSeq %d from the round's winner (WorkerSeq %d)", r, rec.StoreSeq, rec.Event.WorkerSeq, r, want)
+	want := []keyspace.StreamSummary{}
+	for k, recs := range m.recs {
+		if k.WorkflowID == key.WorkflowID && k.RunID == key.RunID && len(recs) > 0 {
+			want = append(want, keyspace.StreamSummary{Key: k, Head: uint64(len(recs))})
 		}
 	}
-
-	// Phase 2: free-running writers, each reading the head and retrying on
-	// conflict, must land every event exactly once, contiguously. Each
-	// conflict a writer meets is caused by another writer's success between
-	// its Head and its append, so a writer that loses more often than all
-	// the others together succeed is being fed a wrong head.
-	key2 := withCoords(key, 1, 1)
-	const perWriter = 20
-	const maxLosses = ksConcurrency * perWriter
-	errs := make([]error, ksConcurrency)
-	var wg sync.WaitGroup
-	for g := range ksConcurrency {
-		spawn(&wg, &errs[g], func() error {
-			losses := 0
-			for i := 0; i < perWriter; {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				head, err := s.Head(ctx, key2)
-				if err != nil {
-					return fmt.Errorf("reading the head: %w", err)
-				}
-				ev := ksEvent(key2, uint64(i), fmt.Sprintf("writer %d event %d", g, i))
-				ev.AgentID = fmt.Sprintf("writer-%d", g)
-				_, err = s.AppendEvents(ctx, head, []keyspace.ActivityEvent{ev})
-				switch {
-				case err == nil:
-					i++
-				case errors.Is(err, eventstore.ErrSequenceConflict):
-					if losses++; losses > maxLosses {
-						return fmt.Errorf("writer %d lost %d appends at the head Head reported, more than all writers append together: %w", g, losses, err)
-					}
-				default:
-					return fmt.Errorf("AppendEvents(expectedSeq=%d): %w", head, err)
-				}
-			}
-			return nil
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	recs, err = s.ReadFrom(ctx, key2, 0, 0)
-	if err != nil {
-		return err
-	}
-	if len(recs) != ksConcurrency*perWriter {
-		return fmt.Errorf("%d writers × %d events: the stream holds %d records, want %d", ksConcurrency, perWriter, len(recs), ksConcurrency*perWriter)
-	}
-	next := map[string]uint64{}
-	for i, rec := range recs {
-		if rec.StoreSeq != uint64(i) {
-			return fmt.Errorf("record %d has StoreSeq %d: store seqs are not contiguous", i, rec.StoreSeq)
+	slices.SortFunc(want, func(a, b keyspace.StreamSummary) int {
+		return cmp.Or(cmp.Compare(a.Key.ActivityID, b.Key.ActivityID), cmp.Compare(a.Key.Attempt, b.Key.Attempt))
+	})
+	return twice(m.ctx, r.mode, r.trip, r.once, func(ctx context.Context) ([]keyspace.StreamSummary, error) {
+		return m.s.ListStreams(ctx, key.WorkflowID, key.RunID)
+	}, func(got []keyspace.StreamSummary) string {
+		if d := diff(got, want); d != "" {
+			return fmt.Sprintf("ListStreams of a run with %d streams: %s", len(want), d)
 		}
-		agent := rec.Event.AgentID
-		if rec.Event.WorkerSeq != next[agent] {
-			return fmt.Errorf("record %d: %s event %d, want its event %d (lost or duplicated)", i, agent, rec.Event.WorkerSeq, next[agent])
-		}
-		next[agent]++
-	}
-	return wantHead(ctx, s, key2, ksConcurrency*perWriter)
+		return ""
+	})
 }
 
-func ksContextCancelled(ctx context.Context, s keyspace.Store) error {
-	key := newRunKey(0, 1)
-	if err := appendOK(ctx, s, 0, ksBatch(key, 0, 1, "before")); err != nil {
-		return err
+// zero calls Head, ReadFrom and ListStreams with the stream's key with a
+// zero workflow or run ID: each must refuse it with ErrInvalidArgument.
+func (m *ksModel) zero(stream int, f ksFlaw) error {
+	k := m.keys[stream]
+	if f == flawZeroWF {
+		k.WorkflowID = eventstore.WorkflowID{}
+	} else {
+		k.RunID = eventstore.RunID{}
 	}
-	before, err := snapshot(ctx, s, key)
-	if err != nil {
-		return err
-	}
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	_, err = s.AppendEvents(cancelled, 1, ksBatch(key, 1, 2, "cancelled"))
-	if !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("AppendEvents with a cancelled context returned %v, want an error matching context.Canceled", err)
-	}
-	if err := unchanged(ctx, s, before, "AppendEvents with a cancelled context", key); err != nil {
-		return err
-	}
-	if _, err := s.Head(cancelled, key); !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("Head(key) with a cancelled context returned %v, want an error matching context.Canceled", err)
-	}
-	if _, err := s.ReadFrom(cancelled, key, 0, 0); !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("ReadFrom with a cancelled context returned %v, want an error matching context.Canceled", err)
-	}
-	if _, err := s.ListStreams(cancelled, key.WorkflowID, key.RunID); !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("ListStreams with a cancelled context returned %v, want an error matching context.Canceled", err)
-	}
-	return nil
-}
-
-func ksZeroIDs(ctx context.Context, s keyspace.Store) error {
-	key := newRunKey(0, 1)
-	if err := appendOK(ctx, s, 0, ksBatch(key, 0, 1, "x")); err != nil {
-		return err
-	}
-	zeroWF := key
-	zeroWF.WorkflowID = eventstore.WorkflowID{}
-	zeroRun := key
-	zeroRun.RunID = eventstore.RunID{}
-	for _, c := range []struct {
-		name string
-		key  keyspace.StreamKey
-	}{{"zero-workflow", zeroWF}, {"zero-run", zeroRun}} {
-		before, err := snapshot(ctx, s, key)
-		if err != nil {
-			return err
-		}
-		_, err = s.AppendEvents(ctx, 0, ksBatch(c.key, 0, 2, c.name))
+	_, e1 := m.s.Head(m.ctx, k)
+	_, e2 := m.s.ReadFrom(m.ctx, k, 0, 0)
+	_, e3 := m.s.ListStreams(m.ctx, k.WorkflowID, k.RunID)
+	for i, err := range []error{e1, e2, e3} {
 		if !errors.Is(err, eventstore.ErrInvalidArgument) {
-			return fmt.Errorf("%s: AppendEvents returned %v, want an error matching eventstore.ErrInvalidArgument", c.name, err)
-		}
-		if err := unchanged(ctx, s, before, c.name+": AppendEvents", key); err != nil {
-			return err
-		}
-		// Every method refuses them, the reads too: a read answering "empty"
-		// for a key no stream can have hides the caller's bug.
-		if _, err := s.Head(ctx, c.key); !errors.Is(err, eventstore.ErrInvalidArgument) {
-			return fmt.Errorf("%s: Head returned %v, want an error matching eventstore.ErrInvalidArgument", c.name, err)
-		}
-		if _, err := s.ReadFrom(ctx, c.key, 0, 0); !errors.Is(err, eventstore.ErrInvalidArgument) {
-			return fmt.Errorf("%s: ReadFrom returned %v, want an error matching eventstore.ErrInvalidArgument", c.name, err)
-		}
-		if _, err := s.ListStreams(ctx, c.key.WorkflowID, c.key.RunID); !errors.Is(err, eventstore.ErrInvalidArgument) {
-			return fmt.Errorf("%s: ListStreams returned %v, want an error matching eventstore.ErrInvalidArgument", c.name, err)
+			return fmt.Errorf("%s with a %s returned %v, want an error matching eventstore.ErrInvalidArgument", []string{"Head", "ReadFrom", "ListStreams"}[i], flawNames[f], err)
 		}
 	}
 	return nil
 }
 
-func ksAppendEvent(ctx context.Context, s keyspace.Store) error {
-	key := newRunKey(0, 1)
-	evs := ksBatch(key, 0, 2, "one")
-	for i, ev := range evs {
-		seq, err := keyspace.AppendEvent(ctx, s, uint64(i), ev)
-		if err != nil {
-			return fmt.Errorf("AppendEvent(expectedSeq=%d): %w", i, err)
-		}
-		if seq != uint64(i) {
-			return fmt.Errorf("AppendEvent(expectedSeq=%d) returned StoreSeq %d, want %d", i, seq, i)
+func (m *ksModel) deleteRun(stream int) error {
+	d, ok := m.s.(RunDeleter)
+	if !ok {
+		return skipf(0, "%T has no DeleteRun method (retention is optional)", m.s)
+	}
+	key := m.keys[stream]
+	var gone []keyspace.StreamKey
+	for k, recs := range m.recs {
+		if k.WorkflowID == key.WorkflowID && k.RunID == key.RunID && len(recs) > 0 {
+			gone = append(gone, k)
 		}
 	}
-	_, err := keyspace.AppendEvent(ctx, s, 0, ksEvent(key, 7, "late"))
-	if err := wantConflict(err, 0, 2, "AppendEvent at a consumed seq"); err != nil {
+	if n := d.DeleteRun(key.WorkflowID, key.RunID); n != len(gone) {
+		return fmt.Errorf("DeleteRun returned %d, want the run's %d streams", n, len(gone))
+	}
+	if n := d.DeleteRun(eventstore.WorkflowID{}, key.RunID) + d.DeleteRun(key.WorkflowID, eventstore.RunID{}); n != 0 {
+		return fmt.Errorf("DeleteRun with a zero ID returned %d, want 0", n)
+	}
+	for _, k := range gone {
+		delete(m.recs, k)
+	}
+	return m.unchanged(append(gone, key)...)
+}
+
+// ksb builds the steps of a keyspace rule; mode and trip apply to the next
+// step only.
+type ksb struct {
+	steps []step[*ksModel]
+	rng   *rand.Rand
+	mode  ctxMode
+	trip  int
+	once  bool // reads are made once: the final sweep of the model rule
+}
+
+func (b *ksb) push(what string, do func(m *ksModel) error) {
+	b.steps = append(b.steps, step[*ksModel]{what, do})
+	b.mode, b.trip = ctxLive, 0
+}
+
+func (b *ksb) appendOp(a ksAppend) {
+	a.seed, a.mode, a.trip = b.rng.Uint64(), b.mode, b.trip
+	b.push(a.String(), func(m *ksModel) error { return m.append(a) })
+}
+
+func (b *ksb) add(stream, n int)              { b.appendOp(ksAppend{stream: stream, n: n}) }
+func (b *ksb) appendAt(stream, n int, at pos) { b.appendOp(ksAppend{stream: stream, n: n, at: at}) }
+func (b *ksb) one(stream int, at pos)         { b.appendOp(ksAppend{stream: stream, n: 1, at: at, one: true}) }
+func (b *ksb) bad(stream, n int, f ksFlaw, where, other int) {
+	b.appendOp(ksAppend{stream: stream, n: n, flaw: f, where: where, other: other})
+}
+
+func (b *ksb) read(stream int, from pos, limit int) {
+	r := ksRead{stream: stream, from: from, limit: limit, mode: b.mode, trip: b.trip, once: b.once}
+	b.push(fmt.Sprintf("ReadFrom(stream %d, from %v, limit %d%s)", stream, from, limit, modeString(r.mode, r.trip)), func(m *ksModel) error { return m.read(r) })
+}
+
+func (b *ksb) head(stream int) {
+	mode, trip := b.mode, b.trip
+	b.push(fmt.Sprintf("Head(stream %d%s)", stream, modeString(mode, trip)), func(m *ksModel) error { return m.headOf(m.keys[stream], mode, trip) })
+}
+
+func (b *ksb) list(stream int) {
+	r := ksRead{stream: stream, mode: b.mode, trip: b.trip}
+	b.push(fmt.Sprintf("ListStreams(run of stream %d%s)", stream, modeString(r.mode, r.trip)), func(m *ksModel) error { return m.list(r) })
+}
+
+func (b *ksb) zero(stream int, f ksFlaw) {
+	b.push(fmt.Sprintf("Head, ReadFrom, ListStreams(stream %d with a %s)", stream, flawNames[f]), func(m *ksModel) error { return m.zero(stream, f) })
+}
+
+func (b *ksb) deleteRun(stream int) {
+	b.push(fmt.Sprintf("DeleteRun(run of stream %d)", stream), func(m *ksModel) error { return m.deleteRun(stream) })
+}
+
+// ksScript makes a fixed rule of a script: the same steps whatever the
+// seed, run against the model.
+func ksScript(name string, script func(b *ksb)) rule[keyspace.Store] {
+	b := &ksb{rng: newRand(1, name)}
+	script(b)
+	return fixed(name, func(ctx context.Context, s keyspace.Store) error {
+		_, err := runSteps(ctx, s, newKSModel(ctx, 1, 24), b.steps)
 		return err
+	})
+}
+
+// The sizes of the keyspace model rule at scale 1: a stream past 65,536
+// records written in batches up to 5,000 (one past 4,096), 400 streams
+// (more than 256 in one run), a text of 1 MiB.
+const (
+	ksLongStream = 66_000
+	ksStreams    = 400
+	ksRandomOps  = 1000
+	bigText      = 1 << 20
+)
+
+// ksModelRule: a seeded sequence of appends good and bad, reads at every
+// boundary and listings, each result compared with the model.
+func ksModelRule(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Store) error {
+	rng := newRand(env.cfg.seed, RuleKSModel)
+	scale := env.cfg.scale
+	b := &ksb{rng: rng}
+	n := ksStreams * scale
+	_, deletes := s.(RunDeleter)
+	long, ops := ksLongStream*scale, ksRandomOps*scale
+	if raceDetector {
+		long, ops = 4300*scale, ops/2
 	}
-	return readExpect(ctx, s, key, 0, 0, 0, evs)
+	// The long stream, in batches of varied size, one past 4,096 and one
+	// carrying 1 MiB texts.
+	for total, i := 0, 0; total < long; i++ {
+		size := min(1+rng.IntN(5000), long-total)
+		if i == 2 {
+			size = 4097
+		}
+		b.appendOp(ksAppend{stream: 0, n: size, big: i == 5})
+		total += size
+	}
+	for _, k := range rng.Perm(n) {
+		b.add(k, 1+rng.IntN(3))
+	}
+	for range ops {
+		stream := rng.IntN(n)
+		if rng.IntN(6) == 0 {
+			stream = 0
+		}
+		switch r := rng.IntN(40); {
+		case r < 3:
+			b.mode, b.trip = pick(rng, ctxCancelled, ctxExpired, ctxTrip), rng.IntN(5)
+			b.add(stream, 1+rng.IntN(5))
+		case r < 12:
+			b.add(stream, 1+rng.IntN(8))
+		case r < 15:
+			b.appendAt(stream, 1+rng.IntN(3), pick(rng, rel(-1), rel(1), rel(-1000), plus(1<<32), plus(1<<63), abs(math.MaxUint64), abs(1<<32+1)))
+		case r < 19:
+			b.bad(stream, 1+rng.IntN(4), ksFlaw(1+rng.IntN(6)), rng.IntN(5)-2, rng.IntN(n))
+		case r < 20:
+			b.appendAt(stream, 0, rel(int64(rng.IntN(5)-2)))
+		case r < 31:
+			if rng.IntN(8) == 0 {
+				b.mode, b.trip = ctxTrip, rng.IntN(4)
+			}
+			from := pick(rng, rel(-1), rel(0), rel(1), rel(-int64(rng.IntN(300))), abs(uint64(rng.IntN(6))), abs(1<<32+uint64(rng.IntN(3))), abs(1<<63), abs(math.MaxUint64))
+			limit := pick(rng, boundaryInt...)
+			if stream == 0 {
+				limit = pick(rng, 1, 2, 255, 256, 4097) // the long stream is read whole once, at the end
+			}
+			b.read(stream, from, limit)
+		case r < 34:
+			b.head(stream)
+		case r < 38:
+			b.list(stream)
+		default:
+			// Retention of a run other than the long stream's.
+			if deletes && rng.IntN(4) == 0 {
+				b.deleteRun(pick(rng, 7, 8))
+			} else {
+				b.one(stream, rel(0))
+			}
+		}
+	}
+	// The final sweep: every head, every stream whole, every run's listing,
+	// the long stream around its boundaries.
+	b.once = true
+	for k := range n {
+		b.head(k)
+		if k > 0 {
+			b.read(k, abs(0), 0)
+		}
+	}
+	for _, k := range []int{0, 7, 8, 14, 15} {
+		b.list(k)
+	}
+	b.read(0, abs(0), 0)
+	for _, limit := range []int{1<<32 + 1, 1<<31 + 1, math.MaxInt, -1} {
+		b.read(0, rel(-3), limit)
+	}
+	for _, from := range []uint64{255, 256, 4095, 4096, 4097, 65535, 65536, 65537} {
+		if from < uint64(long) {
+			b.read(0, abs(from), 2)
+			b.read(0, abs(from-2), 1)
+		}
+	}
+	return runModel(ctx, env, s, newKSModel(ctx, rng.Uint64(), n), b.steps)
+}
+
+// wantConflict checks that err is a *eventstore.SequenceConflictError
+// naming expected and found.
+func wantConflict(err error, expected, found uint64, what string) error {
+	var conflict *eventstore.SequenceConflictError
+	switch {
+	case err == nil:
+		return fmt.Errorf("%s at expectedSeq %d succeeded, want a *eventstore.SequenceConflictError (found %d)", what, expected, found)
+	case !errors.As(err, &conflict) || !errors.Is(err, eventstore.ErrSequenceConflict):
+		return fmt.Errorf("%s at expectedSeq %d: error is not a *eventstore.SequenceConflictError matching ErrSequenceConflict: %w", what, expected, err)
+	case conflict.Expected != expected || conflict.Found != found:
+		return fmt.Errorf("%s: conflict {Expected: %d, Found: %d}, want {Expected: %d, Found: %d} (Found must be the actual head)", what, conflict.Expected, conflict.Found, expected, found)
+	}
+	return nil
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
 )
@@ -38,7 +40,7 @@ type Nodes struct {
 
 // shardReleaser is how the rules give shards up: a node with a
 // ReleaseShards method (as eventstore.Memory has) releases through it; the
-// rules that need it skip for a node without it.
+// rules that release skip for a node without it.
 type shardReleaser interface {
 	ReleaseShards(ctx context.Context, shards []int) error
 }
@@ -48,173 +50,282 @@ type shardReleaser interface {
 // on a fresh pair from newNodes. TestEventStore calls newNodes on the
 // subtest's *testing.T; CheckEventStore calls it with a nil *testing.T, so
 // a factory meant for it must not use t and cleans up through Nodes.Close.
-// Without this option the nodes/* rules are not run (a single store cannot
-// show an election between nodes).
+// Without this option the nodes/* rules are not run: a single store cannot
+// show an election between nodes.
 func WithNodes(newNodes func(t *testing.T) Nodes) Option {
 	return optionFunc(func(c *config) { c.nodes = newNodes })
 }
 
-var nodesSuite = suite[Nodes]{
-	name: SuiteEventStore,
-	rules: []rule[Nodes]{
-		{name: RuleNodesOneOwner, check: nodesOneOwner},
-		{name: RuleNodesFencing, check: nodesFencing},
-		{name: RuleNodesHandoff, check: nodesHandoff},
-		{name: RuleNodesKill, check: nodesKill},
-		{name: RuleNodesScopes, check: nodesScopes},
-		{name: RuleNodesModel, run: nodesModelRule},
-	},
-}
+const nodeA, nodeB, nobody = 0, 1, -1
 
-// pair is a checked Nodes with a workflow in each of shards 0, 1 and 2
-// (shard%ShardCount), and the model of what each workflow holds.
-type pair struct {
+var nodesSuite = suite[Nodes]{name: SuiteEventStore, rules: []rule[Nodes]{
+	nodesScript(RuleNodesOneOwner, func(b *nb) {
+		b.acquire(nodeA, 0)
+		b.acquire(nodeB, 0)
+		b.acquire(nodeB, 1, 0)
+		b.acquire(nodeA, 0) // renewal
+		b.publish(nodeA, 0)
+		b.publish(nodeB, 0)
+		b.acquire(nodeB, 1)
+		b.acquire(nodeA, 1)
+		b.publish(nodeB, 1)
+	}),
+	nodesScript(RuleNodesFencing, func(b *nb) {
+		b.write(nodeA, 0, false)
+		b.write(nodeB, 0, true)
+		b.acquire(nodeA, 0)
+		b.write(nodeA, 0, true)
+		b.write(nodeB, 0, false)
+		b.write(nodeB, 0, true)
+		b.write(nodeB, 1, true) // never acquired
+		b.write(nodeA, 0, false)
+	}),
+	nodesScript(RuleNodesHandoff, func(b *nb) {
+		b.acquire(nodeA, 0)
+		b.write(nodeA, 0, false)
+		b.release(nodeA, 0)
+		b.write(nodeA, 0, false)
+		b.write(nodeB, 0, true)
+		b.acquire(nodeB, 0)
+		b.write(nodeB, 0, true)
+		b.write(nodeA, 0, false)
+		b.acquire(nodeA, 0)
+		b.publish(nodeA, 0)
+		b.publish(nodeB, 0)
+	}),
+	nodesScript(RuleNodesKill, func(b *nb) {
+		b.acquire(nodeA, 0, 1)
+		b.write(nodeA, 0, true)
+		b.acquire(nodeB, 0)
+		b.kill()
+		b.write(nodeB, 0, false)
+		b.acquire(nodeB, 0)
+		b.write(nodeB, 0, true)
+		b.write(nodeA, 0, true)
+		b.write(nodeA, 1, false)
+	}),
+	nodesScript(RuleNodesScopes, func(b *nb) {
+		b.write(nodeA, 0, false)
+		b.write(nodeB, 1, false)
+		b.scope(nodeA, false, 0)
+		b.scope(nodeB, false, 1)
+		b.scope(nodeB, true, 0)
+		b.scope(nodeA, false)
+		b.scope(nodeB, false, -1)
+	}),
+	seeded(RuleNodesModel, nodesModelRule),
+}}
+
+// nodesModel is the election model: who holds each of shards 0 to 2
+// (shard mod ShardCount), whether each was ever acquired, whether A is
+// dead, each node's scope, and the history of one workflow per shard.
+type nodesModel struct {
 	Nodes
-	so      [2]eventstore.ShardOwner
-	wfs     []esRun // wfs[i] is in shard i % ShardCount
-	history map[eventstore.WorkflowID][]eventstore.Event
-	deadA   bool // Kill was called: A's reads are not checked any more
+	ctx      context.Context
+	so       [2]eventstore.ShardOwner
+	wfs      [3]eventstore.WorkflowID
+	runs     [3]eventstore.RunID
+	history  [3][]eventstore.Event
+	holder   [3]int
+	acquired [3]bool
+	scopes   [2][]int // nil: every shard
+	deadA    bool
+	shards   int // how many of the three shards are distinct
 }
 
-func newPair(n Nodes, rng *rand.Rand) (*pair, error) {
-	p := &pair{Nodes: n, history: map[eventstore.WorkflowID][]eventstore.Event{}}
-	for i, s := range []eventstore.Store{n.A, n.B} {
-		so, ok := s.(eventstore.ShardOwner)
-		if !ok {
-			return nil, fmt.Errorf("node %c (%T) is not an eventstore.ShardOwner", 'A'+i, s)
+func newNodesModel(ctx context.Context, idSeed uint64) func(Nodes) (*nodesModel, error) {
+	return func(n Nodes) (*nodesModel, error) {
+		m := &nodesModel{Nodes: n, ctx: ctx, holder: [3]int{nobody, nobody, nobody}}
+		for i, s := range []eventstore.Store{n.A, n.B} {
+			so, ok := s.(eventstore.ShardOwner)
+			if !ok {
+				return nil, fmt.Errorf("node %c (%T) is not an eventstore.ShardOwner", 'A'+i, s)
+			}
+			m.so[i] = so
 		}
-		p.so[i] = so
+		if n.ShardCount < 2 {
+			return nil, fmt.Errorf("Nodes.ShardCount is %d, want at least 2", n.ShardCount)
+		}
+		m.shards = min(n.ShardCount, 3)
+		g := newGen(rand.New(rand.NewPCG(idSeed, 5)))
+		for shard := range m.shards {
+			for wf := g.workflow(); ; wf = g.workflow() {
+				if eventstore.ShardOf(wf, n.ShardCount) == shard {
+					m.wfs[shard], m.runs[shard] = wf, g.run()
+					break
+				}
+			}
+		}
+		return m, nil
 	}
-	if n.ShardCount < 2 {
-		return nil, fmt.Errorf("Nodes.ShardCount is %d, want at least 2", n.ShardCount)
-	}
-	ids := newIDGen(rng)
-	for shard := range 3 {
-		for {
-			wf := ids.workflow()
-			if eventstore.ShardOf(wf, n.ShardCount) == shard%n.ShardCount {
-				p.wfs = append(p.wfs, esRun{wf, ids.run()})
-				break
+}
+
+func (m *nodesModel) node(i int) eventstore.Store { return []eventstore.Store{m.A, m.B}[i] }
+
+// check compares every node's view with the model: IsCurrentOwner of each
+// shard, and each workflow's history and listing through each live node.
+func (m *nodesModel) check() error {
+	for i := range 2 {
+		for s := range m.shards {
+			if got, want := m.so[i].IsCurrentOwner(m.ctx, s), m.holder[s] == i; got != want {
+				return fmt.Errorf("node %c: IsCurrentOwner(%d) = %v, want %v", 'A'+i, s, got, want)
+			}
+		}
+		if i == nodeA && m.deadA {
+			continue
+		}
+		ids, err := m.node(i).ListWorkflowIDs(m.ctx)
+		if err != nil {
+			return fmt.Errorf("node %c: ListWorkflowIDs: %w", 'A'+i, err)
+		}
+		for s := range m.shards {
+			got, err := m.node(i).ReadHistory(m.ctx, m.wfs[s])
+			if err != nil {
+				return fmt.Errorf("node %c: ReadHistory: %w", 'A'+i, err)
+			}
+			if d := diff(got, m.history[s]); d != "" {
+				return fmt.Errorf("node %c reads the workflow of shard %d: %s", 'A'+i, s, d)
+			}
+			listed := len(m.history[s]) > 0 && (m.scopes[i] == nil || slices.Contains(m.scopes[i], s))
+			if slices.Contains(ids, m.wfs[s]) != listed {
+				return fmt.Errorf("node %c: ListWorkflowIDs lists the workflow of shard %d: %v, want %v (scope %v)", 'A'+i, s, !listed, listed, m.scopes[i])
 			}
 		}
 	}
-	return p, nil
-}
-
-func (p *pair) node(i int) eventstore.Store { return []eventstore.Store{p.A, p.B}[i] }
-
-// appendBy appends one event through node i to the workflow of shard
-// (through AppendWithOutbox with a row when withRow and the node is an
-// Outbox), at the head the model knows. want is nil for success or the
-// error the append must match; on a refusal the history, read through both
-// nodes, must be unchanged.
-func (p *pair) appendBy(ctx context.Context, i, shard int, withRow bool, want error) error {
-	r := p.wfs[shard]
-	head := uint64(len(p.history[r.wf]))
-	ev := r.signal(fmt.Sprintf("by-%c-%d", 'A'+i, head))
-	if head == 0 {
-		ev = r.started("conformance-nodes")
-	}
-	var err error
-	what := fmt.Sprintf("node %c: Append to a workflow of shard %d", 'A'+i, shard)
-	if ob, ok := p.node(i).(eventstore.Outbox); ok && withRow {
-		what = fmt.Sprintf("node %c: AppendWithOutbox (one event, one row) to a workflow of shard %d", 'A'+i, shard)
-		err = ob.AppendWithOutbox(ctx, token, r.wf, []eventstore.Event{ev}, head, []eventstore.OutboxRow{r.row(eventstore.ActivityID(head))})
-	} else {
-		err = p.node(i).Append(ctx, token, r.wf, []eventstore.Event{ev}, head)
-	}
-	switch {
-	case want == nil && err != nil:
-		return fmt.Errorf("%s: %w", what, err)
-	case want != nil && !errors.Is(err, want):
-		return fmt.Errorf("%s returned %v, want an error matching %v", what, err, want)
-	case want == nil:
-		p.history[r.wf] = append(p.history[r.wf], ev)
-	}
-	// Read back through both nodes (B only, once A is dead).
-	for _, j := range []int{1, 0} {
-		if j == 0 && p.deadA {
-			continue
-		}
-		if err := wantHistory(ctx, p.node(j), r.wf, p.history[r.wf]...); err != nil {
-			return fmt.Errorf("after %s, read through node %c: %w", what, 'A'+j, err)
-		}
-	}
 	return nil
 }
 
-// acquire runs node i's election for shards and checks the answer.
-func (p *pair) acquire(ctx context.Context, i int, shards []int, want error) error {
+func (m *nodesModel) acquire(i int, shards []int) error {
+	if i == nodeA && m.deadA {
+		return nil
+	}
+	var want error
+	for _, s := range shards {
+		if h := m.holder[s]; h != nobody && h != i {
+			want = eventstore.ErrNotOwner
+		}
+	}
 	var err error
 	if len(shards) == 1 {
-		err = p.so[i].AcquireOwnedShard(ctx, shards[0])
+		err = m.so[i].AcquireOwnedShard(m.ctx, shards[0])
 	} else {
-		err = p.so[i].AcquireOwnedShards(ctx, shards)
+		err = m.so[i].AcquireOwnedShards(m.ctx, shards)
 	}
-	switch {
-	case want == nil && err != nil:
-		return fmt.Errorf("node %c: acquiring shards %v: %w", 'A'+i, shards, err)
-	case want != nil && !errors.Is(err, want):
-		return fmt.Errorf("node %c: acquiring shards %v returned %v, want an error matching %v", 'A'+i, shards, err, want)
-	}
-	return nil
-}
-
-// owners checks IsCurrentOwner of shard through both nodes: holder is 0 or
-// 1 for A or B, -1 for neither.
-func (p *pair) owners(ctx context.Context, shard, holder int) error {
-	for i := range 2 {
-		if got := p.so[i].IsCurrentOwner(ctx, shard); got != (i == holder) {
-			return fmt.Errorf("node %c: IsCurrentOwner(%d) = %v, want %v", 'A'+i, shard, got, i == holder)
-		}
-	}
-	return nil
-}
-
-// steps runs checks in order and stops at the first failure.
-func steps(fs ...func() error) error {
-	for i, f := range fs {
-		if err := f(); err != nil {
-			return fmt.Errorf("step %d: %w", i+1, err)
-		}
-	}
-	return nil
-}
-
-func pairOf(ctx context.Context, n Nodes, rule string) (*pair, error) {
-	return newPair(n, newRand(int64(len(rule))+1, rule))
-}
-
-// nodesOneOwner: one holder per shard; a held shard is refused to the other
-// node, and a many-shard call with one held shard acquires none; renewal
-// succeeds; only the holder publishes.
-func nodesOneOwner(ctx context.Context, n Nodes) error {
-	p, err := pairOf(ctx, n, RuleNodesOneOwner)
-	if err != nil {
+	if err := wantErr(err, want, fmt.Sprintf("node %c: acquiring shards %v", 'A'+i, shards)); err != nil {
 		return err
 	}
-	const A, B = 0, 1
-	return steps(
-		func() error { return p.owners(ctx, 0, -1) },
-		func() error { return p.acquire(ctx, A, []int{0}, nil) },
-		func() error { return p.owners(ctx, 0, A) },
-		func() error { return p.acquire(ctx, B, []int{0}, eventstore.ErrNotOwner) },
-		func() error { return p.acquire(ctx, B, []int{1, 0}, eventstore.ErrNotOwner) },
-		func() error { return p.owners(ctx, 1, -1) },
-		func() error { return p.owners(ctx, 0, A) },
-		func() error { return p.acquire(ctx, A, []int{0}, nil) }, // renewal
-		func() error { return p.owners(ctx, 0, A) },
-		func() error {
-			return wantErr(p.so[A].PublishShardOwner(ctx, 0), nil, "node A: PublishShardOwner(0) of its shard")
-		},
-		func() error {
-			return wantErr(p.so[B].PublishShardOwner(ctx, 0), eventstore.ErrNotOwner, "node B: PublishShardOwner(0) of A's shard")
-		},
-		func() error { return p.acquire(ctx, B, []int{1}, nil) },
-		func() error { return p.owners(ctx, 1, B) },
-		func() error { return p.acquire(ctx, A, []int{1}, eventstore.ErrNotOwner) },
-		func() error { return p.owners(ctx, 0, A) },
-	)
+	if want == nil {
+		for _, s := range shards {
+			m.holder[s], m.acquired[s] = i, true
+		}
+	}
+	return m.check()
+}
+
+func (m *nodesModel) release(i int, shards []int) error {
+	rel, ok := m.node(i).(shardReleaser)
+	if !ok {
+		return skipf(0, "node %c (%T) has no ReleaseShards(ctx, shards) method", 'A'+i, m.node(i))
+	}
+	if i == nodeA && m.deadA {
+		return nil
+	}
+	if err := rel.ReleaseShards(m.ctx, shards); err != nil {
+		return fmt.Errorf("node %c: ReleaseShards(%v): %w", 'A'+i, shards, err)
+	}
+	for _, s := range shards {
+		if m.holder[s] == i {
+			m.holder[s] = nobody
+		}
+	}
+	return m.check()
+}
+
+// write appends one event through node i to the workflow of shard (with an
+// outbox row when row and the node is an Outbox), at the model's head: it
+// must succeed exactly when the shard is open or held by the node, and
+// fail with ErrNotOwner writing nothing otherwise.
+func (m *nodesModel) write(i, shard int, row bool) error {
+	var want error
+	if m.acquired[shard] && m.holder[shard] != i {
+		want = eventstore.ErrNotOwner
+	}
+	if i == nodeA && m.deadA && !m.acquired[shard] {
+		return nil // a dead node writing to an open shard: the store's choice
+	}
+	head := uint64(len(m.history[shard]))
+	env := eventstore.Envelope{WorkflowID: m.wfs[shard], RunID: m.runs[shard], Seq: head + 1, RecordedAt: time.Unix(1_700_000_000+int64(head), 0).UTC()}
+	var ev eventstore.Event = eventstore.SignalReceived{Envelope: env, SignalName: fmt.Sprintf("by-%c", 'A'+i)}
+	if head == 0 {
+		ev = eventstore.WorkflowStarted{Envelope: env, WorkflowType: "conformance-nodes"}
+	}
+	var err error
+	what := fmt.Sprintf("node %c: Append to the workflow of shard %d", 'A'+i, shard)
+	if ob, ok := m.node(i).(eventstore.Outbox); ok && row {
+		what = fmt.Sprintf("node %c: AppendWithOutbox (one event, one row) to the workflow of shard %d", 'A'+i, shard)
+		err = ob.AppendWithOutbox(m.ctx, token, m.wfs[shard], []eventstore.Event{ev}, head, []eventstore.OutboxRow{{RunID: m.runs[shard], Ordinal: eventstore.ActivityID(head)}})
+	} else {
+		err = m.node(i).Append(m.ctx, token, m.wfs[shard], []eventstore.Event{ev}, head)
+	}
+	if err := wantErr(err, want, what); err != nil {
+		return err
+	}
+	if want == nil {
+		m.history[shard] = append(m.history[shard], ev)
+	}
+	return m.check()
+}
+
+func (m *nodesModel) publish(i, shard int) error {
+	if i == nodeA && m.deadA {
+		return nil
+	}
+	var want error
+	if m.holder[shard] != i {
+		want = eventstore.ErrNotOwner
+	}
+	return wantErr(m.so[i].PublishShardOwner(m.ctx, shard), want, fmt.Sprintf("node %c: PublishShardOwner(%d)", 'A'+i, shard))
+}
+
+func (m *nodesModel) kill() error {
+	if m.Kill == nil {
+		return skipf(0, "Nodes.Kill is nil")
+	}
+	if m.deadA {
+		return nil
+	}
+	m.deadA = true
+	if err := m.Kill(m.ctx); err != nil {
+		return fmt.Errorf("Nodes.Kill: %w", err)
+	}
+	for s := range m.holder {
+		if m.holder[s] == nodeA {
+			m.holder[s] = nobody
+		}
+	}
+	return m.check()
+}
+
+// scope sets (or with extend widens) node i's enumeration scope; -1 alone
+// stands for the empty scope, no shard for nil.
+func (m *nodesModel) scope(i int, extend bool, shards []int) error {
+	if i == nodeA && m.deadA {
+		return nil
+	}
+	if slices.Equal(shards, []int{-1}) {
+		shards = []int{}
+	}
+	switch {
+	case extend:
+		m.so[i].ExtendOwnedShards(m.ctx, shards)
+		if m.scopes[i] != nil {
+			m.scopes[i] = append(m.scopes[i], shards...)
+		}
+	default:
+		m.so[i].SetOwnedShards(m.ctx, shards)
+		m.scopes[i] = slices.Clone(shards)
+	}
+	return m.check()
 }
 
 // wantErr checks err against want (nil: success).
@@ -228,280 +339,120 @@ func wantErr(err, want error, what string) error {
 	return nil
 }
 
-// nodesFencing: a shard no node acquired takes appends from both; once A
-// holds it, B's appends (with and without outbox rows) fail with
-// ErrNotOwner and write nothing, read back through both nodes.
-func nodesFencing(ctx context.Context, n Nodes) error {
-	p, err := pairOf(ctx, n, RuleNodesFencing)
-	if err != nil {
-		return err
-	}
-	const A, B = 0, 1
-	return steps(
-		func() error { return p.appendBy(ctx, A, 0, false, nil) },
-		func() error { return p.appendBy(ctx, B, 0, true, nil) },
-		func() error { return p.acquire(ctx, A, []int{0}, nil) },
-		func() error { return p.appendBy(ctx, A, 0, true, nil) },
-		func() error { return p.appendBy(ctx, B, 0, false, eventstore.ErrNotOwner) },
-		func() error { return p.appendBy(ctx, B, 0, true, eventstore.ErrNotOwner) },
-		func() error { return p.appendBy(ctx, B, 1, true, nil) }, // shard 1 was never acquired
-		func() error { return p.appendBy(ctx, A, 0, false, nil) },
-	)
+// nb builds the steps of a nodes rule. Shards are taken mod the model's
+// distinct shards.
+type nb struct{ steps []step[*nodesModel] }
+
+func (b *nb) push(what string, do func(m *nodesModel) error) {
+	b.steps = append(b.steps, step[*nodesModel]{what, do})
 }
 
-// nodesHandoff: A releases its shard; until B acquires it neither node may
-// append; then only B may, and only B publishes.
-func nodesHandoff(ctx context.Context, n Nodes) error {
-	p, err := pairOf(ctx, n, RuleNodesHandoff)
-	if err != nil {
-		return err
+func fold(m *nodesModel, shards []int) []int {
+	out := make([]int, len(shards))
+	for i, s := range shards {
+		out[i] = s % m.shards
 	}
-	rel, ok := n.A.(shardReleaser)
-	if !ok {
-		return &skipError{reason: fmt.Sprintf("node A (%T) has no ReleaseShards(ctx, shards) method", n.A)}
-	}
-	const A, B = 0, 1
-	return steps(
-		func() error { return p.acquire(ctx, A, []int{0}, nil) },
-		func() error { return p.appendBy(ctx, A, 0, false, nil) },
-		func() error { return wantErr(rel.ReleaseShards(ctx, []int{0}), nil, "node A: ReleaseShards([0])") },
-		func() error { return p.owners(ctx, 0, -1) },
-		func() error { return p.appendBy(ctx, A, 0, false, eventstore.ErrNotOwner) },
-		func() error { return p.appendBy(ctx, B, 0, true, eventstore.ErrNotOwner) },
-		func() error { return p.acquire(ctx, B, []int{0}, nil) },
-		func() error { return p.owners(ctx, 0, B) },
-		func() error { return p.appendBy(ctx, B, 0, true, nil) },
-		func() error { return p.appendBy(ctx, A, 0, false, eventstore.ErrNotOwner) },
-		func() error { return p.acquire(ctx, A, []int{0}, eventstore.ErrNotOwner) },
-		func() error {
-			return wantErr(p.so[A].PublishShardOwner(ctx, 0), eventstore.ErrNotOwner, "node A: PublishShardOwner(0) after the handoff")
-		},
-		func() error {
-			return wantErr(p.so[B].PublishShardOwner(ctx, 0), nil, "node B: PublishShardOwner(0) after the handoff")
-		},
-	)
+	return out
 }
 
-// nodesKill: A holds a shard and dies; the shard stays fenced until B
-// acquires it; then B appends and A's appends fail with ErrNotOwner.
-func nodesKill(ctx context.Context, n Nodes) error {
-	if n.Kill == nil {
-		return &skipError{reason: "Nodes.Kill is nil"}
-	}
-	p, err := pairOf(ctx, n, RuleNodesKill)
-	if err != nil {
-		return err
-	}
-	const A, B = 0, 1
-	return steps(
-		func() error { return p.acquire(ctx, A, []int{0}, nil) },
-		func() error { return p.appendBy(ctx, A, 0, true, nil) },
-		func() error { return p.acquire(ctx, B, []int{0}, eventstore.ErrNotOwner) },
-		func() error { p.deadA = true; return wantErr(n.Kill(ctx), nil, "Nodes.Kill") },
-		func() error {
-			if p.so[A].IsCurrentOwner(ctx, 0) {
-				return errors.New("node A: IsCurrentOwner(0) = true after Kill")
-			}
-			return nil
-		},
-		func() error { return p.appendBy(ctx, B, 0, false, eventstore.ErrNotOwner) },
-		func() error { return p.acquire(ctx, B, []int{0}, nil) },
-		func() error { return p.appendBy(ctx, B, 0, true, nil) },
-		func() error { return p.appendBy(ctx, A, 0, true, eventstore.ErrNotOwner) },
-		func() error { return p.appendBy(ctx, A, 0, false, eventstore.ErrNotOwner) },
-	)
+func (b *nb) acquire(i int, shards ...int) {
+	b.push(fmt.Sprintf("node %c acquires %v", 'A'+i, shards), func(m *nodesModel) error { return m.acquire(i, fold(m, shards)) })
 }
 
-// nodesScopes: each node's enumeration scope is its own.
-func nodesScopes(ctx context.Context, n Nodes) error {
-	p, err := pairOf(ctx, n, RuleNodesScopes)
-	if err != nil {
-		return err
-	}
-	for shard := range 2 {
-		if err := p.appendBy(ctx, shard, shard, false, nil); err != nil {
-			return err
-		}
-	}
-	listed := func(i int, want ...int) error {
-		ids, err := p.node(i).ListWorkflowIDs(ctx)
-		if err != nil {
-			return fmt.Errorf("node %c: ListWorkflowIDs: %w", 'A'+i, err)
-		}
-		for shard := range 2 {
-			if got, w := count(ids, p.wfs[shard].wf), boolInt(count(want, shard) > 0); got != w {
-				return fmt.Errorf("node %c: ListWorkflowIDs lists the workflow of shard %d %d times, want %d (its scope: shards %v)", 'A'+i, shard, got, w, want)
+// contest makes node i acquire a shard the other node holds (and renew
+// one it holds itself), when there are: the steps an election model must
+// not leave to chance.
+func (b *nb) contest(i int, renew bool) {
+	b.push(fmt.Sprintf("node %c contests (renew %v)", 'A'+i, renew), func(m *nodesModel) error {
+		for s := range m.shards {
+			if h := m.holder[s]; (renew && h == i) || (!renew && h != i && h != nobody) {
+				return m.acquire(i, []int{s})
 			}
 		}
 		return nil
-	}
-	const A, B = 0, 1
-	return steps(
-		func() error { p.so[A].SetOwnedShards(ctx, []int{0}); return listed(A, 0) },
-		func() error { p.so[B].SetOwnedShards(ctx, []int{1}); return listed(B, 1) },
-		func() error { return listed(A, 0) },
-		func() error { p.so[B].ExtendOwnedShards(ctx, []int{0}); return listed(B, 0, 1) },
-		func() error { return listed(A, 0) },
-		func() error { p.so[A].SetOwnedShards(ctx, nil); return listed(A, 0, 1) },
-		func() error { return listed(B, 0, 1) },
-		func() error { p.so[B].SetOwnedShards(ctx, []int{}); return listed(B) },
-		func() error { return listed(A, 0, 1) },
-	)
+	})
 }
 
-// nodesOp is one generated step of the election model.
-type nodesOp struct {
-	kind  int // 0 acquire, 1 release, 2 append, 3 publish, 4 kill A
-	node  int
-	shard int
-	many  bool
-	row   bool
+func (b *nb) release(i int, shards ...int) {
+	b.push(fmt.Sprintf("node %c releases %v", 'A'+i, shards), func(m *nodesModel) error { return m.release(i, fold(m, shards)) })
 }
 
-func (o nodesOp) String() string {
-	name := []string{"acquire", "release", "append", "publish", "kill A"}[o.kind]
-	return fmt.Sprintf("%s(node %c, shard %d, many=%v, row=%v)", name, 'A'+o.node, o.shard, o.many, o.row)
+func (b *nb) write(i, shard int, row bool) {
+	b.push(fmt.Sprintf("node %c appends to shard %d (row %v)", 'A'+i, shard, row), func(m *nodesModel) error { return m.write(i, shard%m.shards, row) })
 }
 
-// nodesModel is the election model: who holds each of the rule's shards,
-// whether each was ever acquired, whether A is dead.
-type nodesModel struct {
-	*pair
-	holder   [3]int // -1: nobody
-	acquired [3]bool
+func (b *nb) publish(i, shard int) {
+	b.push(fmt.Sprintf("node %c publishes %d", 'A'+i, shard), func(m *nodesModel) error { return m.publish(i, shard%m.shards) })
 }
 
-func (m *nodesModel) step(ctx context.Context, o nodesOp) error {
-	shards := m.ShardCount
-	s := o.shard % min(shards, 3)
-	if o.node == 0 && m.deadA && o.kind != 2 {
-		return nil // A is dead: only its appends are still checked
-	}
-	switch o.kind {
-	case 0:
-		list := []int{s}
-		if o.many {
-			list = []int{(s + 1) % min(shards, 3), s}
+func (b *nb) kill() { b.push("node A dies", func(m *nodesModel) error { return m.kill() }) }
+
+func (b *nb) scope(i int, extend bool, shards ...int) {
+	b.push(fmt.Sprintf("node %c scope %v (extend %v)", 'A'+i, shards, extend), func(m *nodesModel) error {
+		if len(shards) == 1 && shards[0] == -1 {
+			return m.scope(i, extend, shards)
 		}
-		var want error
-		for _, x := range list {
-			if h := m.holder[x]; h >= 0 && h != o.node {
-				want = eventstore.ErrNotOwner
-			}
+		if shards == nil {
+			return m.scope(i, extend, nil)
 		}
-		if err := m.acquire(ctx, o.node, list, want); err != nil {
-			return err
-		}
-		if want == nil {
-			for _, x := range list {
-				m.holder[x], m.acquired[x] = o.node, true
-			}
-		}
-	case 1:
-		rel, ok := m.node(o.node).(shardReleaser)
-		if !ok {
-			return nil
-		}
-		if err := rel.ReleaseShards(ctx, []int{s}); err != nil {
-			return fmt.Errorf("node %c: ReleaseShards([%d]): %w", 'A'+o.node, s, err)
-		}
-		if m.holder[s] == o.node {
-			m.holder[s] = -1
-		}
-	case 2:
-		var want error
-		if m.acquired[s] && m.holder[s] != o.node {
-			want = eventstore.ErrNotOwner
-		}
-		if o.node == 0 && m.deadA && !m.acquired[s] {
-			return nil // a dead node's write to an open shard: the store's choice
-		}
-		if err := m.appendBy(ctx, o.node, s, o.row, want); err != nil {
-			return err
-		}
-	case 3:
-		var want error
-		if m.holder[s] != o.node {
-			want = eventstore.ErrNotOwner
-		}
-		if err := wantErr(m.so[o.node].PublishShardOwner(ctx, s), want, fmt.Sprintf("node %c: PublishShardOwner(%d)", 'A'+o.node, s)); err != nil {
-			return err
-		}
-	case 4:
-		if m.Kill == nil || m.deadA {
-			return nil
-		}
-		// A dies holding a shard (B gives one up if it holds them all).
-		if rel, ok := m.B.(shardReleaser); ok && m.holder[0] == 1 {
-			if err := rel.ReleaseShards(ctx, []int{0}); err != nil {
-				return fmt.Errorf("node B: ReleaseShards([0]): %w", err)
-			}
-			m.holder[0] = -1
-		}
-		for x := range min(shards, 3) {
-			if m.holder[x] != 1 {
-				if err := m.acquire(ctx, 0, []int{x}, nil); err != nil {
-					return err
-				}
-				m.holder[x], m.acquired[x] = 0, true
-				break
-			}
-		}
-		m.deadA = true
-		if err := m.Kill(ctx); err != nil {
-			return fmt.Errorf("Nodes.Kill: %w", err)
-		}
-		for x := range m.holder {
-			if m.holder[x] == 0 {
-				m.holder[x] = -1
-			}
-		}
-	}
-	for x := range min(shards, 3) {
-		for i := range 2 {
-			if i == 0 && m.deadA {
-				if m.so[0].IsCurrentOwner(ctx, x) {
-					return fmt.Errorf("node A: IsCurrentOwner(%d) = true after Kill", x)
-				}
-				continue
-			}
-			if got := m.so[i].IsCurrentOwner(ctx, x); got != (m.holder[x] == i) {
-				return fmt.Errorf("node %c: IsCurrentOwner(%d) = %v, want %v", 'A'+i, x, got, m.holder[x] == i)
-			}
-		}
-	}
-	return nil
+		return m.scope(i, extend, fold(m, shards))
+	})
 }
 
-// nodesModelRule runs a seeded sequence of elections, releases, appends,
-// publications and (once, late) the death of A against the election model.
+func nodesScript(name string, script func(b *nb)) rule[Nodes] {
+	b := &nb{}
+	script(b)
+	return fixed(name, func(ctx context.Context, n Nodes) error {
+		_, err := runSteps(ctx, n, newNodesModel(ctx, 1), b.steps)
+		return err
+	})
+}
+
+// nodesModelRule runs a seeded sequence of elections, renewals, releases,
+// appends, publications, scopes and (late, holding a shard) the death of
+// A against the election model.
 func nodesModelRule(ctx context.Context, env *ruleEnv[Nodes], n Nodes) error {
 	rng := newRand(env.cfg.seed, RuleNodesModel)
-	idSeed := rng.Uint64()
+	_, releases := n.A.(shardReleaser)
+	b := &nb{}
 	total := 400 * env.cfg.scale
-	var ops []nodesOp
 	for i := range total {
+		node, s := rng.IntN(2), rng.IntN(3)
+		if (i == total/4 || i == total/2) && releases {
+			// Hand every shard to one node, so that the other contests it.
+			winner := i / (total / 4) % 2
+			b.release(1-winner, 0, 1, 2)
+			b.acquire(winner, 0, 1, 2)
+		}
+		if i == total*3/4 && n.Kill != nil {
+			if releases {
+				b.release(nodeB, 0)
+			}
+			b.acquire(nodeA, 0)
+			b.kill()
+		}
 		// Elections most often, releases seldom, so that shards stay held
 		// and the nodes contest them.
-		kind := []int{0, 0, 0, 0, 1, 2, 2, 2, 3, 3}[rng.IntN(10)]
-		o := nodesOp{kind: kind, node: rng.IntN(2), shard: rng.IntN(3), many: rng.IntN(3) == 0, row: rng.IntN(2) == 0}
-		if i == total*3/4 {
-			o.kind = 4
-		}
-		ops = append(ops, o)
-	}
-	exec := func(ctx context.Context, n Nodes, ops []nodesOp) (int, error) {
-		p, err := newPair(n, rand.New(rand.NewPCG(idSeed, 5)))
-		if err != nil {
-			return 0, err
-		}
-		m := &nodesModel{pair: p, holder: [3]int{-1, -1, -1}}
-		for i, o := range ops {
-			if err := m.step(ctx, o); err != nil {
-				return i, err
+		switch r := rng.IntN(24); {
+		case r >= 20:
+			b.contest(node, r == 23)
+		case r < 7:
+			if rng.IntN(3) == 0 {
+				b.acquire(node, (s+1)%3, s)
+			} else {
+				b.acquire(node, s)
 			}
+		case r < 9 && releases:
+			b.release(node, s)
+		case r < 15:
+			b.write(node, s, rng.IntN(2) == 0)
+		case r < 18:
+			b.publish(node, s)
+		case r < 19:
+			b.scope(node, rng.IntN(2) == 0, pick(rng, []int{s}, []int{-1}, nil)...)
+		default:
+			b.scope(node, false)
 		}
-		return 0, nil
 	}
-	return runModel(ctx, env, n, ops, exec)
+	return runModel(ctx, env, n, newNodesModel(ctx, rng.Uint64()), b.steps)
 }

@@ -1,6 +1,6 @@
 //go:build race
 
-package conformance_test
+package conformance
 
 // raceEnabled reports whether the tests run under the race detector.
 const raceEnabled = true

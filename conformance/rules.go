@@ -1,60 +1,70 @@
 package conformance
 
 // The keyspace rules: the subtest names of [TestKeyspace] and the Rule of a
-// *[RuleError] from [CheckKeyspace]. Each is checked on a fresh store.
+// *[RuleError] from [CheckKeyspace]. Each runs on a fresh store; every
+// fixed rule is a script of the operations the model rule draws at random,
+// judged by the same model, so every call of every rule also checks that
+// the caller's events are left as given, that what a read returned is the
+// caller's (it is scribbled on and read again), and that refusals write
+// nothing.
 const (
 	// RuleKSContiguousSeqs: StoreSeq from 0, one after another, across appends.
 	RuleKSContiguousSeqs = "contiguous-seqs"
 	// RuleKSHead: Head is 0 for an unwritten stream and the record count after appends; siblings untouched.
 	RuleKSHead = "head"
-	// RuleKSBatch: the i-th event at expectedSeq+i, the new head returned, order kept, records self-describing.
+	// RuleKSBatch: the i-th event at expectedSeq+i, the new head returned, order kept, records self-describing; a batch of 4,097.
 	RuleKSBatch = "batch"
-	// RuleKSConflictFound: a stale, consumed or ahead expectedSeq gives a *eventstore.SequenceConflictError whose Found is the real head.
+	// RuleKSConflictFound: a stale, consumed or ahead expectedSeq (also by 2^32, 2^63, the largest) gives a *eventstore.SequenceConflictError whose Found is the real head.
 	RuleKSConflictFound = "conflict-found-is-actual-head"
 	// RuleKSConflictWritesNone: heads, records and listings are identical after a refused batch.
 	RuleKSConflictWritesNone = "conflicted-batch-writes-nothing"
-	// RuleKSMixedStreams: a batch whose last event is of another stream matches keyspace.ErrMixedStreams; neither stream changes.
+	// RuleKSMixedStreams: a batch with one event (first, middle or last) of another attempt, activity, run or workflow matches keyspace.ErrMixedStreams; no stream changes.
 	RuleKSMixedStreams = "mixed-streams-refused"
 	// RuleKSEphemeral: a batch holding an ephemeral event matches keyspace.ErrEphemeral; nothing written.
 	RuleKSEphemeral = "ephemeral-refused"
 	// RuleKSEmptyBatch: an empty batch returns expectedSeq, whatever it is, and writes nothing.
 	RuleKSEmptyBatch = "empty-batch-noop"
-	// RuleKSAttemptsDisjoint: attempts of one activity (0, 1, 1<<16, the largest), and activities 3 and 3+1<<32, are distinct streams.
+	// RuleKSAttemptsDisjoint: attempts 0, 1, 1<<16 and the largest, and activities past 2^32 and 2^63, are distinct streams.
 	RuleKSAttemptsDisjoint = "attempts-disjoint"
 	// RuleKSRunAxis: two runs with the same activity and attempt are two streams.
 	RuleKSRunAxis = "run-axis"
-	// RuleKSListOrder: ListStreams orders by activity then attempt, as numbers.
+	// RuleKSListOrder: ListStreams orders by activity then attempt, as unsigned numbers.
 	RuleKSListOrder = "list-order"
 	// RuleKSListRunScoping: ListStreams never returns another run's or workflow's streams.
 	RuleKSListRunScoping = "list-run-scoping"
 	// RuleKSEmptyListings: an unknown workflow or unwritten run lists nothing.
 	RuleKSEmptyListings = "empty-listings"
-	// RuleKSReadFromResume: ReadFrom honours fromSeq and limit (<= 0: all), empty past the head.
+	// RuleKSReadFromResume: ReadFrom honours fromSeq (also past 2^32, 2^63, the largest) and limit (<= 0: all; 1<<32+1 is not 1), empty past the head.
 	RuleKSReadFromResume = "read-from-resume"
-	// RuleKSRecordsAreCopies: mutating the appended slice, a returned record or listing changes nothing stored.
+	// RuleKSRecordsAreCopies: scribbling on the appended slice, a returned record or listing changes nothing stored.
 	RuleKSRecordsAreCopies = "records-are-copies"
-	// RuleKSConcurrentAppends: eight racers at one expectedSeq, round after round: one winner, losers told its head; free-running writers land every event once.
+	// RuleKSConcurrentAppends (seeded): eight racers at one expectedSeq, round after round: one winner, losers told its head; free-running writers land every event once.
 	RuleKSConcurrentAppends = "concurrent-appends"
-	// RuleKSContextCancelled: every method answers a cancelled context with an error matching context.Canceled; nothing written.
+	// RuleKSContextCancelled: every method answers a cancelled or expired context with its error, nothing written; a context cancelled during an append leaves all of it or none.
 	RuleKSContextCancelled = "context-cancelled"
 	// RuleKSZeroIDs: a zero workflow or run ID matches eventstore.ErrInvalidArgument in every method, reads too; nothing written.
 	RuleKSZeroIDs = "zero-ids-refused"
 	// RuleKSAppendEvent: keyspace.AppendEvent returns the assigned StoreSeq.
 	RuleKSAppendEvent = "append-event"
-	// RuleKSValidation: nil content pointers and foreign content kinds (eventstore.ErrInvalidArgument), mixed streams, ephemeral events, zero IDs, first or last in the batch, on a written or unwritten stream: refused alike by every store, nothing written.
+	// RuleKSValidation: nil content pointers and foreign content kinds (eventstore.ErrInvalidArgument), mixed streams, ephemeral events, zero IDs, first or last in the batch, on a written or unwritten stream: refused alike by every store, nothing written; pointer and nil contents stored.
 	RuleKSValidation = "validation"
-	// RuleKSModel (seeded): appends good and bad, reads at every offset and limit and listings, over a 3000-record stream and 400 streams (most in one run), 1 MiB in the message text, tool output and tool arguments (read straight back) and hostile strings, each result compared with a reference model; caller and returned memory scribbled on after every call.
+	// RuleKSRetention: for a store with a DeleteRun method ([RunDeleter]), deleting a run removes its streams and returns their number, leaves other runs and workflows alone, and a deleted stream starts again at 0.
+	RuleKSRetention = "retention/delete-run"
+	// RuleKSModel (seeded): appends good and bad, at stale seqs near 2^32, 2^63 and the largest, with contexts cancelled before and during the call, reads at every boundary offset and limit, listings and (with DeleteRun) retention, over a stream past 65,536 records written in batches up to 5,000 and 400 streams (more than 256 in one run), every field of every event and content kind drawn (texts past 4 KiB and 64 KiB, one of 1 MiB read straight back), each result compared with a reference model.
 	RuleKSModel = "model"
 	// RuleKSConcurrentBatches (seeded): racers append multi-event batches at one expectedSeq, round after round: one winner, the stream exactly the winners' batches.
 	RuleKSConcurrentBatches = "concurrent-batches"
 )
 
 // The event store rules: the subtest names of [TestEventStore] and the Rule
-// of a *[RuleError] from [CheckEventStore]. The Outbox and ShardOwner rules
-// are skipped for a store without the capability, unless it is required
-// ([WithRequiredCapabilities]).
+// of a *[RuleError] from [CheckEventStore]. The Outbox, ShardOwner and
+// retention rules are skipped for a store without the capability, unless it
+// is required ([WithRequiredCapabilities]). As for the keyspace, the fixed
+// rules are scripts judged by the model, so every call checks the caller's
+// arguments, scribbles on and rereads every answer, and checks that a
+// refusal wrote nothing.
 const (
-	// RuleESConflictFound: a stale or ahead expectedSeq gives a *eventstore.SequenceConflictError whose Found is the history length.
+	// RuleESConflictFound: a stale or ahead expectedSeq (also by 2^32, 2^63, the largest) gives a *eventstore.SequenceConflictError whose Found is the history length.
 	RuleESConflictFound = "append-conflict-found-is-actual-head"
 	// RuleESConflictWritesNone: histories, heads, listings and run chains are unchanged after a refused append.
 	RuleESConflictWritesNone = "append-conflict-writes-nothing"
@@ -62,55 +72,57 @@ const (
 	RuleESSeqStamping = "seq-stamping"
 	// RuleESZeroToken: the zero WriteToken matches eventstore.ErrInvalidToken, even for an empty batch; nothing written.
 	RuleESZeroToken = "zero-token-refused"
-	// RuleESBadInput: a zero workflow, a nil, pointer or foreign event, another workflow's envelope, a zero run ID: eventstore.ErrInvalidArgument, nothing written.
+	// RuleESBadInput: a zero workflow, a nil, pointer or foreign event, another workflow's envelope, a zero run ID, first or last: eventstore.ErrInvalidArgument, nothing written.
 	RuleESBadInput = "bad-input-refused"
 	// RuleESEmptyAppend: an empty append is a no-op, at the head or not.
 	RuleESEmptyAppend = "empty-append-noop"
 	// RuleESReadHistory: content and envelopes; empty, without error, for an unknown workflow.
 	RuleESReadHistory = "read-history"
-	// RuleESReadHistoryFrom: the events with Seq >= fromSeq, from any fromSeq.
+	// RuleESReadHistoryFrom: the events with Seq >= fromSeq, from any fromSeq, also past 2^32, 2^63 and the largest.
 	RuleESReadHistoryFrom = "read-history-from"
-	// RuleESRunChain: runs across continue-as-new, oldest first, with status, first and last Seq, StartedAt, ClosedAt zero exactly while open.
+	// RuleESRunChain: runs across continue-as-new, oldest first, with every summary field.
 	RuleESRunChain = "run-chain"
 	// RuleESListings: ListWorkflowIDs, ListActive and ListPaused through the lifecycle.
 	RuleESListings = "listings-follow-lifecycle"
-	// RuleESStreamHeads: each workflow once, with its history length.
+	// RuleESStreamHeads: each workflow once, with its history length; listings and Query past 4,096 workflows.
 	RuleESStreamHeads = "stream-heads"
-	// RuleESQuery: by type, status, both, with Limit, the zero filter, time bounds at a workflow's own StartedAt; the summary fields.
+	// RuleESQuery: by type (differing in case only), status, both, limits (0, 1, negative, past 2^32, the largest), the zero filter, time bounds at a workflow's own StartedAt; every summary field.
 	RuleESQuery = "query"
-	// RuleESTimers: due when FireAt <= asOf (none as of the zero time), earliest first; re-arming replaces; retirement fenced by fireAt and armedSeq.
+	// RuleESTimers: key-shaped timer IDs; due when FireAt <= asOf, earliest first; re-arming replaces; retirement fenced by fireAt and by armedSeq (also by bit 32 or 63 alone); bad IDs refused.
 	RuleESTimers = "timers-fencing"
-	// RuleESPackages: replacing, routing and re-routing, ErrNotFound for what is not stored, ErrInvalidArgument for empty names.
+	// RuleESPackages: composite keys that a careless store joins into one ("a/b"+"c" and "a"+"b/c", case, NUL, 300-byte shared prefixes); replacing, routing and re-routing, ErrNotFound for what is not stored, ErrInvalidArgument for empty names.
 	RuleESPackages = "packages-and-routes"
-	// RuleESContextCancelled: every error-returning method answers a cancelled context with context.Canceled and writes nothing.
+	// RuleESContextCancelled: every method answers a cancelled or expired context with its error and writes nothing, IsCurrentOwner with false; a context cancelled during an append leaves all of it or none, rows included.
 	RuleESContextCancelled = "context-cancelled"
-	// RuleESModel (seeded): appends good and bad, reads at boundary offsets of a 3000-event history, run chains, listings, StreamHeads and Query over 300 workflows through start, pause, resume, close, reopen and continue-as-new; with the capabilities, the outbox lifecycle (history terminals settle rows, retryable failures do not, oldest-first claims, re-arm, cancel, across continue-as-new), fenced timers where only fireAt or only armedSeq changes, packages with routes and many-shard elections; 1 MiB payloads in every payload field, read straight back, hostile strings, caller and returned memory scribbled on; each result compared with a reference model.
+	// RuleESModel (seeded): appends good and bad through both paths, stale at seqs near 2^32, 2^63 and the largest, with contexts cancelled before and during the call, reads at boundary offsets of a history past 4,096 events, run chains, listings, StreamHeads and Query over 300 workflows through the whole lifecycle; with the capabilities, the outbox (a batch of 4,100 rows, key-shaped dispatch keys, ordinals past 2^32 and 2^63, rows-only appends, claims, re-arms, cancels), fenced timers, packages and routes, single-node elections and scopes, and retention; every field of every event, row and package drawn, payloads past 4 KiB and 64 KiB and of 1 MiB; each result compared with a reference model.
 	RuleESModel = "model"
 	// RuleESConcurrentAppends (seeded): racers append multi-event batches (through Append, and every other round, for an Outbox, AppendWithOutbox with rows) at one expectedSeq, round after round: one winner, losers told its head, the history exactly the winners' batches, only the winners' rows staged.
 	RuleESConcurrentAppends = "concurrent-appends"
-	// RuleESAliasing: editing the payload bytes of appended events, a put package or staged rows after the call, or of what a read returned, changes nothing stored.
+	// RuleESAliasing: scribbling on the payload bytes of appended events, a put package or staged rows after the call, or on what a read returned, changes nothing stored.
 	RuleESAliasing = "aliasing"
-	// RuleOutboxAtomic: a refused or conflicting AppendWithOutbox stages no row and writes no event; a successful one commits both.
+	// RuleESRetention: for a store with a PruneClosed method ([ClosedPruner]), pruning removes exactly the workflows whose current run closed strictly before the cutoff (not one closed at it, continued as new, reopened, running or paused), with their histories, chains, timers and outbox rows, and returns their number; a pruned workflow starts again at expectedSeq 0.
+	RuleESRetention = "retention/prune-closed"
+	// RuleOutboxAtomic: a refused or conflicting AppendWithOutbox (also one with rows and no events) stages no row and writes no event; a successful one commits both.
 	RuleOutboxAtomic = "outbox/append-atomic"
-	// RuleOutboxClaim: oldest first, the limit honoured, a non-positive limit refused, CountClaimedOutboxRows following.
+	// RuleOutboxClaim: oldest first, the limit honoured (past 4,096, 2^32, the largest), a non-positive limit refused, CountClaimedOutboxRows following.
 	RuleOutboxClaim = "outbox/claim"
-	// RuleOutboxRearm: a re-armed row is pending and claimable again; an unknown row is ErrNotFound.
+	// RuleOutboxRearm: a re-armed row is pending and claimable again; an unknown row is ErrNotFound, an empty key ErrInvalidArgument, and nothing changes then.
 	RuleOutboxRearm = "outbox/rearm"
-	// RuleOutboxSettle: a cancelled row stops being claimable and counted; an unknown one is ErrNotFound.
+	// RuleOutboxSettle: a cancelled row stops being claimable and counted; a key differing in case or separator only, or unknown, is ErrNotFound.
 	RuleOutboxSettle = "outbox/settle-cancelled"
-	// RuleOutboxSettleWorkflow: exactly the workflow's open rows' keys, nothing the second time.
+	// RuleOutboxSettleWorkflow: exactly the workflow's open rows' keys, of every run, nothing the second time.
 	RuleOutboxSettleWorkflow = "outbox/settle-workflow"
-	// RuleOutboxTerminalSettles: a fixed history: completed and terminally failed activities' claimed rows stop being counted, a retryable failure's row stays claimed, a cancelled activity's pending row stops being claimable.
+	// RuleOutboxTerminalSettles: completed, terminally failed, cancelled and timed out activities settle their rows, a retryable failure does not; across continue-as-new, a terminal settles only its own run's rows.
 	RuleOutboxTerminalSettles = "outbox/terminal-settles"
-	// RuleShardAcquireOne: after AcquireOwnedShard(0), IsCurrentOwner(0) is true (of shards 1 and -1 false) and PublishShardOwner succeeds.
+	// RuleShardAcquireOne: after AcquireOwnedShard(0), IsCurrentOwner(0) is true (false with a cancelled context) and PublishShardOwner succeeds.
 	RuleShardAcquireOne = "shardowner/acquire-one"
 	// RuleShardAcquireMany: the same through AcquireOwnedShards.
 	RuleShardAcquireMany = "shardowner/acquire-many"
 	// RuleShardPublishNotOwner: publishing a shard never acquired is eventstore.ErrNotOwner.
 	RuleShardPublishNotOwner = "shardowner/publish-requires-acquire"
-	// RuleShardNegative: a negative shard is ErrInvalidArgument and never owned.
+	// RuleShardNegative: a shard no store has (-1, the smallest int, 1<<32, the largest) is ErrInvalidArgument, alone or in a list, and never owned.
 	RuleShardNegative = "shardowner/negative-shard-refused"
-	// RuleShardScopeEveryShard: SetOwnedShards(nil), and widening it, lists every workflow.
+	// RuleShardScopeEveryShard: SetOwnedShards(nil), and widening it, lists every workflow; the empty scope none; a done context changes no scope.
 	RuleShardScopeEveryShard = "shardowner/nil-scope-lists-every-shard"
 )
 
@@ -127,7 +139,7 @@ const (
 	RuleNodesKill = "nodes/kill"
 	// RuleNodesScopes: each node's enumeration scope is its own.
 	RuleNodesScopes = "nodes/scopes"
-	// RuleNodesModel (seeded): random elections, renewals, releases, appends with and without rows, publications and a late death of node A, checked against a model of holders and fences; every write read back through both nodes.
+	// RuleNodesModel (seeded): random elections, renewals, releases, appends with and without rows, publications, scopes and a late death of node A, checked against a model of holders and fences; every write read back through both nodes.
 	RuleNodesModel = "nodes/model"
 )
 
@@ -140,10 +152,10 @@ const (
 	RuleDecCapabilities = "capabilities"
 	// RuleDecUnwrap: Unwrap() eventstore.Store returns the inner store.
 	RuleDecUnwrap = "unwrap"
-	// RuleDecDifferential (seeded): generated calls (nil, empty, zero, negative and boundary arguments, cancelled, expired, deadline-bound and deadline-free contexts, repeated calls) against fresh Spy answers (nil, empty and multi-element results, errors): the inner sees the caller's arguments, context values, Err and Deadline; the caller gets exactly the inner's answer.
+	// RuleDecDifferential (seeded): generated calls (nil, empty, zero, boundary and large arguments with every field drawn, cancelled, expired, deadline-bound and deadline-free contexts, repeated calls) against fresh Spy answers of the same shapes or any error of the set: the inner sees the caller's arguments, context values, Err and Deadline; the caller gets exactly the inner's answer.
 	RuleDecDifferential = "differential"
 	// RuleDecForward, followed by a method name: one call with distinctive arguments reaches the inner once, unchanged, with the caller's context values; results come back unchanged.
 	RuleDecForward = "forward/"
-	// RuleDecError, followed by a method name: the inner's error comes back as the very value.
+	// RuleDecError, followed by a method name: each error of the set (every sentinel, bare and wrapped, a conflict with its fields, the context errors, a joined and a private one) comes back as the very value, after one inner call.
 	RuleDecError = "error/"
 )

@@ -11,9 +11,21 @@ import (
 //
 // Every method takes a context first; implementations return ctx.Err() (or an
 // error wrapping it) when the context is done before the call takes effect
-// (conformance rule context-cancelled). The conformance package's
-// TestEventStore checks every method; each method below names its rules
-// (the conformance.RuleES*, RuleOutbox* and RuleShard* constants).
+// (conformance rule context-cancelled). A write whose context is cancelled
+// while it runs takes effect whole or not at all; when it returns the
+// context's error a durable store may not know which (its commit may still
+// land), and making the same append again settles it: it commits, or
+// conflicts at the head after the first.
+//
+// Nothing is shared between a store and its caller: the store neither
+// modifies nor keeps the slices and payload bytes it is given, and what it
+// returns is the caller's to keep and modify. It stores what it accepts
+// exactly: every uint64 (seqs, ordinals, armed seqs), strings of any bytes
+// and length (NUL, invalid UTF-8, shapes such as "a/b" and "A/b" that a
+// joined or case-folded key would merge), payloads of any size, times to
+// at least the microsecond. The conformance package's TestEventStore
+// checks every method; each method below names its rules (the
+// conformance.RuleES*, RuleOutbox*, RuleShard* and RuleNodes* constants).
 type Store interface {
 	// Append commits events to the workflow's history after its current last
 	// event, all or nothing. expectedSeq is the history length the caller
@@ -92,10 +104,15 @@ type Store interface {
 // same commit as the events that schedule them (a transactional outbox).
 type Outbox interface {
 	// AppendWithOutbox is Append that also stages rows, all in one commit:
-	// events and rows land together or not at all. An activity terminal
-	// event (not a Retryable failure) settles the open rows of its
-	// activity and run. Conformance rules: outbox/append-atomic, outbox/terminal-settles,
-	// concurrent-appends, aliasing, model.
+	// events and rows land together or not at all. The expected sequence
+	// is checked also when only rows are staged. Staged rows are pending
+	// whatever State they carry; a row of another workflow or with a zero
+	// RunID, and a DispatchKey repeated in the batch or already staged, is
+	// refused with an error wrapping [ErrInvalidArgument]. An activity
+	// terminal event (not a Retryable failure) settles the open rows of its
+	// activity and run, not those of another run. Conformance rules:
+	// outbox/append-atomic, outbox/terminal-settles, concurrent-appends,
+	// aliasing, model.
 	AppendWithOutbox(ctx context.Context, token WriteToken, workflowID WorkflowID, events []Event, expectedSeq uint64, rows []OutboxRow) error
 	// RearmOutboxPending returns claimed rows (named by DispatchKey) to pending,
 	// for crash recovery. Conformance rules: outbox/rearm, model.

@@ -1,0 +1,811 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aionotel/aionotel/eventstore"
+)
+
+// The event store model, written from the contract text: the Store, Outbox
+// and ShardOwner method docs, the event docs and, for the lifecycle, the
+// Memory type doc. The generator only goes where those agree (every run
+// begins with WorkflowStarted, a continue-as-new batch carries the next
+// run's WorkflowStarted, events go to the current run, a closed run gets
+// only a WorkflowReopened), so no verdict rests on a choice left to the
+// store.
+
+// ClosedPruner is the optional retention capability of an event store
+// (eventstore.Memory has it): PruneClosed removes every workflow whose
+// current run closed (completed, failed, cancelled or timed out; not
+// continued as new) strictly before before, with its history, run chain,
+// timers and outbox rows, and returns how many it removed; afterwards the
+// workflow is as if never written. The suite checks it ([RuleESRetention],
+// and in the model) when the store has the method; it is not part of
+// [eventstore.Store], which an engine uses without it.
+type ClosedPruner interface {
+	PruneClosed(before time.Time) int
+}
+
+var token = eventstore.RecorderToken()
+
+type esWf struct {
+	id      eventstore.WorkflowID
+	wfType  string
+	events  []eventstore.Event // as stored
+	known   []bool             // whether events[i].RecordedAt is the caller's
+	runs    []eventstore.RunSummary
+	life    life
+	unrowed []rowRef // activities scheduled without an outbox row
+}
+
+// life is where a workflow's current run is, as the generator sees it.
+type life struct {
+	run    eventstore.RunID
+	status eventstore.WorkflowStatus
+	open   []eventstore.ActivityID
+	next   eventstore.ActivityID
+}
+
+type rowRef struct {
+	run eventstore.RunID
+	id  eventstore.ActivityID
+}
+
+// actKey names one activity of one run of one workflow.
+type actKey struct {
+	wf eventstore.WorkflowID
+	rowRef
+}
+
+func (w *esWf) head() uint64 { return uint64(len(w.events)) }
+
+type timerKey struct {
+	wf eventstore.WorkflowID
+	id eventstore.TimerID
+}
+
+type esModel struct {
+	ctx      context.Context
+	s        eventstore.Store
+	ob       eventstore.Outbox
+	so       eventstore.ShardOwner
+	pr       ClosedPruner
+	g        *gen
+	wfs      []*esWf
+	byID     map[eventstore.WorkflowID]*esWf
+	rows     []*eventstore.OutboxRow // staging order; State is the model's
+	rowByKey map[string]*eventstore.OutboxRow
+	rowsOf   map[actKey][]*eventstore.OutboxRow // by the activity they dispatch
+	clock    time.Time                          // CreatedAt of the next staged row, increasing
+	timers   map[timerKey]eventstore.TimerEntry
+	packages map[[2]string]eventstore.PackageRecord
+	routes   map[string]string
+	shard0   bool // shard 0 acquired
+	noScope  bool // SetOwnedShards([]int{}) is in force
+}
+
+// newESModel returns the start function of a model run with n workflows:
+// their IDs are drawn from idSeed, the same in every replay, with a fresh
+// salt.
+func newESModel(ctx context.Context, idSeed uint64, n, scale int) func(eventstore.Store) (*esModel, error) {
+	return func(s eventstore.Store) (*esModel, error) {
+		g := newGen(rand.New(rand.NewPCG(idSeed, 3)))
+		*g.bigLeft = 24 * scale
+		m := &esModel{ctx: ctx, s: s, g: g, byID: map[eventstore.WorkflowID]*esWf{}, rowByKey: map[string]*eventstore.OutboxRow{}, rowsOf: map[actKey][]*eventstore.OutboxRow{},
+			clock: time.Unix(1_650_000_000, 0).UTC(), timers: map[timerKey]eventstore.TimerEntry{},
+			packages: map[[2]string]eventstore.PackageRecord{}, routes: map[string]string{}}
+		m.ob, _ = s.(eventstore.Outbox)
+		m.so, _ = s.(eventstore.ShardOwner)
+		m.pr, _ = s.(ClosedPruner)
+		for i := range n {
+			m.wf(i)
+		}
+		return m, nil
+	}
+}
+
+// wf returns the model's i-th workflow, drawing IDs up to it when the
+// table is shorter.
+func (m *esModel) wf(i int) *esWf {
+	for len(m.wfs) <= i {
+		w := &esWf{id: m.g.workflow(), wfType: pick(m.g, m.g.salt+"order", m.g.salt+"Order", m.g.salt+"ü/x")}
+		m.wfs = append(m.wfs, w)
+		m.byID[w.id] = w
+	}
+	return m.wfs[i]
+}
+
+// The event kinds the generator emits, by name: each makes one event (two
+// for continue-as-new), filled field by field, then given its lifecycle
+// fields.
+const (
+	kStart, kSignal, kSchedule, kTimer, kFired, kTrigger = "start", "signal", "schedule", "timer", "fired", "trigger"
+	kDone, kFail, kRetry, kCancelAct, kTimeoutAct        = "activity-completed", "activity-failed", "activity-retry", "activity-cancelled", "activity-timed-out"
+	kPause, kResume, kReopen, kContinue                  = "pause", "resume", "reopen", "continue-as-new"
+	kComplete, kFailWf, kCancelWf, kTimeoutWf            = "complete", "fail", "cancel", "time-out"
+)
+
+// nextKind draws a kind the lifecycle allows; a long-lived workflow is
+// seldom paused or closed.
+func nextKind(st *life, g *gen, long bool) string {
+	switch {
+	case st.status == "":
+		return kStart
+	case st.status.Closed():
+		return kReopen
+	case st.status == eventstore.StatusPaused:
+		return pick(g, kSignal, kResume)
+	}
+	r := g.IntN(100)
+	if long && r >= 88 && g.IntN(8) != 0 {
+		r = g.IntN(88)
+	}
+	switch {
+	case r < 20:
+		return kSignal
+	case r < 40:
+		return kSchedule
+	case r < 60 && len(st.open) > 0:
+		return pick(g, kDone, kFail, kRetry, kCancelAct, kTimeoutAct)
+	case r < 70:
+		return kTimer
+	case r < 75:
+		return kFired
+	case r < 80:
+		return kTrigger
+	case r < 88:
+		return kPause
+	case r < 92:
+		return pick(g, kComplete, kFailWf, kCancelWf, kTimeoutWf)
+	}
+	return kContinue
+}
+
+// mk returns an E with every field drawn, then env and set applied.
+func mk[E eventstore.Event](g *gen, env eventstore.Envelope, set func(*E)) eventstore.Event {
+	e := filled[E](g)
+	reflect.ValueOf(&e).Elem().FieldByName("Envelope").Set(reflect.ValueOf(env))
+	if set != nil {
+		set(&e)
+	}
+	return e
+}
+
+// events makes the events of kind for w from st, and advances st.
+func (m *esModel) events(w *esWf, st *life, g *gen, kind string) []eventstore.Event {
+	env := func(known bool) eventstore.Envelope {
+		e := eventstore.Envelope{RunID: st.run, Seq: g.u64()}
+		if g.IntN(3) != 0 {
+			e.WorkflowID = w.id
+		}
+		if known {
+			e.RecordedAt = g.time()
+		}
+		return e
+	}
+	settle := func() eventstore.ActivityID {
+		if len(st.open) == 0 {
+			return st.next // ends nothing the model tracks
+		}
+		i := g.IntN(len(st.open))
+		id := st.open[i]
+		if kind != kRetry {
+			st.open = slices.Delete(slices.Clone(st.open), i, i+1)
+		}
+		return id
+	}
+	closeAs := func(s eventstore.WorkflowStatus) { st.status = s }
+	switch kind {
+	case kStart:
+		st.run, st.status, st.open, st.next = g.run(), eventstore.StatusRunning, nil, 0
+		return []eventstore.Event{mk(g, env(true), func(e *eventstore.WorkflowStarted) { e.WorkflowType = w.wfType })}
+	case kContinue:
+		next := g.run()
+		can := mk(g, env(true), func(e *eventstore.WorkflowContinuedAsNew) { e.NewRunID = next })
+		st.run, st.status, st.open, st.next = next, eventstore.StatusRunning, nil, 0
+		return []eventstore.Event{can, mk(g, env(true), func(e *eventstore.WorkflowStarted) { e.WorkflowType = w.wfType })}
+	case kSignal:
+		return []eventstore.Event{mk[eventstore.SignalReceived](g, env(g.IntN(4) != 0), nil)}
+	case kSchedule:
+		id := st.next
+		// Ordinals past 2^32 and 2^63 now and then: a store keeping them
+		// narrower settles or dispatches the wrong row.
+		switch r := g.IntN(10); {
+		case r == 0 && st.next < 1<<62:
+			st.next += 1 << 32
+		case r == 1 && st.next < 1<<63:
+			st.next += 1 << 63
+		default:
+			st.next++
+		}
+		st.open = append(slices.Clone(st.open), id)
+		return []eventstore.Event{mk(g, env(g.IntN(4) != 0), func(e *eventstore.ActivityScheduled) { e.ActivityID = id })}
+	case kDone:
+		return []eventstore.Event{mk(g, env(true), func(e *eventstore.ActivityCompleted) { e.ActivityID = settle() })}
+	case kFail, kRetry:
+		kindOf := map[string]eventstore.ActivityErrorKind{kFail: eventstore.Terminal, kRetry: eventstore.Retryable}[kind]
+		return []eventstore.Event{mk(g, env(true), func(e *eventstore.ActivityFailed) { e.ActivityID, e.Error.Kind = settle(), kindOf })}
+	case kCancelAct:
+		return []eventstore.Event{mk(g, env(true), func(e *eventstore.ActivityCancelled) { e.ActivityID = settle() })}
+	case kTimeoutAct:
+		return []eventstore.Event{mk(g, env(true), func(e *eventstore.ActivityTimedOut) { e.ActivityID = settle() })}
+	case kTimer:
+		return []eventstore.Event{mk[eventstore.TimerScheduled](g, env(true), nil)}
+	case kFired:
+		return []eventstore.Event{mk[eventstore.TimerFired](g, env(true), nil)}
+	case kTrigger:
+		return []eventstore.Event{mk[eventstore.ScheduleTriggered](g, env(true), nil)}
+	case kPause:
+		st.status = eventstore.StatusPaused
+		return []eventstore.Event{mk[eventstore.WorkflowPaused](g, env(true), nil)}
+	case kResume:
+		st.status = eventstore.StatusRunning
+		return []eventstore.Event{mk[eventstore.WorkflowResumed](g, env(true), nil)}
+	case kReopen:
+		st.status = eventstore.StatusRunning
+		return []eventstore.Event{mk[eventstore.WorkflowReopened](g, env(true), nil)}
+	case kComplete:
+		closeAs(eventstore.StatusCompleted)
+		return []eventstore.Event{mk[eventstore.WorkflowCompleted](g, env(true), nil)}
+	case kFailWf:
+		closeAs(eventstore.StatusFailed)
+		return []eventstore.Event{mk[eventstore.WorkflowFailed](g, env(true), nil)}
+	case kCancelWf:
+		closeAs(eventstore.StatusCancelled)
+		return []eventstore.Event{mk[eventstore.WorkflowCancelled](g, env(true), nil)}
+	case kTimeoutWf:
+		closeAs(eventstore.StatusTimedOut)
+		return []eventstore.Event{mk[eventstore.WorkflowTimedOut](g, env(true), nil)}
+	}
+	panic("conformance: unknown event kind " + kind)
+}
+
+// esFlaw is what makes a generated append one every store refuses.
+type esFlaw int
+
+const (
+	esNoFlaw esFlaw = iota
+	esZeroToken
+	esZeroTokenEmpty
+	esZeroWF
+	esNilEvent
+	esPointerEvent
+	esForeignEvent
+	esOtherWfEnvelope
+	esZeroRunEvent
+	esRowOtherWf // the row flaws, checked after the expected seq
+	esRowZeroRun
+	esRowDupKey
+	esRowStagedKey
+)
+
+var esFlawNames = []string{"", "the zero token", "the zero token and no events", "a zero workflow ID", "a nil event",
+	"a pointer event", "an event of a foreign kind", "an event of another workflow", "an event with a zero run ID",
+	"a row of another workflow", "a row with a zero run ID", "two rows with one dispatch key", "a row with a dispatch key already staged"}
+
+// foreignEvent is an Event of a kind outside the eventstore package.
+type foreignEvent struct{ eventstore.SignalReceived }
+
+// esAppend is one generated append.
+type esAppend struct {
+	wf, n    int
+	at       pos
+	kinds    []string // the kinds of the events, in order; empty: drawn
+	seed     uint64
+	rows     bool // a row for every ActivityScheduled event (most, with partial), through AppendWithOutbox
+	partial  bool
+	rowsOnly bool // no events, rows for activities scheduled earlier without one
+	big      bool // a 1 MiB payload in every payload field met
+	flaw     esFlaw
+	where    int
+	mode     ctxMode
+	trip     int
+}
+
+func (a esAppend) String() string {
+	var b strings.Builder
+	call := "Append"
+	if a.rows || a.rowsOnly || a.flaw >= esRowOtherWf {
+		call = "AppendWithOutbox"
+	}
+	kinds := fmt.Sprint(a.kinds)
+	if len(a.kinds) > 6 {
+		kinds = fmt.Sprintf("[%s and %d more]", a.kinds[0], len(a.kinds)-1)
+	}
+	fmt.Fprintf(&b, "%s(workflow %d, %d events %s at %v", call, a.wf, a.n, kinds, a.at)
+	if a.rowsOnly {
+		b.WriteString(", rows only")
+	}
+	if a.flaw != esNoFlaw {
+		fmt.Fprintf(&b, ", with %s at %d", esFlawNames[a.flaw], a.where)
+	}
+	if a.big {
+		b.WriteString(", 1 MiB payloads")
+	}
+	return b.String() + modeString(a.mode, a.trip) + ")"
+}
+
+// batch makes the events and rows of an append, from w's state.
+func (m *esModel) batch(w *esWf, a esAppend) ([]eventstore.Event, []eventstore.OutboxRow) {
+	g := m.g.sub(a.seed)
+	st := w.life
+	var events []eventstore.Event
+	var rows []eventstore.OutboxRow
+	keys := map[string]bool{}
+	row := func(run eventstore.RunID, id eventstore.ActivityID) eventstore.OutboxRow {
+		r := filled[eventstore.OutboxRow](g)
+		r.RunID, r.Ordinal, r.WorkflowID = run, id, pick(g, w.id, eventstore.WorkflowID{})
+		m.clock = m.clock.Add(time.Second)
+		r.CreatedAt, r.DispatchKey = m.clock, ""
+		// A key shape not staged yet now and then: "a" and "A", "a/b" and
+		// "a:b", two long keys sharing 300 bytes must all be distinct; or
+		// the conventional key given explicitly.
+		switch k := g.salt + pick(g, keyShapes...); g.IntN(3) {
+		case 0:
+			if m.rowByKey[k] == nil && !keys[k] {
+				r.DispatchKey, keys[k] = k, true
+			}
+		case 1:
+			r.DispatchKey = eventstore.DispatchKey(w.id, run, id)
+		}
+		return r
+	}
+	if a.rowsOnly {
+		for _, u := range w.unrowed[:min(a.n, len(w.unrowed))] {
+			rows = append(rows, row(u.run, u.id))
+		}
+	}
+	for i := 0; !a.rowsOnly && len(events) < a.n; i++ {
+		kind := ""
+		if i < len(a.kinds) {
+			kind = a.kinds[i]
+		} else if a.kinds != nil {
+			break
+		} else {
+			kind = nextKind(&st, g, a.wf == 0)
+		}
+		for _, ev := range m.events(w, &st, g, kind) {
+			events = append(events, ev)
+			if s, ok := ev.(eventstore.ActivityScheduled); ok && a.rows && (!a.partial || g.IntN(4) != 0) {
+				rows = append(rows, row(s.RunID, s.ActivityID))
+			}
+		}
+	}
+	if a.big {
+		used := map[string]bool{}
+		for i, ev := range events {
+			v := reflect.New(reflect.TypeOf(ev)).Elem()
+			v.Set(reflect.ValueOf(ev))
+			bigPayloads(v, reflect.TypeOf(ev).Name(), used)
+			events[i] = v.Interface().(eventstore.Event)
+		}
+	}
+	return m.flawed(w, a, g, events, rows)
+}
+
+// bigPayloads gives a 1 MiB Data to the first payload of each field path.
+func bigPayloads(v reflect.Value, path string, used map[string]bool) {
+	for i := range v.NumField() {
+		f, p := v.Field(i), path+"."+v.Type().Field(i).Name
+		switch {
+		case f.Type() == reflect.TypeFor[eventstore.Payload]() && !used[p]:
+			used[p] = true
+			f.FieldByName("Data").SetBytes([]byte(strings.Repeat("\x00\xffü", bigText/4)))
+		case f.Kind() == reflect.Struct && f.Type() != timeType:
+			bigPayloads(f, p, used)
+		}
+	}
+}
+
+// flawed applies a's flaw to a batch.
+func (m *esModel) flawed(w *esWf, a esAppend, g *gen, events []eventstore.Event, rows []eventstore.OutboxRow) ([]eventstore.Event, []eventstore.OutboxRow) {
+	at := func(n int) int { return (a.where%n + n) % n }
+	if a.flaw >= esNilEvent && a.flaw <= esZeroRunEvent && len(events) == 0 {
+		events = m.events(w, &life{run: w.life.run}, g, kSignal)
+	}
+	if a.flaw >= esRowOtherWf && len(rows) == 0 {
+		if len(events) == 0 {
+			events = m.events(w, &life{run: w.life.run}, g, kSignal)
+		}
+		rows = []eventstore.OutboxRow{{RunID: w.life.run, Ordinal: 1 << 40}}
+	}
+	switch a.flaw {
+	case esZeroTokenEmpty:
+		return nil, nil
+	case esNilEvent:
+		events[at(len(events))] = nil
+	case esPointerEvent:
+		sig := mk[eventstore.SignalReceived](g, events[0].EventEnvelope(), nil).(eventstore.SignalReceived)
+		events[at(len(events))] = &sig
+	case esForeignEvent:
+		events[at(len(events))] = foreignEvent{mk[eventstore.SignalReceived](g, events[0].EventEnvelope(), nil).(eventstore.SignalReceived)}
+	case esOtherWfEnvelope, esZeroRunEvent:
+		i := at(len(events))
+		env := events[i].EventEnvelope()
+		if a.flaw == esZeroRunEvent {
+			env.RunID = eventstore.RunID{}
+		} else {
+			env.WorkflowID = m.wf(a.wf + 1).id
+		}
+		events[i] = eventstore.WithEnvelope(events[i], env)
+	case esRowOtherWf:
+		rows[at(len(rows))].WorkflowID = m.wf(a.wf + 1).id
+	case esRowZeroRun:
+		rows[at(len(rows))].RunID = eventstore.RunID{}
+	case esRowDupKey:
+		i := at(len(rows))
+		if rows[i].DispatchKey == "" {
+			rows[i].DispatchKey = eventstore.DispatchKey(w.id, rows[i].RunID, rows[i].Ordinal)
+		}
+		dup := rows[i]
+		dup.Ordinal ^= 1 << 20
+		rows = append(rows, dup)
+	case esRowStagedKey:
+		if len(m.rows) == 0 {
+			return m.flawed(w, esAppend{flaw: esRowDupKey, where: a.where}, g, events, rows)
+		}
+		rows[at(len(rows))].DispatchKey = pick(g, m.rows...).DispatchKey
+	}
+	return events, rows
+}
+
+// append makes one generated append and judges it.
+func (m *esModel) append(a esAppend) error {
+	w := m.wf(a.wf)
+	head := w.head()
+	expected := a.at.at(head)
+	events, rows := m.batch(w, a)
+	givenE, givenR := deepCopy(events), deepCopy(rows)
+	tok, wfID := token, w.id
+	switch a.flaw {
+	case esZeroToken, esZeroTokenEmpty:
+		tok = eventstore.WriteToken{}
+	case esZeroWF:
+		wfID = eventstore.WorkflowID{}
+	}
+	ctx, cancel := ctxFor(m.ctx, a.mode, a.trip)
+	defer cancel()
+	outbox := a.rows || a.rowsOnly || a.flaw >= esRowOtherWf
+	if m.ob == nil {
+		outbox, rows, givenR = false, nil, nil
+		if a.flaw >= esRowOtherWf {
+			a.flaw = esNoFlaw
+		}
+	}
+	var err error
+	if outbox {
+		err = m.ob.AppendWithOutbox(ctx, tok, wfID, events, expected, rows)
+	} else {
+		err = m.s.Append(ctx, tok, wfID, events, expected)
+	}
+	if d := diff(ends(events), ends(givenE)) + diff(ends(rows), ends(givenR)); d != "" {
+		return fmt.Errorf("the call changed the caller's arguments: %s", d)
+	}
+	scribble(events) // the caller may reuse its memory now
+	scribble(rows)
+	var want error
+	switch {
+	case a.flaw == esZeroToken || a.flaw == esZeroTokenEmpty:
+		want = eventstore.ErrInvalidToken
+	case a.mode == ctxCancelled:
+		want = context.Canceled
+	case a.mode == ctxExpired:
+		want = context.DeadlineExceeded
+	case a.flaw > esZeroTokenEmpty && a.flaw < esRowOtherWf:
+		want = eventstore.ErrInvalidArgument
+	case len(givenE) == 0 && len(givenR) == 0:
+		if err != nil {
+			return fmt.Errorf("an empty append returned %w; it is a no-op", err)
+		}
+		return m.readFrom(w, rel(0), ctxLive, 0)
+	case expected != head:
+		if err := wantConflict(err, expected, head, "the append"); err != nil {
+			return err
+		}
+		return m.readFrom(w, rel(0), ctxLive, 0)
+	case a.flaw != esNoFlaw:
+		want = eventstore.ErrInvalidArgument
+	}
+	if want != nil {
+		if !errors.Is(err, want) {
+			return fmt.Errorf("returned %v, want an error matching %v", err, want)
+		}
+		return m.readFrom(w, rel(0), ctxLive, 0)
+	}
+	if err != nil {
+		if a.mode != ctxTrip || !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("at the head %d: %w", head, err)
+		}
+		// Cancelled during the call: all of it landed, or none, or it may
+		// still land; the same append again settles it (see ksModel.append).
+		got, rerr := m.s.ReadHistoryFrom(m.ctx, w.id, head+1)
+		if rerr != nil || (len(got) != 0 && len(got) != len(givenE)) {
+			return fmt.Errorf("cancelled during the call (%v), it left %d of the %d events (%v): all or nothing", err, len(got), len(givenE), rerr)
+		}
+		if len(got) == 0 {
+			if outbox {
+				err = m.ob.AppendWithOutbox(m.ctx, tok, wfID, deepCopy(givenE), expected, deepCopy(givenR))
+			} else {
+				err = m.s.Append(m.ctx, tok, wfID, deepCopy(givenE), expected)
+			}
+			if err != nil && wantConflict(err, expected, head+uint64(len(givenE)), "") != nil {
+				return fmt.Errorf("the append cancelled during the call, made again: %w", err)
+			}
+		}
+	}
+	m.apply(w, givenE, givenR)
+	if a.big {
+		return m.readFrom(w, abs(head+1), ctxLive, 0)
+	}
+	return nil
+}
+
+// apply records an accepted batch and its rows.
+func (m *esModel) apply(w *esWf, events []eventstore.Event, rows []eventstore.OutboxRow) {
+	for _, r := range deepCopy(rows) {
+		r.WorkflowID, r.State = w.id, eventstore.OutboxPending
+		if r.DispatchKey == "" {
+			r.DispatchKey = eventstore.DispatchKey(w.id, r.RunID, r.Ordinal)
+		}
+		m.rows = append(m.rows, &r)
+		m.rowByKey[r.DispatchKey] = &r
+		k := actKey{w.id, rowRef{r.RunID, r.Ordinal}}
+		m.rowsOf[k] = append(m.rowsOf[k], &r)
+		w.unrowed = slices.DeleteFunc(w.unrowed, func(u rowRef) bool { return u == k.rowRef })
+	}
+	for _, ev := range deepCopy(events) {
+		env := ev.EventEnvelope()
+		known := !env.RecordedAt.IsZero()
+		env.WorkflowID, env.Seq = w.id, w.head()+1
+		ev = eventstore.WithEnvelope(ev, env)
+		w.events, w.known = append(w.events, ev), append(w.known, known)
+		st := &w.life
+		if s, ok := ev.(eventstore.WorkflowStarted); ok {
+			w.runs = append(w.runs, eventstore.RunSummary{RunID: env.RunID, WorkflowType: s.WorkflowType, Status: eventstore.StatusRunning, StartedAt: env.RecordedAt, FirstSeq: env.Seq})
+			*st = life{run: env.RunID, status: eventstore.StatusRunning}
+		}
+		run := &w.runs[len(w.runs)-1]
+		run.LastSeq = env.Seq
+		closeAs := func(s eventstore.WorkflowStatus) { run.Status, run.ClosedAt, st.status = s, env.RecordedAt, s }
+		settle := func(id eventstore.ActivityID) {
+			for _, r := range m.rowsOf[actKey{w.id, rowRef{env.RunID, id}}] {
+				if isOpenRow(r.State) {
+					r.State = eventstore.OutboxSettled
+				}
+			}
+			st.open = slices.DeleteFunc(st.open, func(x eventstore.ActivityID) bool { return x == id })
+		}
+		switch e := ev.(type) {
+		case eventstore.WorkflowCompleted:
+			closeAs(eventstore.StatusCompleted)
+		case eventstore.WorkflowFailed:
+			closeAs(eventstore.StatusFailed)
+		case eventstore.WorkflowCancelled:
+			closeAs(eventstore.StatusCancelled)
+		case eventstore.WorkflowTimedOut:
+			closeAs(eventstore.StatusTimedOut)
+		case eventstore.WorkflowContinuedAsNew:
+			closeAs(eventstore.StatusContinuedAsNew)
+		case eventstore.WorkflowPaused:
+			run.Status, st.status = eventstore.StatusPaused, eventstore.StatusPaused
+		case eventstore.WorkflowResumed, eventstore.WorkflowReopened:
+			run.Status, run.ClosedAt, st.status = eventstore.StatusRunning, time.Time{}, eventstore.StatusRunning
+		case eventstore.ActivityScheduled:
+			st.open = append(st.open, e.ActivityID)
+			st.next = max(st.next, e.ActivityID+1)
+			if len(m.rowsOf[actKey{w.id, rowRef{env.RunID, e.ActivityID}}]) == 0 {
+				w.unrowed = append(w.unrowed, rowRef{env.RunID, e.ActivityID})
+			}
+		case eventstore.ActivityCompleted:
+			settle(e.ActivityID)
+		case eventstore.ActivityFailed:
+			if e.Error.Kind == eventstore.Terminal {
+				settle(e.ActivityID)
+			}
+		case eventstore.ActivityCancelled:
+			settle(e.ActivityID)
+		case eventstore.ActivityTimedOut:
+			settle(e.ActivityID)
+		}
+	}
+}
+
+func isOpenRow(s eventstore.OutboxState) bool {
+	return s == eventstore.OutboxPending || s == eventstore.OutboxClaimed
+}
+
+// twice reads, judges the answer, scribbles on it and reads again (unless
+// once): a store that hands callers shared memory answers differently the
+// second time.
+func twice[T any](parent context.Context, mode ctxMode, trip int, once bool, read func(context.Context) (T, error), judge func(T) string) error {
+	for pass := range 2 - boolInt(once) {
+		ctx, cancel := ctxFor(parent, mode, trip)
+		got, err := read(ctx)
+		cancel()
+		if err := checkAnswer(mode, err, func() string { return judge(got) }); err != nil {
+			if pass > 0 {
+				return fmt.Errorf("read again after the caller scribbled on the first answer: %w", err)
+			}
+			return err
+		}
+		scribble(got)
+	}
+	return nil
+}
+
+// history judges events read from seq from: a RecordedAt the caller left
+// zero must be set, any other kept.
+func (m *esModel) history(w *esWf, from uint64, got []eventstore.Event) string {
+	var want []eventstore.Event
+	if from <= w.head() {
+		want = slices.Clone(w.events[from-1:])
+	}
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d events from seq %d, want %d (of a history of %d)", len(got), from, len(want), w.head())
+	}
+	for i := range want {
+		if !w.known[from-1+uint64(i)] && got[i] != nil {
+			at := got[i].EventEnvelope().RecordedAt
+			if at.IsZero() {
+				return fmt.Sprintf("event %d: a zero RecordedAt was not set at commit", from+uint64(i))
+			}
+			env := want[i].EventEnvelope()
+			env.RecordedAt = at
+			want[i] = eventstore.WithEnvelope(want[i], env)
+		}
+	}
+	if d := diff(got, want); d != "" {
+		return fmt.Sprintf("from seq %d: %s", from, d)
+	}
+	return ""
+}
+
+func (m *esModel) readFrom(w *esWf, p pos, mode ctxMode, trip int) error {
+	from := p.at(w.head())
+	return twice(m.ctx, mode, trip, false, func(ctx context.Context) ([]eventstore.Event, error) {
+		return m.s.ReadHistoryFrom(ctx, w.id, from)
+	}, func(got []eventstore.Event) string {
+		return m.history(w, max(from, 1), got)
+	})
+}
+
+func (m *esModel) readAll(w *esWf, mode ctxMode) error {
+	return twice(m.ctx, mode, 0, false, func(ctx context.Context) ([]eventstore.Event, error) {
+		return m.s.ReadHistory(ctx, w.id)
+	}, func(got []eventstore.Event) string { return m.history(w, 1, got) })
+}
+
+func (m *esModel) chain(w *esWf, mode ctxMode) error {
+	return twice(m.ctx, mode, 0, false, func(ctx context.Context) ([]eventstore.RunSummary, error) {
+		return m.s.ReadRunChain(ctx, w.id)
+	}, func(got []eventstore.RunSummary) string { return diff(got, w.runs) })
+}
+
+// mine keeps the model's workflows of ids, sorted.
+func (m *esModel) mine(ids []eventstore.WorkflowID) []eventstore.WorkflowID {
+	var out []eventstore.WorkflowID
+	for _, id := range ids {
+		if m.byID[id] != nil {
+			out = append(out, id)
+		}
+	}
+	slices.SortFunc(out, func(a, b eventstore.WorkflowID) int { return bytes.Compare(a[:], b[:]) })
+	return out
+}
+
+func (m *esModel) listings(mode ctxMode) error {
+	var all, active, paused []eventstore.WorkflowID
+	var heads []eventstore.StreamHead
+	for _, w := range m.wfs {
+		if w.head() == 0 || m.noScope {
+			continue
+		}
+		all = append(all, w.id)
+		heads = append(heads, eventstore.StreamHead{WorkflowID: w.id, Head: w.head()})
+		switch w.runs[len(w.runs)-1].Status {
+		case eventstore.StatusRunning, eventstore.StatusContinuedAsNew:
+			active = append(active, w.id)
+		case eventstore.StatusPaused:
+			paused = append(paused, w.id)
+		}
+	}
+	all, active, paused = m.mine(all), m.mine(active), m.mine(paused)
+	for _, l := range []struct {
+		name string
+		call func(context.Context) ([]eventstore.WorkflowID, error)
+		want []eventstore.WorkflowID
+	}{{"ListWorkflowIDs", m.s.ListWorkflowIDs, all}, {"ListActive", m.s.ListActive, active}, {"ListPaused", m.s.ListPaused, paused}} {
+		if err := twice(m.ctx, mode, 0, false, l.call, func(got []eventstore.WorkflowID) string {
+			if d := diff(m.mine(got), l.want); d != "" {
+				return fmt.Sprintf("%s (this rule's workflows, sorted): %s", l.name, d)
+			}
+			return ""
+		}); err != nil {
+			return err
+		}
+	}
+	byID := func(a, b eventstore.StreamHead) int { return bytes.Compare(a.WorkflowID[:], b.WorkflowID[:]) }
+	slices.SortFunc(heads, byID)
+	return twice(m.ctx, mode, 0, false, m.s.StreamHeads, func(got []eventstore.StreamHead) string {
+		got = slices.DeleteFunc(slices.Clone(got), func(h eventstore.StreamHead) bool { return m.byID[h.WorkflowID] == nil })
+		slices.SortFunc(got, byID)
+		if d := diff(got, heads); d != "" {
+			return "StreamHeads (this rule's workflows, sorted): " + d
+		}
+		return ""
+	})
+}
+
+// queryVariants is how many filters query draws from.
+const queryVariants = 11
+
+// query runs Query with a filter of the variant and checks every summary
+// of the model's workflows it returns, and how many.
+func (m *esModel) query(variant int, seed uint64, mode ctxMode) error {
+	g := m.g.sub(seed)
+	var started []*esWf
+	for _, w := range m.wfs {
+		if w.head() > 0 {
+			started = append(started, w)
+		}
+	}
+	var f eventstore.WorkflowFilter
+	if len(started) > 0 {
+		pivot := pick(g, started...).runs
+		p := pivot[len(pivot)-1]
+		f = []eventstore.WorkflowFilter{
+			{}, // every workflow: a silent cap shows
+			{WorkflowType: p.WorkflowType},
+			{WorkflowType: p.WorkflowType, Status: p.Status},
+			{WorkflowType: p.WorkflowType, Limit: pick(g, boundaryInt...)},
+			{WorkflowType: p.WorkflowType, StartedAfter: p.StartedAt},
+			{WorkflowType: p.WorkflowType, StartedBefore: p.StartedAt},
+			{StartedAfter: p.StartedAt, StartedBefore: p.StartedAt.Add(time.Microsecond)},
+			{Status: eventstore.StatusPaused},
+			{Status: eventstore.StatusRunning},
+			{Status: pick(g, eventstore.StatusCompleted, eventstore.StatusContinuedAsNew, eventstore.StatusFailed, eventstore.StatusTimedOut)},
+			{Limit: pick(g, 1, 4097, 1<<32+1, math.MaxInt)},
+		}[variant%queryVariants]
+	}
+	want := map[eventstore.WorkflowID]eventstore.WorkflowSummary{}
+	for _, w := range started {
+		r := w.runs[len(w.runs)-1]
+		if (f.WorkflowType == "" || r.WorkflowType == f.WorkflowType) && (f.Status == "" || r.Status == f.Status) &&
+			(f.StartedAfter.IsZero() || !r.StartedAt.Before(f.StartedAfter)) && (f.StartedBefore.IsZero() || r.StartedAt.Before(f.StartedBefore)) {
+			want[w.id] = eventstore.WorkflowSummary{WorkflowID: w.id, RunID: r.RunID, WorkflowType: r.WorkflowType, Status: r.Status, StartedAt: r.StartedAt, ClosedAt: r.ClosedAt, Head: w.head()}
+		}
+	}
+	return twice(m.ctx, mode, 0, false, func(ctx context.Context) ([]eventstore.WorkflowSummary, error) { return m.s.Query(ctx, f) },
+		func(got []eventstore.WorkflowSummary) string {
+			n, seen := 0, map[eventstore.WorkflowID]bool{}
+			for _, s := range got {
+				if m.byID[s.WorkflowID] == nil {
+					continue
+				}
+				if seen[s.WorkflowID] {
+					return fmt.Sprintf("Query(%+v) returned %v twice", f, s.WorkflowID)
+				}
+				n, seen[s.WorkflowID] = n+1, true
+				if d := diff(s, want[s.WorkflowID]); d != "" {
+					return fmt.Sprintf("Query(%+v) returned %v: %s", f, s.WorkflowID, d)
+				}
+			}
+			wantN := len(want)
+			if f.Limit > 0 {
+				wantN = min(wantN, f.Limit)
+			}
+			if n != wantN || (f.Limit > 0 && len(got) > f.Limit) {
+				return fmt.Sprintf("Query(%+v) returned %d summaries, %d of this rule's workflows, want %d", f, len(got), n, wantN)
+			}
+			return ""
+		})
+}

@@ -1,0 +1,572 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aionotel/aionotel/eventstore"
+)
+
+// The generators the suites share: seeded randomness, IDs, a value for
+// every field of any struct (by reflection, so that a field added to an
+// event, content or record type later is generated, stored, read back and
+// compared without a new rule), boundary numbers and sizes, keys shaped to
+// collide in a careless store; and the reflective copy, comparison and
+// scribbling that hold a store to what it was given and what it returned.
+
+// newRand returns the generator of one rule: the suite's seed mixed with
+// the rule's name, so that two rules never draw the same sequence and each
+// replays on its own.
+func newRand(seed int64, rule string) *rand.Rand {
+	var h uint64 = 14695981039346656037
+	for i := 0; i < len(rule); i++ {
+		h = (h ^ uint64(rule[i])) * 1099511628211
+	}
+	return rand.New(rand.NewPCG(uint64(seed), h))
+}
+
+// gen draws the values of one rule run. IDs take their first eight bytes
+// (which decide their order and [eventstore.ShardOf]) from the seed, so no
+// verdict depends on how random IDs sort; the last eight are a per-process
+// salt, and so is every key of a table a store shares between workflows
+// (packages, routes, dispatch keys), so that a replay on a shared backend
+// does not collide with the data of an earlier run.
+type gen struct {
+	*rand.Rand
+	salt  string
+	idTag [8]byte
+	used  map[uint64]bool
+	// bigLeft bounds the values drawn from bigSizes in one rule run, so
+	// that a long history stays a few megabytes.
+	bigLeft *int
+	// huge lets the decorator generators make slices past 65,536.
+	huge bool
+}
+
+func newGen(rng *rand.Rand) *gen {
+	g := &gen{Rand: rng, used: map[uint64]bool{}, bigLeft: new(int)}
+	_, _ = crand.Read(g.idTag[:])
+	g.idTag[0] |= 1 // never all zero
+	g.salt = fmt.Sprintf("c%x-", g.idTag[:5])
+	return g
+}
+
+// id returns 16 bytes whose first eight are fresh, non-zero and distinct
+// from every earlier draw.
+func (g *gen) id() [16]byte {
+	var id [16]byte
+	for {
+		v := g.Uint64()
+		if v != 0 && !g.used[v] {
+			g.used[v] = true
+			binary.BigEndian.PutUint64(id[:8], v)
+			break
+		}
+	}
+	copy(id[8:], g.idTag[:])
+	return id
+}
+
+// sub returns a generator drawing from seed that shares g's salt, IDs and
+// size budget: the values of one step, the same in every replay.
+func (g *gen) sub(seed uint64) *gen {
+	c := *g
+	c.Rand = rand.New(rand.NewPCG(seed, 1))
+	return &c
+}
+
+func (g *gen) workflow() eventstore.WorkflowID { return eventstore.WorkflowID(g.id()) }
+func (g *gen) run() eventstore.RunID           { return eventstore.RunID(g.id()) }
+
+// pick returns one element of list.
+func pick[T any](r interface{ IntN(int) int }, list ...T) T { return list[r.IntN(len(list))] }
+
+// bigSizes are the lengths, in bytes or elements, next to the limits a
+// store or decorator plausibly has: a byte, a page, 64 KiB.
+var bigSizes = []int{255, 256, 4095, 4096, 4097, 65535, 65536, 65537}
+
+// size returns a length: mostly small, one time in forty from bigSizes
+// while the budget lasts.
+func (g *gen) size() int {
+	if g.IntN(40) == 0 && *g.bigLeft > 0 {
+		*g.bigLeft--
+		return pick(g, bigSizes...)
+	}
+	return g.IntN(24)
+}
+
+// hostileStrings are texts every store must keep exactly: empty, NUL,
+// non-ASCII, invalid UTF-8, separators and quotes a store might use.
+var hostileStrings = []string{
+	"", "plain", "nul\x00inside", "\x00", "ünïcødé ✓ 日本語", "bad\xff\xfeutf8", "\xc3\x28",
+	"slash/and:colon|pipe\ttab\nnewline", "'quote\" \\back %s %%", "Mixed Case", "mixed case",
+}
+
+// str returns a string of a drawn shape and size.
+func (g *gen) str() string {
+	s := pick(g, hostileStrings...)
+	if n := g.size(); n > 24 {
+		s = strings.Repeat("\x00ü\xffa", n/4+1)[:n]
+	}
+	return s
+}
+
+// bytes returns a byte slice of a drawn size (nil one time in eight).
+func (g *gen) bytes() []byte {
+	if g.IntN(8) == 0 {
+		return nil
+	}
+	b := make([]byte, g.size())
+	for i := range b {
+		b[i] = byte(g.IntN(256))
+	}
+	return b
+}
+
+// keyShapes are the key parts a store's composite keys must keep apart:
+// separators ("a/b"+"c" against "a"+"b/c"), case, NUL, non-ASCII, a shared
+// prefix past 255 bytes.
+var keyShapes = func() []string {
+	long := strings.Repeat("k", 300)
+	return []string{"a", "A", "a/b", "a:b", "a\x00b", "a/B", "b", "b/c", "c", "a/b/c", "ü", "u", "Ü", "a b", "a%2Fb", long + "1", long + "2"}
+}()
+
+// key returns prefix followed by a key shape.
+func (g *gen) key(prefix string) string { return prefix + pick(g, keyShapes...) }
+
+// boundaryU64 are numbers next to the widths a store may keep one in.
+var boundaryU64 = []uint64{0, 1, 2, 255, 256, 65535, 65536, 1<<31 - 1, 1 << 31, 1<<32 - 1, 1 << 32, 1<<32 + 1,
+	1<<53 + 1, 1<<63 - 1, 1 << 63, 1<<63 + 1, math.MaxUint64 - 1, math.MaxUint64}
+
+// boundaryInt are the ints a limit or a shard number is tried with.
+var boundaryInt = []int{math.MinInt, -1 << 31, -1, 0, 1, 2, 1<<31 - 1, 1 << 31, 1<<32 + 1, math.MaxInt}
+
+func (g *gen) u64() uint64 {
+	switch g.IntN(8) {
+	case 0:
+		return 0
+	case 1, 2:
+		return pick(g, boundaryU64...)
+	}
+	return g.Uint64() >> g.IntN(64)
+}
+
+// times are the instants every store must keep exactly (to the
+// microsecond): the Unix epoch and just before it, the 2^31 and 2^32
+// second boundaries, far past and future.
+var times = []time.Time{
+	time.Unix(0, 0), time.Unix(-1, 999_999_000), time.Unix(1<<31-1, 0), time.Unix(1<<31, 1000),
+	time.Unix(1<<32, 0), time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2200, 12, 31, 23, 59, 59, 999_999_000, time.UTC),
+}
+
+// zones are the locations times are drawn in besides UTC.
+var zones = []*time.Location{time.FixedZone("CET", 3600), time.FixedZone("", -9*3600-1800)}
+
+// time returns a non-zero instant at microsecond precision, mostly in UTC.
+func (g *gen) time() time.Time {
+	t := time.Unix(1_000_000_000+g.Int64N(2_000_000_000), g.Int64N(1_000_000)*1000)
+	switch g.IntN(12) {
+	case 1, 2, 3:
+		t = pick(g, times...)
+	case 4:
+		return t.In(pick(g, zones...))
+	}
+	return t.UTC()
+}
+
+var (
+	timeType  = reflect.TypeFor[time.Time]()
+	tokenType = reflect.TypeFor[eventstore.WriteToken]()
+	errorType = reflect.TypeFor[error]()
+)
+
+// fill sets every exported field reachable in v (a settable value) to a
+// drawn value; interfaces and pointers are left to the caller.
+func (g *gen) fill(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		switch v.Type() {
+		case timeType:
+			if g.IntN(12) != 0 {
+				v.Set(reflect.ValueOf(g.time()))
+			}
+		case tokenType:
+			v.Set(reflect.ValueOf(pick(g, eventstore.WriteToken{}, token, token)))
+		}
+		for _, i := range exported(v.Type()) {
+			g.fill(v.Field(i))
+		}
+	case reflect.String:
+		v.SetString(g.str())
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			v.SetBytes(g.bytes())
+		}
+	case reflect.Array:
+		for i := range v.Len() {
+			g.fill(v.Index(i))
+		}
+	case reflect.Bool:
+		v.SetBool(g.IntN(2) == 0)
+	case reflect.Uint64, reflect.Uint:
+		v.SetUint(g.u64())
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32:
+		bits := v.Type().Bits()
+		v.SetUint(pick(g, 0, 1, uint64(1)<<(bits-1), uint64(1)<<bits-1, uint64(g.IntN(1<<bits))))
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Int16, reflect.Int8:
+		v.SetInt(int64(pick(g, 0, 1, -1, g.IntN(1000))))
+	}
+}
+
+// filled returns a T with every field drawn.
+func filled[T any](g *gen) T {
+	var v T
+	g.fill(reflect.ValueOf(&v).Elem())
+	return v
+}
+
+// deepCopy returns a copy of v that shares no slice, pointer or map with
+// it.
+func deepCopy[T any](v T) T {
+	out := reflect.New(reflect.TypeFor[T]()).Elem()
+	out.Set(copyValue(reflect.ValueOf(&v).Elem()))
+	return out.Interface().(T)
+}
+
+func copyValue(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.Slice:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			copy(out.Bytes(), v.Bytes())
+			return out
+		}
+		for i := range v.Len() {
+			out.Index(i).Set(copyValue(v.Index(i)))
+		}
+		return out
+	case reflect.Struct:
+		if v.Type() == timeType {
+			return v
+		}
+		out := reflect.New(v.Type()).Elem()
+		out.Set(v)
+		for _, i := range exported(v.Type()) {
+			out.Field(i).Set(copyValue(v.Field(i)))
+		}
+		return out
+	case reflect.Interface:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.New(v.Type()).Elem()
+		out.Set(copyValue(v.Elem()))
+		return out
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.New(v.Type().Elem())
+		out.Elem().Set(copyValue(v.Elem()))
+		return out
+	}
+	return v
+}
+
+// scribble overwrites, in place, everything a caller can reach in v: every
+// byte of every byte slice, then every element of every slice. A caller
+// owns what it passed once the call returned and what a read returned, so
+// a store whose later answers change is keeping or handing out shared
+// memory.
+func scribble(v any) { scribbleValue(reflect.ValueOf(v)) }
+
+func scribbleValue(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			b := v.Bytes()
+			for i := range b {
+				b[i] = '#'
+			}
+			return
+		}
+		for i := range v.Len() {
+			scribbleValue(v.Index(i))
+			v.Index(i).Set(reflect.Zero(v.Type().Elem()))
+		}
+	case reflect.Struct:
+		for _, i := range exported(v.Type()) {
+			scribbleValue(v.Field(i))
+		}
+	case reflect.Interface, reflect.Pointer:
+		if !v.IsNil() {
+			scribbleValue(v.Elem())
+		}
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString("#")
+		}
+	}
+}
+
+// fieldCache maps a struct type to the indices of its exported fields.
+var fieldCache sync.Map
+
+// exported returns the indices of t's exported fields.
+func exported(t reflect.Type) []int {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.([]int)
+	}
+	var out []int
+	for i := range t.NumField() {
+		if t.Field(i).IsExported() {
+			out = append(out, i)
+		}
+	}
+	fieldCache.Store(t, out)
+	return out
+}
+
+// equal reports whether g and w (of one type) are equal as diff judges;
+// strict, as reflect.DeepEqual judges (a nil slice is not an empty one,
+// times compare with ==), for a decorator, which must hand on the very
+// values it got.
+func equal(g, w reflect.Value, strict bool) bool {
+	switch g.Kind() {
+	case reflect.Struct:
+		if g.Type() == timeType {
+			if strict {
+				return g.Interface() == w.Interface()
+			}
+			return g.Interface().(time.Time).Equal(w.Interface().(time.Time))
+		}
+		if len(exported(g.Type())) < g.NumField() {
+			return reflect.DeepEqual(g.Interface(), w.Interface())
+		}
+		for _, i := range exported(g.Type()) {
+			if !equal(g.Field(i), w.Field(i), strict) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice:
+		if strict && g.IsNil() != w.IsNil() {
+			return false
+		}
+		if g.Type().Elem().Kind() == reflect.Uint8 {
+			return bytes.Equal(g.Bytes(), w.Bytes())
+		}
+		if g.Len() != w.Len() {
+			return false
+		}
+		if g.Pointer() == w.Pointer() {
+			return true
+		}
+		for i := range g.Len() {
+			if !equal(g.Index(i), w.Index(i), strict) {
+				return false
+			}
+		}
+		return true
+	case reflect.Array:
+		for i := range g.Len() {
+			if !equal(g.Index(i), w.Index(i), strict) {
+				return false
+			}
+		}
+		return true
+	case reflect.Interface, reflect.Pointer:
+		if g.IsNil() || w.IsNil() {
+			return g.IsNil() == w.IsNil()
+		}
+		return g.Elem().Type() == w.Elem().Type() && equal(g.Elem(), w.Elem(), strict)
+	case reflect.String:
+		return g.String() == w.String()
+	case reflect.Bool:
+		return g.Bool() == w.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return g.Int() == w.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return g.Uint() == w.Uint()
+	}
+	return reflect.DeepEqual(g.Interface(), w.Interface())
+}
+
+// diff returns "" when got equals want, else where and how they differ.
+// Times compare with Equal, and a nil slice equals an empty one (a store
+// may return either for nothing).
+func diff(got, want any) string {
+	g, w := reflect.ValueOf(got), reflect.ValueOf(want)
+	if g.IsValid() && w.IsValid() && g.Type() == w.Type() && equal(g, w, false) {
+		return ""
+	}
+	return diffValue("", g, w)
+}
+
+// same reports whether got and want are equal as reflect.DeepEqual judges.
+func same(got, want any) bool {
+	g, w := reflect.ValueOf(got), reflect.ValueOf(want)
+	if !g.IsValid() || !w.IsValid() {
+		return g.IsValid() == w.IsValid()
+	}
+	return g.Type() == w.Type() && equal(g, w, true)
+}
+
+func diffValue(path string, g, w reflect.Value) string {
+	if !g.IsValid() || !w.IsValid() {
+		if g.IsValid() == w.IsValid() {
+			return ""
+		}
+		return fmt.Sprintf("%s: %s, want %s", orRoot(path), show(g), show(w))
+	}
+	if g.Type() != w.Type() {
+		return fmt.Sprintf("%s: a %v, want a %v", orRoot(path), g.Type(), w.Type())
+	}
+	switch g.Kind() {
+	case reflect.Struct:
+		if g.Type() == timeType {
+			if !g.Interface().(time.Time).Equal(w.Interface().(time.Time)) {
+				return fmt.Sprintf("%s: %v, want %v", orRoot(path), g.Interface(), w.Interface())
+			}
+			return ""
+		}
+		if len(exported(g.Type())) < g.NumField() && !reflect.DeepEqual(g.Interface(), w.Interface()) {
+			return fmt.Sprintf("%s: %+v, want %+v", orRoot(path), g.Interface(), w.Interface())
+		}
+		for _, i := range exported(g.Type()) {
+			if d := diffValue(path+"."+g.Type().Field(i).Name, g.Field(i), w.Field(i)); d != "" {
+				return d
+			}
+		}
+		return ""
+	case reflect.Slice:
+		if g.Type().Elem().Kind() == reflect.Uint8 {
+			gb, wb := g.Bytes(), w.Bytes()
+			if bytes.Equal(gb, wb) {
+				return ""
+			}
+			at := 0
+			for at < min(len(gb), len(wb)) && gb[at] == wb[at] {
+				at++
+			}
+			return fmt.Sprintf("%s: %d bytes, want %d (first difference at byte %d)", orRoot(path), len(gb), len(wb), at)
+		}
+		if g.Len() != w.Len() {
+			return fmt.Sprintf("%s: %d elements, want %d", orRoot(path), g.Len(), w.Len())
+		}
+		for i := range g.Len() {
+			if !equal(g.Index(i), w.Index(i), false) {
+				return diffValue(fmt.Sprintf("%s[%d]", path, i), g.Index(i), w.Index(i))
+			}
+		}
+		return ""
+	case reflect.Interface, reflect.Pointer:
+		if g.IsNil() || w.IsNil() {
+			if g.IsNil() == w.IsNil() {
+				return ""
+			}
+			return fmt.Sprintf("%s: %s, want %s", orRoot(path), show(g), show(w))
+		}
+		return diffValue(path, g.Elem(), w.Elem())
+	case reflect.String:
+		if gs, ws := g.String(), w.String(); gs != ws {
+			return fmt.Sprintf("%s: %s, want %s", orRoot(path), short(gs), short(ws))
+		}
+		return ""
+	}
+	if !reflect.DeepEqual(g.Interface(), w.Interface()) {
+		return fmt.Sprintf("%s: %v, want %v", orRoot(path), g.Interface(), w.Interface())
+	}
+	return ""
+}
+
+func orRoot(path string) string {
+	if path == "" {
+		return "value"
+	}
+	return strings.TrimPrefix(path, ".")
+}
+
+func show(v reflect.Value) string {
+	if !v.IsValid() || ((v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer) && v.IsNil()) {
+		return "nil"
+	}
+	return fmt.Sprintf("%v", v.Interface())
+}
+
+// short quotes s, cut in the middle when long.
+func short(s string) string {
+	if len(s) > 60 {
+		return fmt.Sprintf("%q...%q (%d bytes)", s[:24], s[len(s)-24:], len(s))
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// A ctxMode is how an operation's context behaves: live, done before the
+// call, or cancelled during it.
+type ctxMode int
+
+const (
+	ctxLive      ctxMode = iota
+	ctxCancelled         // cancelled before the call
+	ctxExpired           // past its deadline before the call
+	ctxTrip              // cancelled while the call consults it (see tripContext)
+)
+
+// ctxFor returns a context of mode m derived from parent (trip is how many
+// times a trip context may be consulted before it cancels itself) and its
+// cancel function.
+func ctxFor(parent context.Context, m ctxMode, trip int) (context.Context, context.CancelFunc) {
+	switch m {
+	case ctxCancelled:
+		ctx, cancel := context.WithCancel(parent)
+		cancel()
+		return ctx, cancel
+	case ctxExpired:
+		return context.WithDeadline(parent, time.Unix(1, 0))
+	case ctxTrip:
+		ctx, cancel := context.WithCancel(parent)
+		t := &tripContext{Context: ctx, cancel: cancel}
+		t.left.Store(int64(trip))
+		return t, cancel
+	}
+	return parent, func() {}
+}
+
+// tripContext cancels itself once it has been consulted (Err or Done) more
+// than left times: a cancellation that lands while a call runs, between
+// its first check and its commit, wherever the implementation looks.
+type tripContext struct {
+	context.Context
+	cancel context.CancelFunc
+	left   atomic.Int64
+}
+
+func (c *tripContext) probe() {
+	if c.left.Add(-1) < 0 {
+		c.cancel()
+	}
+}
+
+func (c *tripContext) Err() error {
+	c.probe()
+	return c.Context.Err()
+}
+
+func (c *tripContext) Done() <-chan struct{} {
+	c.probe()
+	return c.Context.Done()
+}
