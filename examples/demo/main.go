@@ -98,6 +98,7 @@ import (
 	"github.com/aionotel/aionotel/keyspace/boltstore"
 	"github.com/aionotel/aionotel/keyspace/pgstore"
 
+	"github.com/aionotel/aionotel/examples/demo/internal/cluster"
 	"github.com/aionotel/aionotel/examples/demo/internal/sim"
 	"github.com/aionotel/aionotel/examples/demo/internal/telemetry"
 )
@@ -131,11 +132,11 @@ func main() {
 }
 
 type options struct {
-	exporter, listen, keyspace string
-	duration, drain, retention time.Duration
-	rate                       float64
-	workers, maxInFlight       int
-	seed                       uint64
+	exporter, listen, keyspace, store, node  string
+	duration, drain, retention, lease, renew time.Duration
+	rate                                     float64
+	workers, maxInFlight, shards             int
+	seed                                     uint64
 }
 
 func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
@@ -152,6 +153,11 @@ func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random draws")
 	fs.DurationVar(&o.drain, "drain", 2*time.Second, "how long started workflows may finish once stopped")
 	fs.DurationVar(&o.retention, "retention", 10*time.Second, "how long closed workflows stay in memory")
+	fs.StringVar(&o.store, "store", "memory", "event store: memory, or postgres:DSN (a node of a cluster)")
+	fs.StringVar(&o.node, "node", "", "with -store postgres: this node's name (default: the host name and a random suffix)")
+	fs.IntVar(&o.shards, "shards", 0, "with -store postgres: the number of shards (0: the database's, 16 for a new one)")
+	fs.DurationVar(&o.lease, "lease", cluster.DefaultLease, "with -store postgres: how long a shard lease lasts without renewal")
+	fs.DurationVar(&o.renew, "renew", cluster.DefaultRenew, "with -store postgres: how often the node renews its leases and balances")
 	if err := fs.Parse(args); err != nil {
 		return o, nil, err
 	}
@@ -181,6 +187,18 @@ func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
 	}
 	if o.duration < 0 || o.drain < 0 || o.retention <= 0 {
 		errs = append(errs, errors.New("-duration and -drain must not be negative, -retention must be positive"))
+	}
+	if scheme, arg, _ := strings.Cut(o.store, ":"); o.store != "memory" && (scheme != "postgres" || arg == "") {
+		errs = append(errs, errors.New("-store: want memory or postgres:DSN"))
+	}
+	if o.store == "memory" && (set["node"] || set["shards"] || set["lease"] || set["renew"]) {
+		errs = append(errs, errors.New("-node, -shards, -lease and -renew are for a cluster node: they need -store postgres:DSN"))
+	}
+	if o.shards < 0 || o.shards > 1<<16 {
+		errs = append(errs, fmt.Errorf("-shards %d: want 0 (the database's) to 65536", o.shards))
+	}
+	if o.lease <= 0 || o.renew <= 0 || 2*o.renew > o.lease {
+		errs = append(errs, fmt.Errorf("-lease %s, -renew %s: want both positive, renewing at least twice per lease", o.lease, o.renew))
 	}
 	return o, set, errors.Join(errs...)
 }
@@ -218,11 +236,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Log records on, content capture off unless the conventions' variable
 	// asks for it.
 	capture := os.Getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") == "true"
-	srv, err := sim.New(sim.Config{MeterProvider: tel.Meter, TracerProvider: tel.Tracer, LoggerProvider: tel.Logger,
+	cfg := sim.Config{MeterProvider: tel.Meter, TracerProvider: tel.Tracer, LoggerProvider: tel.Logger,
 		ContentCapture: capture, Keyspace: keys, KeyspaceSystem: dbSystem(o.keyspace),
-		Rate: o.rate, Workers: o.workers, MaxInFlight: o.maxInFlight, Seed: o.seed, Drain: o.drain, Retention: o.retention})
+		Rate: o.rate, Workers: o.workers, MaxInFlight: o.maxInFlight, Seed: o.seed, Drain: o.drain, Retention: o.retention}
+	var node *cluster.Node
+	if dsn, ok := strings.CutPrefix(o.store, "postgres:"); ok {
+		if node, err = openNode(ctx, dsn, o, tel, stdout); err != nil {
+			fmt.Fprintln(stderr, "demo:", err)
+			tel.Shutdown(ctx)
+			return 1
+		}
+		cfg.Store, cfg.StoreSystem, cfg.Cluster, cfg.ResumeReports = node.Store(), dbSystem(o.store), node, node.Resumed
+	}
+	srv, err := sim.New(cfg)
+	if err == nil && node != nil {
+		err = node.Start(ctx, srv.Store(), srv.Recover)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "demo:", err)
+		if node != nil {
+			node.Close(context.WithoutCancel(ctx))
+		}
 		tel.Shutdown(ctx)
 		return 1
 	}
@@ -237,12 +271,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		runCtx, cancel = context.WithTimeout(ctx, o.duration)
 	}
 	defer cancel()
+	// A node keeps its leases while the server drains, and balances only
+	// until the run stops.
+	renewCtx, stopRenew := context.WithCancel(context.WithoutCancel(ctx))
+	var maintained sync.WaitGroup
+	if node != nil {
+		maintained.Go(func() { node.Maintain(runCtx, renewCtx) })
+	}
 	start := time.Now()
 	progressDone := make(chan struct{})
-	go func() { defer close(progressDone); progress(runCtx, stdout, srv, start) }()
+	go func() { defer close(progressDone); progress(runCtx, stdout, srv, node, start) }()
 	srv.Run(runCtx)
 	cancel()
 	<-progressDone
+	stopRenew()
+	maintained.Wait()
+	if node != nil {
+		closeCtx, stopClose := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		if err := node.Close(closeCtx); err != nil {
+			fmt.Fprintf(stderr, "demo: node %s: leaving the cluster: %v (its leases expire after %s)\n", node.Name(), err, o.lease)
+		} else {
+			fmt.Fprintf(stdout, "node %s: released its shards and left the cluster\n", node.Name())
+		}
+		stopClose()
+	}
 
 	fmt.Fprintf(stdout, "summary after %s:\n", time.Since(start).Round(time.Millisecond))
 	stats := srv.Stats()
@@ -301,9 +353,23 @@ func serviceName() string {
 	return "aionotel-demo"
 }
 
-// dbSystem is the db.system.name of the -keyspace backend: the semantic
-// conventions' value for PostgreSQL, otelstore's default otherwise (bbolt
-// and the in-memory keyspace have no well-known value).
+// openNode opens the event store of a cluster node on PostgreSQL, named by
+// -node, with the process's service.instance.id, and says so.
+func openNode(ctx context.Context, dsn string, o options, tel *telemetry.Telemetry, stdout io.Writer) (*cluster.Node, error) {
+	instance, _ := tel.Resource.Set().Value(semconv.ServiceInstanceIDKey)
+	node, err := cluster.Open(ctx, dsn, cluster.Config{Node: o.node, Shards: o.shards, Lease: o.lease, Renew: o.renew,
+		Grace: o.drain, Instance: instance.Emit(), Log: stdout})
+	if err != nil {
+		return nil, fmt.Errorf("-store postgres: %w", err)
+	}
+	fmt.Fprintf(stdout, "node %s: service.instance.id=%s, %d shards, leases of %s renewed every %s\n",
+		node.Name(), instance.Emit(), node.ShardCount(), o.lease, o.renew)
+	return node, nil
+}
+
+// dbSystem is the db.system.name of a -keyspace or -store backend: the
+// semantic conventions' value for PostgreSQL, otelstore's default
+// otherwise (bbolt and the in-memory stores have no well-known value).
 func dbSystem(spec string) string {
 	if strings.HasPrefix(spec, "postgres:") {
 		return semconv.DBSystemNamePostgreSQL.Value.AsString()
@@ -334,7 +400,7 @@ func openKeyspace(ctx context.Context, spec string) (keyspace.Store, func() erro
 
 // progress prints the counts every second on a terminal (rewriting one
 // line), every 10 s as plain lines otherwise, until ctx ends.
-func progress(ctx context.Context, w io.Writer, srv *sim.Server, start time.Time) {
+func progress(ctx context.Context, w io.Writer, srv *sim.Server, node *cluster.Node, start time.Time) {
 	f, ok := w.(*os.File)
 	st, err := os.Stdout.Stat()
 	tty := ok && f == os.Stdout && err == nil && st.Mode()&os.ModeCharDevice != 0
@@ -356,8 +422,12 @@ func progress(ctx context.Context, w io.Writer, srv *sim.Server, start time.Time
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		s := srv.Stats()
-		fmt.Fprintf(w, "%s%6s  workflows %d started, %d completed  activities %d running, %d retried  conflicts %d  pruned %d  heap %.1f MiB%s",
+		shards := ""
+		if node != nil {
+			shards = fmt.Sprintf("  shards %v", node.Shards())
+		}
+		fmt.Fprintf(w, "%s%6s  workflows %d started, %d completed  activities %d running, %d retried  conflicts %d  pruned %d  heap %.1f MiB%s%s",
 			prefix, time.Since(start).Round(time.Second), s["workflows.started"], s["workflows.completed"], s["activities.running"],
-			s["activities.retried"], s["store.conflicts"], s["workflows.pruned"], float64(ms.HeapInuse)/(1<<20), suffix)
+			s["activities.retried"], s["store.conflicts"], s["workflows.pruned"], float64(ms.HeapInuse)/(1<<20), shards, suffix)
 	}
 }

@@ -31,12 +31,16 @@ func (s *Server) dispatch(ctx context.Context) {
 			if err != nil || len(rows) == 0 {
 				break
 			}
-			for _, row := range rows {
+			mine := s.served(ctx, rows)
+			for _, row := range mine {
 				select {
 				case s.work <- row:
 				case <-ctx.Done():
 					return
 				}
+			}
+			if len(mine) < len(rows) {
+				break // the others went back to pending for their nodes
 			}
 		}
 	}
@@ -265,6 +269,7 @@ func (s *Server) pollTimers(ctx context.Context) {
 			if seq > 0 {
 				s.count("timers.fired", 1)
 				s.notify(ctx, t.WorkflowID, note{timer: t.TimerID})
+				s.orphanTimer(ctx, t)
 			}
 		}
 	}

@@ -64,13 +64,25 @@ type Config struct {
 	Seed           uint64        // seeds every random draw
 	Drain          time.Duration // how long started workflows may finish after Run's context ends
 	Retention      time.Duration // how long a closed workflow is kept; 0: 10s
+	// Store holds the histories. Nil: an eventstore.Memory owned by the
+	// server, whose closed workflows are pruned after the retention. A
+	// given store must have the Outbox capability; it keeps its histories.
+	Store eventstore.Store
+	// StoreSystem is the store's db.system.name ("": otelstore's default).
+	StoreSystem string
+	// Cluster is the node the server runs on when it shares Store with
+	// other servers (see Cluster); nil: the server serves every workflow.
+	Cluster Cluster
+	// ResumeReports receives what each resume of the decorator did
+	// (otelstore.WithResumeReports); nil: nothing is reported.
+	ResumeReports func(pairing.ResumeReport, error)
 }
 
 // Server is one simulated workflow server. It must not be copied.
 type Server struct {
 	cfg      Config
 	mem      *eventstore.Memory
-	store    eventstore.Store  // mem, decorated
+	store    eventstore.Store  // the histories, decorated
 	outbox   eventstore.Outbox // store's Outbox capability
 	keysMem  *keyspace.Memory  // nil for a keyspace given in Config
 	tokens   *tokenCounter     // between the Sequencers and the decorated keyspace
@@ -112,7 +124,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg:   cfg,
-		mem:   eventstore.NewMemory(),
 		wake:  make(chan struct{}, 1),
 		work:  make(chan eventstore.OutboxRow),
 		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
@@ -123,11 +134,23 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	mp, tp := otelstore.WithMeterProvider(cfg.MeterProvider), otelstore.WithTracerProvider(cfg.TracerProvider)
-	s.store, err = otelstore.New(s.mem, mp, tp, otelstore.WithPairing(tracker), otelstore.WithOutboxWake(s.wake))
+	histories := cfg.Store
+	if histories == nil {
+		s.mem = eventstore.NewMemory()
+		histories = s.mem
+	}
+	opts := []otelstore.Option{mp, tp, otelstore.WithPairing(tracker), otelstore.WithOutboxWake(s.wake), otelstore.WithResumeReports(cfg.ResumeReports)}
+	if cfg.StoreSystem != "" {
+		opts = append(opts, otelstore.WithDBSystem(cfg.StoreSystem))
+	}
+	s.store, err = otelstore.New(histories, opts...)
 	if err != nil {
 		return nil, err
 	}
-	s.outbox = s.store.(eventstore.Outbox) // otelstore keeps Memory's Outbox
+	var ok bool
+	if s.outbox, ok = s.store.(eventstore.Outbox); !ok { // otelstore keeps the inner store's Outbox
+		return nil, errors.New("sim: the store has no outbox (eventstore.Outbox)")
+	}
 	inner := cfg.Keyspace
 	if inner == nil {
 		s.keysMem = keyspace.NewMemory()
@@ -164,8 +187,12 @@ func (s *Server) Run(ctx context.Context) {
 	// gauges again, and their terminals are recorded when they commit. (The
 	// in-memory store starts empty, so there is nothing to resume here; a
 	// durable store would have it.)
-	if report, err := otelstore.Resume(ctx, s.store); err == nil {
-		s.count("resume.workflows", int64(report.Workflows))
+	// On a cluster the decorator resumes each shard as the node acquires
+	// it.
+	if s.cfg.Cluster == nil {
+		if report, err := otelstore.Resume(ctx, s.store); err == nil {
+			s.count("resume.workflows", int64(report.Workflows))
+		}
 	}
 	hard, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
@@ -200,6 +227,7 @@ func (s *Server) Run(ctx context.Context) {
 	<-done
 	loops.Wait()
 	s.pending.Wait()
+	s.cancelOrphans(ctx)
 	if s.agents != nil {
 		// A transcript cut short has no "completed" status: its agent
 		// span ends here, before the exporters flush.
@@ -351,7 +379,9 @@ func (s *Server) commit(ctx context.Context, wf eventstore.WorkflowID, afterRead
 		for i := range d.rows {
 			d.rows[i].CreatedAt = now
 		}
-		err = s.outbox.AppendWithOutbox(ctx, eventstore.RecorderToken(), wf, d.events, h.head, d.rows)
+		err = s.append(wf, func() error {
+			return s.outbox.AppendWithOutbox(ctx, eventstore.RecorderToken(), wf, d.events, h.head, d.rows)
+		})
 		if err == nil {
 			return h.head + 1, nil
 		}
@@ -397,7 +427,9 @@ func (s *Server) prune(ctx context.Context) {
 		case <-tick.C:
 		}
 		cutoff := time.Now().Add(-s.cfg.Retention)
-		s.count("workflows.pruned", int64(s.mem.PruneClosed(cutoff)))
+		if s.mem != nil {
+			s.count("workflows.pruned", int64(s.mem.PruneClosed(cutoff)))
+		}
 		s.closedMu.Lock()
 		i := 0
 		for ; i < len(s.closed) && s.closed[i].at.Before(cutoff); i++ {
