@@ -206,6 +206,9 @@ func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
 // run is the whole program but for the signals: ctx ending is the first
 // signal. It returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// The progress line, the summary and a cluster node's log share stdout.
+	tty := terminal(stdout)
+	stdout = &syncWriter{w: stdout}
 	o, set, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -280,7 +283,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	start := time.Now()
 	progressDone := make(chan struct{})
-	go func() { defer close(progressDone); progress(runCtx, stdout, srv, node, start) }()
+	go func() { defer close(progressDone); progress(runCtx, stdout, tty, srv, node, start) }()
 	srv.Run(runCtx)
 	cancel()
 	<-progressDone
@@ -310,6 +313,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "telemetry:", warning)
 	}
 	return status
+}
+
+// syncWriter writes to w one call at a time.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // configureEnv maps -exporter and -listen onto autoexport's variables.
@@ -398,12 +413,17 @@ func openKeyspace(ctx context.Context, spec string) (keyspace.Store, func() erro
 	return nil, func() error { return nil }, nil
 }
 
-// progress prints the counts every second on a terminal (rewriting one
-// line), every 10 s as plain lines otherwise, until ctx ends.
-func progress(ctx context.Context, w io.Writer, srv *sim.Server, node *cluster.Node, start time.Time) {
+// terminal reports whether w is the process's standard output on a
+// terminal.
+func terminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	st, err := os.Stdout.Stat()
-	tty := ok && f == os.Stdout && err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && f == os.Stdout && err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progress prints the counts every second on a terminal (rewriting one
+// line), every 10 s as plain lines otherwise, until ctx ends.
+func progress(ctx context.Context, w io.Writer, tty bool, srv *sim.Server, node *cluster.Node, start time.Time) {
 	every, prefix, suffix := 10*time.Second, "", "\n"
 	if tty {
 		every, prefix, suffix = time.Second, "\r\033[K", ""

@@ -67,6 +67,8 @@ type Node struct {
 	pool     *pgxpool.Pool  // leases and heartbeats
 	shards   int
 
+	// pause waits d (a test replaces it).
+	pause func(ctx context.Context, d time.Duration) error
 	// served is the server's decorated store: the ShardOwner calls go
 	// through it. recover takes over the orphans of acquired shards.
 	served  eventstore.ShardOwner
@@ -77,6 +79,8 @@ type Node struct {
 	// observed every append to s that committed before.
 	appends []sync.RWMutex
 	going   sync.WaitGroup // hand-overs in progress
+
+	logMu sync.Mutex
 
 	mu      sync.Mutex
 	held    map[int]bool      // live leases of this node, as far as it knows
@@ -105,7 +109,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Node, error) {
 	}
 	opts := []pgstore.Option{pgstore.WithNode(cfg.Node), pgstore.WithShardCount(cfg.Shards),
 		pgstore.WithLeaseDuration(cfg.Lease), pgstore.WithLeaseClock(cfg.Now)}
-	n := &Node{cfg: cfg, leaving: map[int]time.Time{}, held: map[int]bool{}, gone: map[int]bool{}}
+	n := &Node{cfg: cfg, pause: sleep, leaving: map[int]time.Time{}, held: map[int]bool{}, gone: map[int]bool{}}
 	var err error
 	if n.workload, err = newPool(ctx, dsn, cfg.Node, 0); err == nil {
 		n.store, err = pgstore.New(ctx, n.workload, opts...)
@@ -201,12 +205,10 @@ func (n *Node) checkName(ctx context.Context) error {
 	if err != nil || !first.found || first.instance == n.cfg.Instance || !first.recent {
 		return err
 	}
-	fmt.Fprintf(n.cfg.Log, "node %s: instance %s of this node beat less than %s ago: waiting %s to see whether it still runs\n",
+	n.logf("node %s: instance %s of this node beat less than %s ago: waiting %s to see whether it still runs\n",
 		n.cfg.Node, first.instance, window, window)
-	select {
-	case <-time.After(window):
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := n.pause(ctx, window); err != nil {
+		return err
 	}
 	second, err := readHeartbeat(ctx, n.pool, n.cfg.Node, window, n.now())
 	if err != nil {
@@ -216,6 +218,17 @@ func (n *Node) checkName(ctx context.Context) error {
 		return fmt.Errorf("%w: node %q (instance %s) still beats; give this one another -node", ErrNodeRunning, n.cfg.Node, second.instance)
 	}
 	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Maintain ticks every renewal interval until renew ends, balancing while
@@ -231,7 +244,7 @@ func (n *Node) Maintain(balance, renew context.Context) {
 		case <-t.C:
 		}
 		if err := n.Tick(renew, balance.Err() == nil); err != nil && renew.Err() == nil {
-			fmt.Fprintf(n.cfg.Log, "node %s: %v\n", n.cfg.Node, err)
+			n.logf("node %s: %v\n", n.cfg.Node, err)
 		}
 	}
 }
@@ -291,7 +304,7 @@ func (n *Node) Tick(ctx context.Context, balance bool) error {
 	n.mu.Unlock()
 	if len(p.leave) > 0 {
 		slices.Sort(p.leave)
-		fmt.Fprintf(n.cfg.Log, "node %s: handing over shards %v (%d nodes live: share %d)\n", n.cfg.Node, p.leave, len(members), p.target)
+		n.logf("node %s: handing over shards %v (%d nodes live: share %d)\n", n.cfg.Node, p.leave, len(members), p.target)
 	}
 	if len(release) > 0 {
 		n.handOver(ctx, release, true, "released")
@@ -321,7 +334,7 @@ func (n *Node) handOver(ctx context.Context, shards []int, release bool, why str
 		if release {
 			if err := n.leases.ReleaseShards(ctx, shards); err != nil {
 				// Not released: they expire, and a renewal finds them lost.
-				fmt.Fprintf(n.cfg.Log, "node %s: releasing shards %v: %v\n", n.cfg.Node, shards, err)
+				n.logf("node %s: releasing shards %v: %v\n", n.cfg.Node, shards, err)
 			}
 		}
 		n.mu.Lock()
@@ -335,7 +348,7 @@ func (n *Node) handOver(ctx context.Context, shards []int, release bool, why str
 			n.served.IsCurrentOwner(ctx, s)
 		}
 		n.served.SetOwnedShards(ctx, n.Shards())
-		fmt.Fprintf(n.cfg.Log, "node %s: shards %v %s, now serving %v\n", n.cfg.Node, shards, why, n.Shards())
+		n.logf("node %s: shards %v %s, now serving %v\n", n.cfg.Node, shards, why, n.Shards())
 	})
 }
 
@@ -388,7 +401,7 @@ func (n *Node) acquire(ctx context.Context, p balancePlan) error {
 	n.served.ExtendOwnedShards(ctx, got)
 	in := shardSet(n.shards, got)
 	orphans, rows, rerr := n.recover(ctx, in)
-	fmt.Fprintf(n.cfg.Log, "node %s: acquired shards %v, now serving %v: %d orphaned workflows taken over, %d activity rows re-armed\n",
+	n.logf("node %s: acquired shards %v, now serving %v: %d orphaned workflows taken over, %d activity rows re-armed\n",
 		n.cfg.Node, got, n.Shards(), orphans, rows)
 	return errors.Join(err, rerr)
 }
@@ -469,10 +482,17 @@ func (n *Node) Serves(wf eventstore.WorkflowID) bool {
 // otelstore.WithResumeReports).
 func (n *Node) Resumed(r pairing.ResumeReport, err error) {
 	if err != nil {
-		fmt.Fprintf(n.cfg.Log, "node %s: resume: %v\n", n.cfg.Node, err)
+		n.logf("node %s: resume: %v\n", n.cfg.Node, err)
 	}
-	fmt.Fprintf(n.cfg.Log, "node %s: telemetry resumed from %d open workflows: %d activities in flight, %d runs open\n",
+	n.logf("node %s: telemetry resumed from %d open workflows: %d activities in flight, %d runs open\n",
 		n.cfg.Node, r.Workflows, r.Activities, r.Runs)
+}
+
+// logf writes a line to the log, one writer at a time.
+func (n *Node) logf(format string, args ...any) {
+	n.logMu.Lock()
+	defer n.logMu.Unlock()
+	fmt.Fprintf(n.cfg.Log, format, args...)
 }
 
 // clock is the node's own clock, which times hand-overs.
