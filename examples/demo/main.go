@@ -11,6 +11,7 @@
 //	go run ./examples/demo                           # Prometheus at 127.0.0.1:9464/metrics, until Ctrl-C
 //	go run ./examples/demo -exporter otlp            # OTLP to a Collector (collector-config.yaml)
 //	go run ./examples/demo -keyspace bolt:k.db -duration 10s
+//	go run ./examples/demo -store "postgres:$DSN" -node a -shards 16  # a node of a cluster
 //
 // # Flags
 //
@@ -27,6 +28,14 @@
 //	-drain D                once stopped, how long started workflows may finish before the
 //	                        rest are cancelled (default 2s)
 //	-retention D            how long closed workflows stay in the in-memory stores (default 10s)
+//	-store memory|postgres:DSN  where histories go (default memory); postgres: makes the
+//	                        process a node of a cluster of demos sharing the database
+//	-node NAME              the node's name, which holds its shard leases (default: the
+//	                        host name and a random suffix)
+//	-shards N               the number of shards (default 0: the database's, 16 for a new one)
+//	-lease D                how long a shard lease lasts unrenewed (default 10s)
+//	-renew D                how often the node renews its leases and balances (default 2s;
+//	                        at most half the lease)
 //
 // # Environment
 //
@@ -65,14 +74,34 @@
 //
 // The in-memory stores prune closed workflows (and their transcripts) after
 // the retention, so the demo's memory levels off; a durable keyspace keeps
-// its transcripts.
+// its transcripts, and a PostgreSQL store its histories.
+//
+// # A cluster on PostgreSQL
+//
+// With -store postgres:DSN the histories go to eventstore/pgstore, and the
+// process is one node of a cluster: every demo on the same database and
+// schema (the DSN's search_path) shares its shards (package
+// internal/cluster). Each node holds an even share of the shards by lease,
+// starts workflows only there, passes on the outbox rows it claims for
+// other nodes' workflows, adopts the shards of a node whose leases expired
+// (killed, or paused past its lease) and takes over its orphaned workflows
+// (their activities in flight run again here; their runs close when their
+// run timeout fires), and hands shards over when a node joins. Its
+// telemetry follows: the otelstore decorator resumes each shard acquired
+// and releases each shard lost. It logs every change of its shards and
+// prints its service.instance.id and pid when it starts. On stop it
+// drains, cancels what is still open in its shards, releases its leases
+// (the others adopt at once) and leaves. Its connections are named
+// "aionotel-demo NODE" (application_name) unless the DSN names them.
 //
 // # Exit status
 //
 // 0 after a clean run, even when the final telemetry flush failed (a warning
 // says what was lost); 1 when the run could not start or end cleanly (the
 // listen address in use, an exporter or keyspace that cannot be set up or
-// closed); 2 for bad flags; 130 when a second signal ended the process.
+// closed, a cluster node that cannot connect or whose name another live
+// process uses); 2 for bad flags; 130 when a second signal ended the
+// process.
 package main
 
 import (
@@ -377,8 +406,8 @@ func openNode(ctx context.Context, dsn string, o options, tel *telemetry.Telemet
 	if err != nil {
 		return nil, fmt.Errorf("-store postgres: %w", err)
 	}
-	fmt.Fprintf(stdout, "node %s: service.instance.id=%s, %d shards, leases of %s renewed every %s\n",
-		node.Name(), instance.Emit(), node.ShardCount(), o.lease, o.renew)
+	fmt.Fprintf(stdout, "node %s: service.instance.id=%s, pid %d, %d shards, leases of %s renewed every %s\n",
+		node.Name(), instance.Emit(), os.Getpid(), node.ShardCount(), o.lease, o.renew)
 	return node, nil
 }
 

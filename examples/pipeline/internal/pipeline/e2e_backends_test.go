@@ -100,8 +100,9 @@ func (r *e2e) checkTokens(ctx context.Context, want tokenTotals) {
 
 // checkTimeline reads workflow runs back from Jaeger: for each workflow
 // type the demo ran (span names "workflow <type>"), up to 10 traces that
-// hold a run span; each must be one run (run span under an unexported
-// anchor, its activity spans as children within its time), at least one
+// hold a run span; each must be one run (the run span the trace's root,
+// its activity spans as children within its time, no span whose parent the
+// trace lacks: the demo installs pairing.NewIDGenerator), at least one
 // run must have activity spans, and the links of every run and activity
 // span must lead to the append store calls in Jaeger that bound its start
 // and end. The agents' spans in those traces must be as checkAgentSpans
