@@ -402,12 +402,12 @@ func serviceName() string {
 func openNode(ctx context.Context, dsn string, o options, tel *telemetry.Telemetry, stdout io.Writer) (*cluster.Node, error) {
 	instance, _ := tel.Resource.Set().Value(semconv.ServiceInstanceIDKey)
 	node, err := cluster.Open(ctx, dsn, cluster.Config{Node: o.node, Shards: o.shards, Lease: o.lease, Renew: o.renew,
-		Grace: o.drain, Instance: instance.Emit(), Log: stdout})
+		Grace: o.drain, Instance: instance.AsString(), Log: stdout})
 	if err != nil {
 		return nil, fmt.Errorf("-store postgres: %w", err)
 	}
 	fmt.Fprintf(stdout, "node %s: service.instance.id=%s, pid %d, %d shards, leases of %s renewed every %s\n",
-		node.Name(), instance.Emit(), os.Getpid(), node.ShardCount(), o.lease, o.renew)
+		node.Name(), instance.AsString(), os.Getpid(), node.ShardCount(), o.lease, o.renew)
 	return node, nil
 }
 

@@ -393,7 +393,7 @@ func TestNodes(t *testing.T) {
 	// c dies: no Close, no more ticks. Once its lease ran out, a and b share
 	// its shards; the decorators resume them and the servers get its orphans.
 	c.clock.Advance(testLease + time.Second)
-	owners = c.settleDown(map[string]int{"a": 8, "b": 8}, a, b)
+	c.settleDown(map[string]int{"a": 8, "b": 8}, a, b)
 	if got, want := a.inFlight()+b.inFlight(), c.inFlight(); got != want {
 		t.Errorf("after the adoption the live gauges sum to %d, want the %d in flight", got, want)
 	}
