@@ -212,6 +212,11 @@ type runTrace struct {
 	Agents     []span // the GenAI spans of agent transcripts (checkAgentSpans)
 	// Children counts the activity spans that are children of the run span.
 	Children int
+	// Unparented counts the invoke_agent spans whose activity has no span
+	// in the trace: a tracker past its bound evicts an activity and drops
+	// its span (pairing.WithMaxInFlight), while the agent's span, made by
+	// the keyspace decorator, is exported.
+	Unparented int
 }
 
 // splitRunTraces groups spans by trace and checks each trace that holds a
@@ -222,8 +227,10 @@ type runTrace struct {
 // unless they were dispatched after it ended (a reopened run's span ends at
 // its first close), with the run's IDs and an activity ID; and no span of
 // the trace has a parent the trace lacks (Jaeger flags such a trace as
-// having a missing parent). The GenAI spans of agent transcripts (those
-// with gen_ai.operation.name) are set aside in Agents, for checkAgentSpans.
+// having a missing parent), but for an invoke_agent span whose activity has
+// no span in the trace, which is counted (runTrace.Unparented). The GenAI
+// spans of agent transcripts (those with gen_ai.operation.name) are set
+// aside in Agents, for checkAgentSpans.
 // It returns the traces that have a run span and a problem list for those
 // that break a rule.
 func splitRunTraces(spans []span) (traces []runTrace, problems []string) {
@@ -260,8 +267,19 @@ func splitRunTraces(spans []span) (traces []runTrace, problems []string) {
 		if run.hasParent {
 			bad("run span %q has the parent %s, want the trace's root (pairing.NewIDGenerator)", run.Name, run.ParentID)
 		}
+		activityIDs := map[string]bool{}
 		for _, s := range ts {
-			if s.hasParent && !ids[s.ParentID] {
+			if strings.HasPrefix(s.Name, activitySpanPrefix) {
+				activityIDs[s.Attrs["aion.activity.id"]] = true
+			}
+		}
+		unparented := 0
+		for _, s := range ts {
+			switch {
+			case !s.hasParent || ids[s.ParentID]:
+			case s.Name == "invoke_agent" && isGenAISpan(s) && !activityIDs[s.Attrs["aion.activity.id"]]:
+				unparented++ // its activity's span is missing: evicted (see runTrace)
+			default:
 				bad("span %q (%s) has the parent %s, which the trace lacks: a missing parent", s.Name, s.SpanID, s.ParentID)
 			}
 		}
@@ -279,7 +297,7 @@ func splitRunTraces(spans []span) (traces []runTrace, problems []string) {
 		if run.End.Before(run.Start) {
 			bad("run span ends (%s) before it starts (%s)", run.End, run.Start)
 		}
-		rt := runTrace{Run: run}
+		rt := runTrace{Run: run, Unparented: unparented}
 		for _, s := range ts {
 			if s.SpanID == run.SpanID {
 				continue

@@ -138,6 +138,20 @@ func TestTimelineChecks(t *testing.T) {
 	if len(problems) > 0 || len(traces) != 1 || traces[0].Children != 2 {
 		t.Fatalf("reopened run: %+v\n%s", traces, strings.Join(problems, "\n"))
 	}
+	// An agent's span whose activity's span is missing (evicted past the
+	// tracker's bound) is counted, not reported.
+	traces, problems = timelineProblems(t, newTimelineFixture(func(f *timelineFixture) {
+		s := f.spans.AppendEmpty()
+		f.act1.CopyTo(s)
+		s.SetSpanID(pcommon.SpanID{60})
+		s.SetParentSpanID(pcommon.SpanID{61})
+		s.SetName("invoke_agent")
+		s.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+		s.Attributes().PutStr("aion.activity.id", "a9")
+	}))
+	if len(traces) != 1 || traces[0].Unparented != 1 || len(problems) > 0 {
+		t.Fatalf("agent of an evicted activity: %d traces, %+v\n%s", len(traces), traces, strings.Join(problems, "\n"))
+	}
 	a := traces[0].Activities[0]
 	if a.Service != "svc" || a.Attrs["aion.activity.retry_count"] != "0" || len(a.Links) != 2 ||
 		!a.Start.Equal(time.Date(2026, 12, 1, 10, 0, 1, 0, time.UTC)) {
@@ -159,6 +173,14 @@ func TestTimelineChecks(t *testing.T) {
 			s.SetParentSpanID(pcommon.SpanID{61})
 			s.SetName("chat gpt-4o")
 			s.Attributes().PutStr("gen_ai.operation.name", "chat")
+		}, "(3c00000000000000) has the parent 3d00000000000000, which the trace lacks"},
+		{"an agent span whose activity's span is there but not its parent", func(f *timelineFixture) {
+			s := f.spans.AppendEmpty()
+			f.act1.CopyTo(s)
+			s.SetSpanID(pcommon.SpanID{60})
+			s.SetParentSpanID(pcommon.SpanID{61})
+			s.SetName("invoke_agent")
+			s.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
 		}, "(3c00000000000000) has the parent 3d00000000000000, which the trace lacks"},
 		{"run span of kind server", func(f *timelineFixture) { f.run.SetKind(ptrace.SpanKindServer) }, "kind Server, want internal"},
 		{"run span without status", func(f *timelineFixture) { f.run.Attributes().Remove("aion.workflow.status") }, "lacks aion.workflow.status"},
