@@ -105,7 +105,7 @@ func TestEndToEndCluster(t *testing.T) {
 		}
 		r.otlpDemo(n, "-store", "postgres:"+dsn, "-node", n, "-shards", fmt.Sprint(clusterShards),
 			"-lease", clusterLease.String(), "-renew", clusterRenew.String(),
-			"-rate", "6", "-workers", "4", "-duration", "10m", "-drain", "5s")
+			"-rate", "6", "-duration", "10m", "-drain", "5s")
 	}
 	r.waitForShares(ctx, db, names...)
 	instances := r.nodeInstances(ctx, names...)
