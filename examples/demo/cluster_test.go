@@ -107,3 +107,18 @@ func TestClusterStoreUnreachable(t *testing.T) {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant 1, an error naming -store and no password", code, stdout, stderr)
 	}
 }
+
+// TestClusterNodeFindsAFreePort starts a node without -listen while
+// 127.0.0.1:9464 is taken (by the test, or by whatever already has it): a
+// second node on a host gets a Prometheus port of its own.
+func TestClusterNodeFindsAFreePort(t *testing.T) {
+	isolateEnv(t)
+	dsn := clusterDSN(t)
+	if ln, err := net.Listen("tcp", "127.0.0.1:9464"); err == nil {
+		defer ln.Close()
+	}
+	code, stdout, stderr := runBounded(t, 30*time.Second, "-store", "postgres:"+dsn, "-node", "p", "-duration", "1s", "-drain", "100ms")
+	if code != 0 || !strings.Contains(stdout, "metrics at http://127.0.0.1:") || strings.Contains(stdout, "127.0.0.1:9464/metrics") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant 0 and metrics on another port than 9464", code, stdout, stderr)
+	}
+}

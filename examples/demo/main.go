@@ -16,7 +16,8 @@
 // # Flags
 //
 //	-exporter prometheus|otlp|stdout|none  where telemetry goes (default prometheus; see Environment)
-//	-listen HOST:PORT       the Prometheus endpoint's address (default 127.0.0.1:9464)
+//	-listen HOST:PORT       the Prometheus endpoint's address (default 127.0.0.1:9464; a cluster
+//	                        node given none takes a free port when another process has it)
 //	-keyspace memory|bolt:PATH|postgres:DSN  where agent transcripts go (default memory)
 //	-duration D             stop after D (default 0: run until interrupted)
 //	-rate N                 workflows started per second (default 20)
@@ -246,6 +247,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "demo:", err)
 		return 2
 	}
+	if strings.HasPrefix(o.store, "postgres:") && !set["listen"] &&
+		os.Getenv("OTEL_EXPORTER_PROMETHEUS_HOST") == "" && os.Getenv("OTEL_EXPORTER_PROMETHEUS_PORT") == "" {
+		// Several nodes on one host: the second one gets a port of its own.
+		o.listen = freeAddr(o.listen)
+	}
 	configureEnv(o, set)
 
 	keys, closeKeys, err := openKeyspace(ctx, o.keyspace)
@@ -342,6 +348,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "telemetry:", warning)
 	}
 	return status
+}
+
+// freeAddr returns addr if nothing listens there yet, else a free port on
+// its host (another process may take it before the exporter does: the
+// start then fails as for a -listen in use).
+func freeAddr(addr string) string {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		ln.Close()
+		return addr
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if ln, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
+		return addr
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // syncWriter writes to w one call at a time.
