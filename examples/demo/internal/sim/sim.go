@@ -1,6 +1,7 @@
 // Package sim is the demo's simulated workflow server: just enough of a
-// durable workflow engine, on the in-memory event store wrapped by otelstore,
-// to move every instrument of the aionotel telemetry catalog.
+// durable workflow engine, on an event store wrapped by otelstore (the
+// in-memory one, or Config.Store: a cluster node's, see Cluster), to move
+// every instrument of the aionotel telemetry catalog.
 //
 // Each workflow runs in its own goroutine and writes its history through
 // [Server.commit], the optimistic read-decide-append loop every writer uses:
@@ -14,8 +15,9 @@
 // simulated nodes) into a keyspace wrapped by otelstore.NewKeyspace.
 //
 // Closed workflows are removed after the retention (Config.Retention) with
-// eventstore.Memory.PruneClosed, and their transcripts, when the keyspace is
-// the in-memory one, with keyspace.Memory.DeleteRun: the memory levels off.
+// eventstore.Memory.PruneClosed (a given store keeps them), and their
+// transcripts, when the keyspace is the in-memory one, with
+// keyspace.Memory.DeleteRun: the memory levels off.
 //
 // A Server runs once; Stats may be called at any time from any goroutine.
 package sim
