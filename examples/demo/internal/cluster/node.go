@@ -399,11 +399,16 @@ func (n *Node) acquire(ctx context.Context, p balancePlan) error {
 	}
 	n.mu.Unlock()
 	n.served.ExtendOwnedShards(ctx, got)
-	in := shardSet(n.shards, got)
-	orphans, rows, rerr := n.recover(ctx, in)
-	n.logf("node %s: acquired shards %v, now serving %v: %d orphaned workflows taken over, %d activity rows re-armed\n",
-		n.cfg.Node, got, n.Shards(), orphans, rows)
-	return errors.Join(err, rerr)
+	n.logf("node %s: acquired shards %v, now serving %v\n", n.cfg.Node, got, n.Shards())
+	// In the background, so that many orphans never hold up the renewals.
+	n.going.Go(func() {
+		orphans, rows, err := n.recover(ctx, shardSet(n.shards, got))
+		if err != nil && ctx.Err() == nil {
+			n.logf("node %s: taking over the orphans of shards %v: %v\n", n.cfg.Node, got, err)
+		}
+		n.logf("node %s: shards %v: %d orphaned workflows taken over, %d activity rows re-armed\n", n.cfg.Node, got, orphans, rows)
+	})
+	return err
 }
 
 // Close leaves the cluster: it releases every lease of the node, so that
