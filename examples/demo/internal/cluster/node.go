@@ -41,7 +41,7 @@ type Config struct {
 	// Lease is how long a lease lasts without renewal; 0: DefaultLease.
 	Lease time.Duration
 	// Renew is the interval of heartbeats, renewals and balancing; 0:
-	// DefaultRenew. It must be under half the lease.
+	// DefaultRenew. It must be at most half the lease.
 	Renew time.Duration
 	// Grace is how long a shard being handed over keeps serving the
 	// workflows it has before it is released (no new one starts there).
@@ -78,7 +78,7 @@ type Node struct {
 	// and exclusively while the node gives s up: the decorator has then
 	// observed every append to s that committed before.
 	appends []sync.RWMutex
-	going   sync.WaitGroup // hand-overs in progress
+	going   sync.WaitGroup // hand-overs and take-overs in progress
 
 	logMu sync.Mutex
 
