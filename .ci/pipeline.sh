@@ -3,7 +3,8 @@
 # and by hand: the Collector's components against its ocb manifest
 # (builder-config.yaml), the dashboard against its Grafana schema and the
 # catalog, the alert rules under promtool, and the end-to-end run demo ->
-# Collector -> Prometheus (exemplar storage) and -> Jaeger.
+# Collector -> Prometheus (exemplar storage) and -> Jaeger, with a cluster
+# of demo nodes on PostgreSQL.
 #
 #   bash .ci/pipeline.sh            everything: what is missing is installed
 #                                   or built first
@@ -77,8 +78,13 @@ phase_test-collector() {
   "${ocb_env[@]}" go test -trimpath -count=1 "$collector_pkgs"
 }
 
-# The end-to-end test runs a few minutes, on the builds of phase tools.
+# The end-to-end test runs a few minutes, on the builds of phase tools,
+# and its cluster scenario on a PostgreSQL (.ci/postgres.sh starts one when
+# AIONOTEL_POSTGRES_DSN is not set).
 phase_test-harness() {
+  if [ -z "${AIONOTEL_POSTGRES_DSN:-}" ]; then
+    eval "$(bash "$root/.ci/postgres.sh")"
+  fi
   # shellcheck disable=SC2046 # one package path per word
   go test -race -count=1 -timeout 20m $(other_pkgs)
 }

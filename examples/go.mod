@@ -4,6 +4,7 @@ go 1.26.0
 
 replace (
 	github.com/aionotel/aionotel => ..
+	github.com/aionotel/aionotel/eventstore/pgstore => ../eventstore/pgstore
 	github.com/aionotel/aionotel/keyspace/boltstore => ../keyspace/boltstore
 	github.com/aionotel/aionotel/keyspace/pgstore => ../keyspace/pgstore
 )
@@ -17,7 +18,6 @@ require (
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.31.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.13.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
@@ -49,9 +49,11 @@ require (
 
 require (
 	github.com/aionotel/aionotel v0.1.0
+	github.com/aionotel/aionotel/eventstore/pgstore v0.1.0
 	github.com/aionotel/aionotel/keyspace/boltstore v0.1.0
 	github.com/aionotel/aionotel/keyspace/pgstore v0.1.0
 	github.com/google/uuid v1.6.0
+	github.com/jackc/pgx/v5 v5.13.0
 	github.com/prometheus/client_golang v1.24.1
 	go.opentelemetry.io/contrib/exporters/autoexport v0.72.0
 	go.opentelemetry.io/otel v1.47.0

@@ -11,11 +11,13 @@
 //	go run ./examples/demo                           # Prometheus at 127.0.0.1:9464/metrics, until Ctrl-C
 //	go run ./examples/demo -exporter otlp            # OTLP to a Collector (collector-config.yaml)
 //	go run ./examples/demo -keyspace bolt:k.db -duration 10s
+//	go run ./examples/demo -store "postgres:$DSN" -node a -shards 16  # a node of a cluster
 //
 // # Flags
 //
 //	-exporter prometheus|otlp|stdout|none  where telemetry goes (default prometheus; see Environment)
-//	-listen HOST:PORT       the Prometheus endpoint's address (default 127.0.0.1:9464)
+//	-listen HOST:PORT       the Prometheus endpoint's address (default 127.0.0.1:9464; a cluster
+//	                        node given none takes a free port when another process has it)
 //	-keyspace memory|bolt:PATH|postgres:DSN  where agent transcripts go (default memory)
 //	-duration D             stop after D (default 0: run until interrupted)
 //	-rate N                 workflows started per second (default 20)
@@ -29,6 +31,14 @@
 //	-drain D                once stopped, how long started workflows may finish before the
 //	                        rest are cancelled (default 2s)
 //	-retention D            how long closed workflows stay in the in-memory stores (default 10s)
+//	-store memory|postgres:DSN  where histories go (default memory); postgres: makes the
+//	                        process a node of a cluster of demos sharing the database
+//	-node NAME              the node's name, which holds its shard leases (default: the
+//	                        host name and a random suffix)
+//	-shards N               the number of shards (default 0: the database's, 16 for a new one)
+//	-lease D                how long a shard lease lasts unrenewed (default 10s)
+//	-renew D                how often the node renews its leases and balances (default 2s;
+//	                        at most half the lease)
 //
 // # Environment
 //
@@ -67,14 +77,34 @@
 //
 // The in-memory stores prune closed workflows (and their transcripts) after
 // the retention, so the demo's memory levels off; a durable keyspace keeps
-// its transcripts.
+// its transcripts, and a PostgreSQL store its histories.
+//
+// # A cluster on PostgreSQL
+//
+// With -store postgres:DSN the histories go to eventstore/pgstore, and the
+// process is one node of a cluster: every demo on the same database and
+// schema (the DSN's search_path) shares its shards (package
+// internal/cluster). Each node holds an even share of the shards by lease,
+// starts workflows only there, passes on the outbox rows it claims for
+// other nodes' workflows, adopts the shards of a node whose leases expired
+// (killed, or paused past its lease) and takes over its orphaned workflows
+// (their activities in flight run again here; their runs close when their
+// run timeout fires), and hands shards over when a node joins. Its
+// telemetry follows: the otelstore decorator resumes each shard acquired
+// and releases each shard lost. It logs every change of its shards and
+// prints its service.instance.id and pid when it starts. On stop it
+// drains, cancels what is still open in its shards, releases its leases
+// (the others adopt at once) and leaves. Its connections are named
+// "aionotel-demo NODE" (application_name) unless the DSN names them.
 //
 // # Exit status
 //
 // 0 after a clean run, even when the final telemetry flush failed (a warning
 // says what was lost); 1 when the run could not start or end cleanly (the
 // listen address in use, an exporter or keyspace that cannot be set up or
-// closed); 2 for bad flags; 130 when a second signal ended the process.
+// closed, a cluster node that cannot connect or whose name another live
+// process uses); 2 for bad flags; 130 when a second signal ended the
+// process.
 package main
 
 import (
@@ -100,6 +130,7 @@ import (
 	"github.com/aionotel/aionotel/keyspace/boltstore"
 	"github.com/aionotel/aionotel/keyspace/pgstore"
 
+	"github.com/aionotel/aionotel/examples/demo/internal/cluster"
 	"github.com/aionotel/aionotel/examples/demo/internal/sim"
 	"github.com/aionotel/aionotel/examples/demo/internal/telemetry"
 )
@@ -133,11 +164,11 @@ func main() {
 }
 
 type options struct {
-	exporter, listen, keyspace string
-	duration, drain, retention time.Duration
-	rate                       float64
-	workers, maxInFlight       int
-	seed                       uint64
+	exporter, listen, keyspace, store, node  string
+	duration, drain, retention, lease, renew time.Duration
+	rate                                     float64
+	workers, maxInFlight, shards             int
+	seed                                     uint64
 }
 
 func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
@@ -154,6 +185,11 @@ func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random draws")
 	fs.DurationVar(&o.drain, "drain", 2*time.Second, "how long started workflows may finish once stopped")
 	fs.DurationVar(&o.retention, "retention", 10*time.Second, "how long closed workflows stay in memory")
+	fs.StringVar(&o.store, "store", "memory", "event store: memory, or postgres:DSN (a node of a cluster)")
+	fs.StringVar(&o.node, "node", "", "with -store postgres: this node's name (default: the host name and a random suffix)")
+	fs.IntVar(&o.shards, "shards", 0, "with -store postgres: the number of shards (0: the database's, 16 for a new one)")
+	fs.DurationVar(&o.lease, "lease", cluster.DefaultLease, "with -store postgres: how long a shard lease lasts without renewal")
+	fs.DurationVar(&o.renew, "renew", cluster.DefaultRenew, "with -store postgres: how often the node renews its leases and balances")
 	if err := fs.Parse(args); err != nil {
 		return o, nil, err
 	}
@@ -184,12 +220,27 @@ func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
 	if o.duration < 0 || o.drain < 0 || o.retention <= 0 {
 		errs = append(errs, errors.New("-duration and -drain must not be negative, -retention must be positive"))
 	}
+	if scheme, arg, _ := strings.Cut(o.store, ":"); o.store != "memory" && (scheme != "postgres" || arg == "") {
+		errs = append(errs, errors.New("-store: want memory or postgres:DSN"))
+	}
+	if o.store == "memory" && (set["node"] || set["shards"] || set["lease"] || set["renew"]) {
+		errs = append(errs, errors.New("-node, -shards, -lease and -renew are for a cluster node: they need -store postgres:DSN"))
+	}
+	if o.shards < 0 || o.shards > 1<<16 {
+		errs = append(errs, fmt.Errorf("-shards %d: want 0 (the database's) to 65536", o.shards))
+	}
+	if o.lease <= 0 || o.renew <= 0 || 2*o.renew > o.lease {
+		errs = append(errs, fmt.Errorf("-lease %s, -renew %s: want both positive, renewing at least twice per lease", o.lease, o.renew))
+	}
 	return o, set, errors.Join(errs...)
 }
 
 // run is the whole program but for the signals: ctx ending is the first
 // signal. It returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// The progress line, the summary and a cluster node's log share stdout.
+	tty := terminal(stdout)
+	stdout = &syncWriter{w: stdout}
 	o, set, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -197,6 +248,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "demo:", err)
 		return 2
+	}
+	if strings.HasPrefix(o.store, "postgres:") && !set["listen"] &&
+		os.Getenv("OTEL_EXPORTER_PROMETHEUS_HOST") == "" && os.Getenv("OTEL_EXPORTER_PROMETHEUS_PORT") == "" {
+		// Several nodes on one host: the second one gets a port of its own.
+		o.listen = freeAddr(o.listen)
 	}
 	configureEnv(o, set)
 
@@ -220,11 +276,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Log records on, content capture off unless the conventions' variable
 	// asks for it.
 	capture := os.Getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") == "true"
-	srv, err := sim.New(sim.Config{MeterProvider: tel.Meter, TracerProvider: tel.Tracer, LoggerProvider: tel.Logger,
+	cfg := sim.Config{MeterProvider: tel.Meter, TracerProvider: tel.Tracer, LoggerProvider: tel.Logger,
 		ContentCapture: capture, Keyspace: keys, KeyspaceSystem: dbSystem(o.keyspace),
-		Rate: o.rate, Workers: o.workers, MaxInFlight: o.maxInFlight, Seed: o.seed, Drain: o.drain, Retention: o.retention})
+		Rate: o.rate, Workers: o.workers, MaxInFlight: o.maxInFlight, Seed: o.seed, Drain: o.drain, Retention: o.retention}
+	var node *cluster.Node
+	if dsn, ok := strings.CutPrefix(o.store, "postgres:"); ok {
+		if node, err = openNode(ctx, dsn, o, tel, stdout); err != nil {
+			fmt.Fprintln(stderr, "demo:", err)
+			tel.Shutdown(ctx)
+			return 1
+		}
+		cfg.Store, cfg.StoreSystem, cfg.Cluster, cfg.ResumeReports = node.Store(), dbSystem(o.store), node, node.Resumed
+	}
+	srv, err := sim.New(cfg)
+	if err == nil && node != nil {
+		err = node.Start(ctx, srv.Store(), srv.Recover)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "demo:", err)
+		if node != nil {
+			node.Close(context.WithoutCancel(ctx))
+		}
 		tel.Shutdown(ctx)
 		return 1
 	}
@@ -239,12 +311,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		runCtx, cancel = context.WithTimeout(ctx, o.duration)
 	}
 	defer cancel()
+	// A node keeps its leases while the server drains, and balances only
+	// until the run stops.
+	renewCtx, stopRenew := context.WithCancel(context.WithoutCancel(ctx))
+	var maintained sync.WaitGroup
+	if node != nil {
+		maintained.Go(func() { node.Maintain(runCtx, renewCtx) })
+	}
 	start := time.Now()
 	progressDone := make(chan struct{})
-	go func() { defer close(progressDone); progress(runCtx, stdout, srv, start) }()
+	go func() { defer close(progressDone); progress(runCtx, stdout, tty, srv, node, start) }()
 	srv.Run(runCtx)
 	cancel()
 	<-progressDone
+	stopRenew()
+	maintained.Wait()
+	if node != nil {
+		closeCtx, stopClose := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		if err := node.Close(closeCtx); err != nil {
+			fmt.Fprintf(stderr, "demo: node %s: leaving the cluster: %v (its leases expire after %s)\n", node.Name(), err, o.lease)
+		} else {
+			fmt.Fprintf(stdout, "node %s: released its shards and left the cluster\n", node.Name())
+		}
+		stopClose()
+	}
 
 	fmt.Fprintf(stdout, "summary after %s:\n", time.Since(start).Round(time.Millisecond))
 	stats := srv.Stats()
@@ -260,6 +350,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "telemetry:", warning)
 	}
 	return status
+}
+
+// freeAddr returns addr if nothing listens there yet, else a free port on
+// its host (another process may take it before the exporter does: the
+// start then fails as for a -listen in use).
+func freeAddr(addr string) string {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		ln.Close()
+		return addr
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if ln, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
+		return addr
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// syncWriter writes to w one call at a time.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // configureEnv maps -exporter and -listen onto autoexport's variables.
@@ -303,9 +422,23 @@ func serviceName() string {
 	return "aionotel-demo"
 }
 
-// dbSystem is the db.system.name of the -keyspace backend: the semantic
-// conventions' value for PostgreSQL, otelstore's default otherwise (bbolt
-// and the in-memory keyspace have no well-known value).
+// openNode opens the event store of a cluster node on PostgreSQL, named by
+// -node, with the process's service.instance.id, and says so.
+func openNode(ctx context.Context, dsn string, o options, tel *telemetry.Telemetry, stdout io.Writer) (*cluster.Node, error) {
+	instance, _ := tel.Resource.Set().Value(semconv.ServiceInstanceIDKey)
+	node, err := cluster.Open(ctx, dsn, cluster.Config{Node: o.node, Shards: o.shards, Lease: o.lease, Renew: o.renew,
+		Grace: o.drain, Instance: instance.AsString(), Log: stdout})
+	if err != nil {
+		return nil, fmt.Errorf("-store postgres: %w", err)
+	}
+	fmt.Fprintf(stdout, "node %s: service.instance.id=%s, pid %d, %d shards, leases of %s renewed every %s\n",
+		node.Name(), instance.AsString(), os.Getpid(), node.ShardCount(), o.lease, o.renew)
+	return node, nil
+}
+
+// dbSystem is the db.system.name of a -keyspace or -store backend: the
+// semantic conventions' value for PostgreSQL, otelstore's default
+// otherwise (bbolt and the in-memory stores have no well-known value).
 func dbSystem(spec string) string {
 	if strings.HasPrefix(spec, "postgres:") {
 		return semconv.DBSystemNamePostgreSQL.Value.AsString()
@@ -334,12 +467,17 @@ func openKeyspace(ctx context.Context, spec string) (keyspace.Store, func() erro
 	return nil, func() error { return nil }, nil
 }
 
-// progress prints the counts every second on a terminal (rewriting one
-// line), every 10 s as plain lines otherwise, until ctx ends.
-func progress(ctx context.Context, w io.Writer, srv *sim.Server, start time.Time) {
+// terminal reports whether w is the process's standard output on a
+// terminal.
+func terminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	st, err := os.Stdout.Stat()
-	tty := ok && f == os.Stdout && err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && f == os.Stdout && err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progress prints the counts every second on a terminal (rewriting one
+// line), every 10 s as plain lines otherwise, until ctx ends.
+func progress(ctx context.Context, w io.Writer, tty bool, srv *sim.Server, node *cluster.Node, start time.Time) {
 	every, prefix, suffix := 10*time.Second, "", "\n"
 	if tty {
 		every, prefix, suffix = time.Second, "\r\033[K", ""
@@ -358,8 +496,12 @@ func progress(ctx context.Context, w io.Writer, srv *sim.Server, start time.Time
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		s := srv.Stats()
-		fmt.Fprintf(w, "%s%6s  workflows %d started, %d completed  activities %d running, %d retried  conflicts %d  pruned %d  heap %.1f MiB%s",
+		shards := ""
+		if node != nil {
+			shards = fmt.Sprintf("  shards %v", node.Shards())
+		}
+		fmt.Fprintf(w, "%s%6s  workflows %d started, %d completed  activities %d running, %d retried  conflicts %d  pruned %d  heap %.1f MiB%s%s",
 			prefix, time.Since(start).Round(time.Second), s["workflows.started"], s["workflows.completed"], s["activities.running"],
-			s["activities.retried"], s["store.conflicts"], s["workflows.pruned"], float64(ms.HeapInuse)/(1<<20), suffix)
+			s["activities.retried"], s["store.conflicts"], s["workflows.pruned"], float64(ms.HeapInuse)/(1<<20), shards, suffix)
 	}
 }

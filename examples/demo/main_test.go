@@ -71,6 +71,13 @@ func TestBadFlagsExit2(t *testing.T) {
 		{"negative duration", []string{"-duration", "-1s"}, "-duration"},
 		{"listen", []string{"-listen", "nocolon"}, "-listen"},
 		{"argument", []string{"extra"}, "unexpected"},
+		{"store scheme", []string{"-store", "redis:x"}, "-store"},
+		{"store without DSN", []string{"-store", "postgres:"}, "-store"},
+		{"node of the memory store", []string{"-node", "a"}, "need -store postgres:DSN"},
+		{"shards of the memory store", []string{"-shards", "4"}, "need -store postgres:DSN"},
+		{"negative shards", []string{"-store", "postgres:x", "-shards", "-1"}, "-shards"},
+		{"renewal too slow", []string{"-store", "postgres:x", "-lease", "2s", "-renew", "1500ms"}, "renewing at least twice per lease"},
+		{"zero lease", []string{"-store", "postgres:x", "-lease", "0s"}, "-lease"},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,8 +2,16 @@ module github.com/aionotel/aionotel/examples/pipeline
 
 go 1.26.0
 
+replace (
+	github.com/aionotel/aionotel => ../..
+	github.com/aionotel/aionotel/eventstore/pgstore => ../../eventstore/pgstore
+)
+
 require (
+	github.com/aionotel/aionotel v0.1.0
+	github.com/aionotel/aionotel/eventstore/pgstore v0.1.0
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
+	github.com/jackc/pgx/v5 v5.13.0
 	github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter v0.165.1
 	github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension v0.165.1
 	github.com/prometheus/client_golang v1.25.0
@@ -86,6 +94,9 @@ require (
 	github.com/hashicorp/go-version v1.9.0 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/jpillora/backoff v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect

@@ -54,13 +54,14 @@ func (s *Server) claim(ctx context.Context) bool {
 		return false // every worker is busy: the rows wait
 	}
 	rows, err := s.outbox.ClaimOutboxRows(ctx, n)
-	for range n - len(rows) {
+	mine := s.served(ctx, rows) // the rows of other nodes' shards go back to pending
+	for range n - len(mine) {
 		<-s.slots // not used
 	}
-	for _, row := range rows {
+	for _, row := range mine {
 		s.work <- row // never blocks: a slot was taken for it
 	}
-	return err == nil && len(rows) == n
+	return err == nil && len(rows) == n && len(mine) == len(rows)
 }
 
 // activityWorker runs the activities it is handed, one at a time, each to
@@ -289,6 +290,7 @@ func (s *Server) pollTimers(ctx context.Context) {
 			if seq > 0 {
 				s.count("timers.fired", 1)
 				s.notify(ctx, t.WorkflowID, note{timer: t.TimerID})
+				s.orphanTimer(ctx, t)
 			}
 		}
 	}

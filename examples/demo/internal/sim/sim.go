@@ -1,6 +1,7 @@
 // Package sim is the demo's simulated workflow server: just enough of a
-// durable workflow engine, on the in-memory event store wrapped by otelstore,
-// to move every instrument of the aionotel telemetry catalog.
+// durable workflow engine, on an event store wrapped by otelstore (the
+// in-memory one, or Config.Store: a cluster node's, see Cluster), to move
+// every instrument of the aionotel telemetry catalog.
 //
 // Each workflow runs in its own goroutine and writes its history through
 // [Server.commit], the optimistic read-decide-append loop every writer uses:
@@ -16,8 +17,9 @@
 // simulated nodes) into a keyspace wrapped by otelstore.NewKeyspace.
 //
 // Closed workflows are removed after the retention (Config.Retention) with
-// eventstore.Memory.PruneClosed, and their transcripts, when the keyspace is
-// the in-memory one, with keyspace.Memory.DeleteRun: the memory levels off.
+// eventstore.Memory.PruneClosed (a given store keeps them), and their
+// transcripts, when the keyspace is the in-memory one, with
+// keyspace.Memory.DeleteRun: the memory levels off.
 //
 // A Server runs once; Stats may be called at any time from any goroutine.
 package sim
@@ -69,6 +71,18 @@ type Config struct {
 	Seed        uint64        // seeds every random draw
 	Drain       time.Duration // how long started workflows may finish after Run's context ends
 	Retention   time.Duration // how long a closed workflow is kept; 0: 10s
+	// Store holds the histories. Nil: an eventstore.Memory owned by the
+	// server, whose closed workflows are pruned after the retention. A
+	// given store must have the Outbox capability; it keeps its histories.
+	Store eventstore.Store
+	// StoreSystem is the store's db.system.name ("": otelstore's default).
+	StoreSystem string
+	// Cluster is the node the server runs on when it shares Store with
+	// other servers (see Cluster); nil: the server serves every workflow.
+	Cluster Cluster
+	// ResumeReports receives what each resume of the decorator did
+	// (otelstore.WithResumeReports); nil: nothing is reported.
+	ResumeReports func(pairing.ResumeReport, error)
 }
 
 // DefaultWorkers is the activity worker pool without Config.Workers:
@@ -80,7 +94,7 @@ const DefaultWorkers = 40
 type Server struct {
 	cfg      Config
 	mem      *eventstore.Memory
-	store    eventstore.Store  // mem, decorated
+	store    eventstore.Store  // the histories, decorated
 	outbox   eventstore.Outbox // store's Outbox capability
 	keysMem  *keyspace.Memory  // nil for a keyspace given in Config
 	tokens   *tokenCounter     // between the Sequencers and the decorated keyspace
@@ -123,7 +137,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg:   cfg,
-		mem:   eventstore.NewMemory(),
 		wake:  make(chan struct{}, 1),
 		work:  make(chan eventstore.OutboxRow, cfg.Workers),
 		slots: make(chan struct{}, cfg.Workers),
@@ -136,11 +149,23 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	mp, tp := otelstore.WithMeterProvider(cfg.MeterProvider), otelstore.WithTracerProvider(cfg.TracerProvider)
-	s.store, err = otelstore.New(s.mem, mp, tp, otelstore.WithPairing(tracker), otelstore.WithOutboxWake(s.wake))
+	histories := cfg.Store
+	if histories == nil {
+		s.mem = eventstore.NewMemory()
+		histories = s.mem
+	}
+	opts := []otelstore.Option{mp, tp, otelstore.WithPairing(tracker), otelstore.WithOutboxWake(s.wake), otelstore.WithResumeReports(cfg.ResumeReports)}
+	if cfg.StoreSystem != "" {
+		opts = append(opts, otelstore.WithDBSystem(cfg.StoreSystem))
+	}
+	s.store, err = otelstore.New(histories, opts...)
 	if err != nil {
 		return nil, err
 	}
-	s.outbox = s.store.(eventstore.Outbox) // otelstore keeps Memory's Outbox
+	var ok bool
+	if s.outbox, ok = s.store.(eventstore.Outbox); !ok { // otelstore keeps the inner store's Outbox
+		return nil, errors.New("sim: the store has no outbox (eventstore.Outbox)")
+	}
 	inner := cfg.Keyspace
 	if inner == nil {
 		s.keysMem = keyspace.NewMemory()
@@ -177,8 +202,12 @@ func (s *Server) Run(ctx context.Context) {
 	// gauges again, and their terminals are recorded when they commit. (The
 	// in-memory store starts empty, so there is nothing to resume here; a
 	// durable store would have it.)
-	if report, err := otelstore.Resume(ctx, s.store); err == nil {
-		s.count("resume.workflows", int64(report.Workflows))
+	// On a cluster the decorator resumes each shard as the node acquires
+	// it.
+	if s.cfg.Cluster == nil {
+		if report, err := otelstore.Resume(ctx, s.store); err == nil {
+			s.count("resume.workflows", int64(report.Workflows))
+		}
 	}
 	hard, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
@@ -212,6 +241,7 @@ func (s *Server) Run(ctx context.Context) {
 	stop() // open workflows cancel themselves
 	<-done
 	loops.Wait()
+	s.cancelOrphans(ctx)
 	if s.agents != nil {
 		// A transcript cut short has no "completed" status: its agent
 		// span ends here, before the exporters flush.
@@ -363,7 +393,9 @@ func (s *Server) commit(ctx context.Context, wf eventstore.WorkflowID, afterRead
 		for i := range d.rows {
 			d.rows[i].CreatedAt = now
 		}
-		err = s.outbox.AppendWithOutbox(ctx, eventstore.RecorderToken(), wf, d.events, h.head, d.rows)
+		err = s.append(wf, func() error {
+			return s.outbox.AppendWithOutbox(ctx, eventstore.RecorderToken(), wf, d.events, h.head, d.rows)
+		})
 		if err == nil {
 			return h.head + 1, nil
 		}
@@ -409,7 +441,9 @@ func (s *Server) prune(ctx context.Context) {
 		case <-tick.C:
 		}
 		cutoff := time.Now().Add(-s.cfg.Retention)
-		s.count("workflows.pruned", int64(s.mem.PruneClosed(cutoff)))
+		if s.mem != nil {
+			s.count("workflows.pruned", int64(s.mem.PruneClosed(cutoff)))
+		}
 		s.closedMu.Lock()
 		i := 0
 		for ; i < len(s.closed) && s.closed[i].at.Before(cutoff); i++ {

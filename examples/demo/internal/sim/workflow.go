@@ -63,7 +63,11 @@ func (s *Server) notify(ctx context.Context, wf eventstore.WorkflowID, n note) {
 }
 
 func (s *Server) runWorkflow(ctx context.Context, kind string) {
-	f := &flow{s: s, id: eventstore.NewWorkflowID(), kind: kind, inbox: make(chan note, 8), done: make(chan struct{})}
+	id, ok := s.newWorkflowID()
+	if !ok {
+		return // the node serves no shard now
+	}
+	f := &flow{s: s, id: id, kind: kind, inbox: make(chan note, 8), done: make(chan struct{})}
 	s.inboxes.Store(f.id, f)
 	defer func() {
 		close(f.done)

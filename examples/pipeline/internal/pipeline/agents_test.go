@@ -21,7 +21,8 @@ func agentFixture(mutate func(agent *span, kids []*span)) runTrace {
 		return span{TraceID: trace, SpanID: pcommon.SpanID{id}, ParentID: parent, Name: name, Kind: kind,
 			Start: at(start), End: at(end), Attrs: attrs, hasParent: true}
 	}
-	run := mk(1, pcommon.SpanID{99}, "workflow trip", ptrace.SpanKindInternal, 0, 20, map[string]string{})
+	run := mk(1, pcommon.SpanID{}, "workflow trip", ptrace.SpanKindInternal, 0, 20, map[string]string{})
+	run.hasParent = false // the trace's root (pairing.NewIDGenerator)
 	act := mk(2, run.SpanID, "activity agent", ptrace.SpanKindInternal, 1, 12, map[string]string{})
 	agent := mk(3, act.SpanID, "invoke_agent", ptrace.SpanKindInternal, 2, 10, map[string]string{
 		"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "anthropic", "gen_ai.agent.id": "planner",

@@ -25,6 +25,11 @@
 //     records through the Collector; after the demo stops, its token totals
 //     in Prometheus and its workflow runs in Jaeger's query API (v3) as the
 //     timeline promises.
+//   - A cluster (TestEndToEndCluster, cluster_test.go): three demo nodes on
+//     PostgreSQL, one killed with SIGKILL mid-run; gauges, completions and
+//     Jaeger's spans checked against the histories in the database
+//     (history.go folds them by the pairing rules; cluster.go reads them
+//     through pgstore and freezes them to compare).
 //
 // The end-to-end tests run the Collector and Jaeger the README's commands
 // build into examples/pipeline/_build (`bash .ci/readme.sh collector
@@ -62,8 +67,17 @@
 //   - A Collector binary built from another manifest (an older checkout's)
 //     is refused, not tested: its `components` must list exactly the
 //     modules of builder-config.yaml.
-//   - Span times: the demo's history is out of reach, so the test checks
-//     what follows from it: activities inside their run, each starting no
-//     later than the store call that scheduled it ends and ending no later
-//     than the one that settled it ends.
+//   - Span times: the in-memory demo's history is out of reach, so
+//     TestEndToEnd checks what follows from it: activities inside their
+//     run, each starting no later than the store call that scheduled it
+//     ends and ending no later than the one that settled it ends. The
+//     cluster scenario's history is in PostgreSQL: it compares the times
+//     themselves.
+//   - The truth of the cluster scenario is read through pgstore, from a
+//     Store of a node that never runs an election and whose writing
+//     methods the test never calls: events decode as they were written. A
+//     freeze (a SHARE lock on the workflows table, which every append
+//     updates) holds appends and lets reads, leases, timers and claims go
+//     on; the killed node's sessions are ended inside it, so that none of
+//     its appends commits after its death.
 package pipeline

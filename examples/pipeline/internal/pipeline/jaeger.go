@@ -208,23 +208,31 @@ const (
 // runTrace is one workflow run's trace as Jaeger returned it.
 type runTrace struct {
 	Run        span
-	Activities []span // children of the run span and of its anchor
+	Activities []span // the run span's children
 	Agents     []span // the GenAI spans of agent transcripts (checkAgentSpans)
-	// Children counts the activity spans that are children of the run span;
-	// the others hang from the run's anchor.
+	// Children counts the activity spans that are children of the run span.
 	Children int
+	// Unparented counts the invoke_agent spans whose activity has no span
+	// in the trace: a tracker past its bound evicts an activity and drops
+	// its span (pairing.WithMaxInFlight), while the agent's span, made by
+	// the keyspace decorator, is exported.
+	Unparented int
 }
 
 // splitRunTraces groups spans by trace and checks each trace that holds a
-// run span against what the timeline promises: one run span per trace, a
-// root in the trace whose parent (the run's anchor) is never exported,
-// internal kind, the run's IDs on every span; activity spans are internal
-// children of the run span inside the run's time (or of the run's anchor
-// when the process held no run span for them: a reopened run), never
-// before the run, with the run's IDs and an activity ID. The GenAI spans of
-// agent transcripts (those with gen_ai.operation.name) are set aside in
-// Agents, for checkAgentSpans. It returns the traces that have a run span
-// and a problem list for those that break a rule.
+// run span against what the timeline promises with pairing.NewIDGenerator
+// installed (the demo installs it): one run span per trace, the trace's
+// root, of internal kind, with the run's IDs; activity spans are internal
+// children of the run span, never before the run, and inside its time
+// unless they were dispatched after it ended (a reopened run's span ends at
+// its first close), with the run's IDs and an activity ID; and no span of
+// the trace has a parent the trace lacks (Jaeger flags such a trace as
+// having a missing parent), but for an invoke_agent span whose activity has
+// no span in the trace, which is counted (runTrace.Unparented). The GenAI
+// spans of agent transcripts (those with gen_ai.operation.name) are set
+// aside in Agents, for checkAgentSpans.
+// It returns the traces that have a run span and a problem list for those
+// that break a rule.
 func splitRunTraces(spans []span) (traces []runTrace, problems []string) {
 	byTrace := map[pcommon.TraceID][]span{}
 	var order []pcommon.TraceID
@@ -256,10 +264,24 @@ func splitRunTraces(spans []span) (traces []runTrace, problems []string) {
 		bad := func(format string, args ...any) {
 			problems = append(problems, fmt.Sprintf("trace %s: ", tid)+fmt.Sprintf(format, args...))
 		}
-		if !run.hasParent {
-			bad("run span %q has no parent, want the run's anchor (a remote parent never exported)", run.Name)
-		} else if ids[run.ParentID] {
-			bad("run span %q's parent %s is in the trace, want the unexported anchor", run.Name, run.ParentID)
+		if run.hasParent {
+			bad("run span %q has the parent %s, want the trace's root (pairing.NewIDGenerator)", run.Name, run.ParentID)
+		}
+		activityIDs := map[string]bool{}
+		for _, s := range ts {
+			if strings.HasPrefix(s.Name, activitySpanPrefix) {
+				activityIDs[s.Attrs["aion.activity.id"]] = true
+			}
+		}
+		unparented := 0
+		for _, s := range ts {
+			switch {
+			case !s.hasParent || ids[s.ParentID]:
+			case s.Name == "invoke_agent" && isGenAISpan(s) && !activityIDs[s.Attrs["aion.activity.id"]]:
+				unparented++ // its activity's span is missing: evicted (see runTrace)
+			default:
+				bad("span %q (%s) has the parent %s, which the trace lacks: a missing parent", s.Name, s.SpanID, s.ParentID)
+			}
 		}
 		if run.Kind != ptrace.SpanKindInternal {
 			bad("run span %q kind %s, want internal", run.Name, run.Kind)
@@ -275,7 +297,7 @@ func splitRunTraces(spans []span) (traces []runTrace, problems []string) {
 		if run.End.Before(run.Start) {
 			bad("run span ends (%s) before it starts (%s)", run.End, run.Start)
 		}
-		rt := runTrace{Run: run}
+		rt := runTrace{Run: run, Unparented: unparented}
 		for _, s := range ts {
 			if s.SpanID == run.SpanID {
 				continue
@@ -290,14 +312,10 @@ func splitRunTraces(spans []span) (traces []runTrace, problems []string) {
 			}
 			rt.Activities = append(rt.Activities, s)
 			where := fmt.Sprintf("activity span %q (%s)", s.Name, s.Attrs["aion.activity.id"])
-			// The run span's child, or, for an activity this process saw
-			// while it held no run span (a run reopened after it closed, an
-			// evicted run), the anchor's, outside the run span's time.
-			child := s.ParentID == run.SpanID
-			if child {
+			if s.ParentID == run.SpanID {
 				rt.Children++
-			} else if !run.hasParent || s.ParentID != run.ParentID {
-				bad("%s: parent %s, want the run span %s or the run's anchor %s", where, s.ParentID, run.SpanID, run.ParentID)
+			} else {
+				bad("%s: parent %s, want the run span %s", where, s.ParentID, run.SpanID)
 			}
 			if s.Kind != ptrace.SpanKindInternal {
 				bad("%s: kind %s, want internal", where, s.Kind)
@@ -318,7 +336,9 @@ func splitRunTraces(spans []span) (traces []runTrace, problems []string) {
 			if s.Start.Before(run.Start) {
 				bad("%s starts at %s, before its run (%s)", where, s.Start.Format(time.RFC3339Nano), run.Start.Format(time.RFC3339Nano))
 			}
-			if child && s.End.After(run.End) {
+			// Dispatched before the run's (first) close, it is settled by
+			// then at the latest.
+			if !s.Start.After(run.End) && s.End.After(run.End) {
 				bad("%s ends at %s, after its run (%s)", where, s.End.Format(time.RFC3339Nano), run.End.Format(time.RFC3339Nano))
 			}
 			if s.End.Before(s.Start) {

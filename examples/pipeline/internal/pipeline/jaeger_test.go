@@ -10,7 +10,7 @@ import (
 )
 
 // timelineFixture builds, as OTLP, one run's trace the way the timeline
-// promises it (a run span under an unexported anchor, two activity spans,
+// promises it with pairing.NewIDGenerator (a root run span, two activity spans,
 // each linked to the append calls that scheduled and settled it, in traces
 // of their own) and lets mutate break it first.
 type timelineFixture struct {
@@ -18,6 +18,7 @@ type timelineFixture struct {
 	run, act1, act2                  ptrace.Span
 	sched1, settle1, sched2, settle2 ptrace.Span
 	started, closed                  ptrace.Span
+	spans                            ptrace.SpanSlice // where mutate may add spans
 }
 
 func newTimelineFixture(mutate func(f *timelineFixture)) ptrace.Traces {
@@ -25,7 +26,7 @@ func newTimelineFixture(mutate func(f *timelineFixture)) ptrace.Traces {
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr("service.name", "svc")
 	ss := rs.ScopeSpans().AppendEmpty().Spans()
-	f := &timelineFixture{t0: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	f := &timelineFixture{t0: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), spans: ss}
 	at := func(d time.Duration) pcommon.Timestamp { return pcommon.NewTimestampFromTime(f.t0.Add(d)) }
 	runTrace := pcommon.TraceID{1, 2, 3}
 	mk := func(trace pcommon.TraceID, id byte, parent pcommon.SpanID, name string, kind ptrace.SpanKind, start, end time.Duration) ptrace.Span {
@@ -44,7 +45,7 @@ func newTimelineFixture(mutate func(f *timelineFixture)) ptrace.Traces {
 		s.Attributes().PutStr("aion.workflow.id", "wf-1")
 		s.Attributes().PutStr("aion.run.id", "run-1")
 	}
-	f.run = mk(runTrace, 10, pcommon.SpanID{99}, "workflow order", ptrace.SpanKindInternal, 0, 10*time.Second)
+	f.run = mk(runTrace, 10, pcommon.SpanID{}, "workflow order", ptrace.SpanKindInternal, 0, 10*time.Second)
 	ids(f.run)
 	f.run.Attributes().PutStr("aion.workflow.type", "order")
 	f.run.Attributes().PutStr("aion.workflow.status", "completed")
@@ -126,15 +127,30 @@ func TestTimelineChecks(t *testing.T) {
 	if len(traces) != 1 || len(traces[0].Activities) != 2 || traces[0].Children != 2 || traces[0].Run.Name != "workflow order" {
 		t.Fatalf("got %+v, want one run trace with two activities, children of the run span", traces)
 	}
-	// A run reopened after it closed: its later activities hang from the
-	// anchor, after the run span's end.
+	// A run reopened after it closed: its later activities are the run
+	// span's children after its end (it ends at the first close).
 	traces, problems = timelineProblems(t, newTimelineFixture(func(f *timelineFixture) {
-		f.act2.SetParentSpanID(f.run.ParentSpanID())
+		f.act2.SetStartTimestamp(f.run.EndTimestamp() + 1)
+		f.sched2.SetEndTimestamp(f.act2.StartTimestamp())
 		f.act2.SetEndTimestamp(f.run.EndTimestamp() + 5)
 		f.settle2.SetEndTimestamp(f.act2.EndTimestamp())
 	}))
-	if len(problems) > 0 || len(traces) != 1 || traces[0].Children != 1 {
+	if len(problems) > 0 || len(traces) != 1 || traces[0].Children != 2 {
 		t.Fatalf("reopened run: %+v\n%s", traces, strings.Join(problems, "\n"))
+	}
+	// An agent's span whose activity's span is missing (evicted past the
+	// tracker's bound) is counted, not reported.
+	traces, problems = timelineProblems(t, newTimelineFixture(func(f *timelineFixture) {
+		s := f.spans.AppendEmpty()
+		f.act1.CopyTo(s)
+		s.SetSpanID(pcommon.SpanID{60})
+		s.SetParentSpanID(pcommon.SpanID{61})
+		s.SetName("invoke_agent")
+		s.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+		s.Attributes().PutStr("aion.activity.id", "a9")
+	}))
+	if len(traces) != 1 || traces[0].Unparented != 1 || len(problems) > 0 {
+		t.Fatalf("agent of an evicted activity: %d traces, %+v\n%s", len(traces), traces, strings.Join(problems, "\n"))
 	}
 	a := traces[0].Activities[0]
 	if a.Service != "svc" || a.Attrs["aion.activity.retry_count"] != "0" || len(a.Links) != 2 ||
@@ -147,17 +163,31 @@ func TestTimelineChecks(t *testing.T) {
 		mutate func(f *timelineFixture)
 		want   string
 	}{
-		{"run span is a root", func(f *timelineFixture) { f.run.SetParentSpanID(pcommon.SpanID{}) }, "has no parent"},
-		{"anchor exported", func(f *timelineFixture) { f.run.SetParentSpanID(f.act2.SpanID()) }, "is in the trace"},
+		{"run span under an anchor", func(f *timelineFixture) { f.run.SetParentSpanID(pcommon.SpanID{99}) }, "want the trace's root"},
+		{"run span under an exported span", func(f *timelineFixture) { f.run.SetParentSpanID(f.act2.SpanID()) }, "want the trace's root"},
+		{"a missing parent", func(f *timelineFixture) { f.run.SetParentSpanID(pcommon.SpanID{99}) }, "which the trace lacks"},
+		{"a model call whose agent span is missing", func(f *timelineFixture) {
+			s := f.spans.AppendEmpty()
+			f.act1.CopyTo(s)
+			s.SetSpanID(pcommon.SpanID{60})
+			s.SetParentSpanID(pcommon.SpanID{61})
+			s.SetName("chat gpt-4o")
+			s.Attributes().PutStr("gen_ai.operation.name", "chat")
+		}, "(3c00000000000000) has the parent 3d00000000000000, which the trace lacks"},
+		{"an agent span whose activity's span is there but not its parent", func(f *timelineFixture) {
+			s := f.spans.AppendEmpty()
+			f.act1.CopyTo(s)
+			s.SetSpanID(pcommon.SpanID{60})
+			s.SetParentSpanID(pcommon.SpanID{61})
+			s.SetName("invoke_agent")
+			s.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+		}, "(3c00000000000000) has the parent 3d00000000000000, which the trace lacks"},
 		{"run span of kind server", func(f *timelineFixture) { f.run.SetKind(ptrace.SpanKindServer) }, "kind Server, want internal"},
 		{"run span without status", func(f *timelineFixture) { f.run.Attributes().Remove("aion.workflow.status") }, "lacks aion.workflow.status"},
 		{"run span misnamed", func(f *timelineFixture) { f.run.SetName("workflow other") }, `want "workflow order"`},
 		{"two run spans in one trace", func(f *timelineFixture) { f.act2.SetName("workflow ship") }, "2 run spans"},
 		{"activity not a child of the run", func(f *timelineFixture) { f.act1.SetParentSpanID(pcommon.SpanID{98}) }, "want the run span"},
-		{"activity under the anchor before the run", func(f *timelineFixture) {
-			f.act1.SetParentSpanID(f.run.ParentSpanID())
-			f.act1.SetStartTimestamp(f.run.StartTimestamp() - 1)
-		}, "before its run"},
+		{"activity under another span", func(f *timelineFixture) { f.act1.SetParentSpanID(f.act2.SpanID()) }, "want the run span"},
 		{"activity of another run", func(f *timelineFixture) { f.act1.Attributes().PutStr("aion.run.id", "run-2") }, `aion.run.id = "run-2"`},
 		{"activity without ID", func(f *timelineFixture) { f.act2.Attributes().Remove("aion.activity.id") }, "lacks aion.activity.id"},
 		{"activity without retry count", func(f *timelineFixture) { f.act2.Attributes().Remove("aion.activity.retry_count") }, "lacks aion.activity.retry_count"},
