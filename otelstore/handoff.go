@@ -263,3 +263,16 @@ func (h *handoff) observes(workflowID eventstore.WorkflowID) bool {
 	defer h.mu.Unlock()
 	return !h.lost[eventstore.ShardOf(workflowID, h.shards)]
 }
+
+// claims reports whether a claim of the workflow's row is this node's to
+// observe: not when its shard is one the node does not serve (a claim
+// across shards, which another node will claim again) or lost.
+func (h *handoff) claims(workflowID eventstore.WorkflowID) bool {
+	if h == nil {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := eventstore.ShardOf(workflowID, h.shards)
+	return !h.lost[s] && h.served(s)
+}

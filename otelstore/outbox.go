@@ -93,8 +93,10 @@ func (t *telemetry) clock() time.Time {
 }
 
 // staged and claimed hand the tracker the outbox facts, but those of
-// workflows in shards lost to another node (see handoff). A panic there is
-// reported to the error handler: the rows are committed, or claimed.
+// workflows in shards lost to another node (see handoff) and claims of
+// rows in shards this node does not serve, which their node claims again.
+// A panic there is reported to the error handler: the rows are committed,
+// or claimed.
 func (o outboxMethods) staged(ctx context.Context, workflowID eventstore.WorkflowID, rows []eventstore.OutboxRow) {
 	defer o.c.life.recovered()
 	if o.c.handoff.observes(workflowID) {
@@ -104,10 +106,10 @@ func (o outboxMethods) staged(ctx context.Context, workflowID eventstore.Workflo
 
 func (o outboxMethods) claimed(ctx context.Context, rows []eventstore.OutboxRow, at time.Time) {
 	defer o.c.life.recovered()
-	if h := o.c.handoff; h != nil && h.anyLost.Load() {
+	if h := o.c.handoff; h != nil {
 		kept := make([]eventstore.OutboxRow, 0, len(rows)) // the caller's slice is theirs
 		for _, r := range rows {
-			if h.observes(r.WorkflowID) {
+			if h.claims(r.WorkflowID) {
 				kept = append(kept, r)
 			}
 		}
