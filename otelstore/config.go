@@ -56,6 +56,9 @@ type config struct {
 	dbSystem       string
 	conflictError  bool
 	timeline       bool
+	// The span's shape on the call path.
+	spanNameFormat  func(Operation, string) string
+	exceptionEvents bool
 
 	// NewKeyspace's GenAI telemetry.
 	loggerProvider    log.LoggerProvider
@@ -351,6 +354,33 @@ func WithDBSystem(name string) SharedOption {
 // aion.store.found_seq. The duration point has error.type either way.
 func WithConflictAsError(asError bool) SharedOption {
 	return sharedFunc(func(c *config) { c.conflictError = asError })
+}
+
+// WithSpanNameFormatter sets how span names are made from an operation and
+// its target: the db.collection.name given to [WithAttributes], else its
+// db.namespace, else "". The formatter is called once per operation, when
+// the decorator is made, never per call: a span name can vary only with
+// the operation, so span names stay as few as the operations whatever it
+// returns (IDs and other per-call values cannot reach them). An empty
+// result, or a panic (reported to otel.Handle), leaves that operation's
+// default name; a result is made valid UTF-8 and cut to 256 bytes.
+// Without it, or given nil, spans are named as the semantic conventions
+// name database client spans: "{db.operation.name} {target}", or
+// "{db.operation.name}" without a target ("append").
+func WithSpanNameFormatter(format func(op Operation, target string) string) SharedOption {
+	return sharedFunc(func(c *config) { c.spanNameFormat = format })
+}
+
+// WithExceptionEvents adds, to the span of every failed call, the
+// exception event that span.RecordError would add (exception.type, and
+// exception.message with the cleaned error text), as earlier builds did
+// by default. The semantic conventions' guidance on recording
+// errors no longer recommends that event: error.type and the span status
+// (Error, with the error text as description) carry the failure, and
+// that is all a failed call's span gets without it, or given false. A
+// sequence conflict with [WithConflictAsError](false) never gets it.
+func WithExceptionEvents(on bool) SharedOption {
+	return sharedFunc(func(c *config) { c.exceptionEvents = on })
 }
 
 // ActivitySpanSource gives the span context of an activity's span, so that

@@ -188,18 +188,22 @@ func TestWithAttributesRefusesDBSystem(t *testing.T) {
 	}
 }
 
-// A sequence conflict sets status Error with an exception event unless
-// WithConflictAsError(false) says it is expected; error.type is recorded
-// either way, and other errors are not affected by the option.
+// A sequence conflict sets status Error (with an exception event only
+// with WithExceptionEvents) unless WithConflictAsError(false) says it is
+// expected; error.type is recorded either way, and other errors are not
+// affected by the option.
 func TestConflictStatus(t *testing.T) {
 	testCases := []struct {
-		name      string
-		opts      []otelstore.SharedOption
-		wantError bool
+		name       string
+		opts       []otelstore.SharedOption
+		wantError  bool
+		wantEvents int
 	}{
-		{"default", nil, true},
-		{"as error", []otelstore.SharedOption{otelstore.WithConflictAsError(true)}, true},
-		{"expected", []otelstore.SharedOption{otelstore.WithConflictAsError(false)}, false},
+		{"default", nil, true, 0},
+		{"as error", []otelstore.SharedOption{otelstore.WithConflictAsError(true)}, true, 0},
+		{"as error with exception events", []otelstore.SharedOption{otelstore.WithConflictAsError(true), otelstore.WithExceptionEvents(true)}, true, 1},
+		{"expected", []otelstore.SharedOption{otelstore.WithConflictAsError(false)}, false, 0},
+		{"expected with exception events", []otelstore.SharedOption{otelstore.WithConflictAsError(false), otelstore.WithExceptionEvents(true)}, false, 0},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -222,7 +226,7 @@ func TestConflictStatus(t *testing.T) {
 				t.Fatalf("got %d spans, want 3", len(spans))
 			}
 			for _, sp := range spans[:2] {
-				assertConflictSpan(t, sp, tc.wantError)
+				assertConflictSpan(t, sp, tc.wantError, tc.wantEvents)
 			}
 			if spans[2].Status().Code != codes.Error {
 				t.Errorf("non-conflict failure has status %v, want Error", spans[2].Status())
@@ -238,13 +242,13 @@ func TestConflictStatus(t *testing.T) {
 	}
 }
 
-func assertConflictSpan(t *testing.T, sp sdktrace.ReadOnlySpan, wantError bool) {
+func assertConflictSpan(t *testing.T, sp sdktrace.ReadOnlySpan, wantError bool, wantEvents int) {
 	t.Helper()
 	assertSpanAttr(t, sp, semconv.ErrorTypeKey.String("sequence_conflict"))
 	assertSpanAttr(t, sp, otelstore.AttrFoundSeq.Int64(0))
-	wantCode, wantEvents := codes.Unset, 0
+	wantCode := codes.Unset
 	if wantError {
-		wantCode, wantEvents = codes.Error, 1
+		wantCode = codes.Error
 	}
 	if sp.Status().Code != wantCode {
 		t.Errorf("span %s status %v, want %v", sp.Name(), sp.Status(), wantCode)

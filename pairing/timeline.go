@@ -2,18 +2,18 @@ package pairing
 
 import (
 	"context"
-	"reflect"
+	"sync"
 	"sync/atomic"
+	"weak"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
+	"github.com/aionotel/aionotel/internal/livetracer"
 	"github.com/aionotel/aionotel/internal/timeline"
 	"github.com/aionotel/aionotel/internal/version"
 )
@@ -31,9 +31,16 @@ import (
 // that root context (an anchor that is never exported), and an activity
 // span a child of its run span when this tracker holds it, else of the
 // anchor.
+//
+// The tracer comes from a livetracer.Source: a fixed provider's, or the
+// global provider's at each use, nil while that records nothing (the
+// global default, before a program installs one). While it is nil the
+// join prepares no span work at all (see followers).
 type spans struct {
-	tracers tracers
-	ids     atomic.Int32
+	src *livetracer.Source
+	ids atomic.Int32
+	// following is set once the join is registered with the followers.
+	following atomic.Bool
 }
 
 // What the spans taught about the provider's IDs.
@@ -44,60 +51,11 @@ const (
 )
 
 func newSpans(tp trace.TracerProvider, on bool) *spans {
-	if !on {
-		return nil
-	}
-	if _, noop := tp.(tracenoop.TracerProvider); noop {
+	if !on || (tp != nil && livetracer.Quiet(tp)) {
 		return nil // nothing would be recorded, at the cost of allocations
 	}
-	return &spans{tracers: tracers{fixed: tp, global: tp == nil || isGlobalDefault(tp)}}
-}
-
-// tracers gives the tracer spans are made with. A fixed provider gives one
-// tracer; the global one is looked up again at every use, so that spans
-// start once a program installs a provider (otel.SetTracerProvider) and,
-// before that, cost nothing: the global default records nothing.
-type tracers struct {
-	fixed   trace.TracerProvider
-	global  bool
-	once    atomic.Pointer[cachedTracer]
-	changed atomic.Bool // the provider changed since the spans last looked
-}
-
-type cachedTracer struct {
-	tp         trace.TracerProvider
-	comparable bool
-	tracer     trace.Tracer // nil: the provider records nothing
-}
-
-func (t *tracers) get() trace.Tracer {
-	tp := t.fixed
-	if t.global {
-		tp = otel.GetTracerProvider()
-	}
-	if c := t.once.Load(); c != nil && c.comparable && sameType(c.tp, tp) && c.tp == tp {
-		return c.tracer
-	}
-	c := &cachedTracer{tp: tp, comparable: reflect.TypeOf(tp).Comparable()}
-	t.changed.Store(true) // what the spans taught is about another provider
-	if !isGlobalDefault(tp) {
-		if _, noop := tp.(tracenoop.TracerProvider); !noop {
-			c.tracer = tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version),
-				trace.WithSchemaURL(catalog.SchemaURL))
-		}
-	}
-	t.once.Store(c)
-	return c.tracer
-}
-
-func sameType(a, b any) bool { return reflect.TypeOf(a) == reflect.TypeOf(b) }
-
-// globalDefaultType is the type of the provider otel.GetTracerProvider
-// returns before any is installed: it records nothing until one is.
-var globalDefaultType = reflect.TypeOf(otel.GetTracerProvider())
-
-func isGlobalDefault(tp trace.TracerProvider) bool {
-	return tp != nil && reflect.TypeOf(tp) == globalDefaultType && globalDefaultType.String() == "*global.tracerProvider"
+	return &spans{src: livetracer.New(tp, ScopeName, trace.WithInstrumentationVersion(version.Version),
+		trace.WithSchemaURL(catalog.SchemaURL))}
 }
 
 // idRequest asks the ID generator of [NewIDGenerator] for a span's derived
@@ -128,11 +86,87 @@ func rootOf(k Key) trace.SpanContext { return timeline.Root(k.Namespace, k.Workf
 // tracer returns the tracer spans are made with, nil if none records; when
 // the provider changed, what the spans taught about its IDs is forgotten.
 func (s *spans) tracer() trace.Tracer {
-	tr := s.tracers.get()
-	if s.tracers.changed.Load() && s.tracers.changed.CompareAndSwap(true, false) {
+	tr := s.src.Tracer()
+	if s.src.Changed() {
 		s.ids.Store(idsUnknown)
 	}
 	return tr
+}
+
+// Trackers whose timeline follows the global provider have their joins
+// prepare span work only while that provider records: every call, before
+// it takes its join's lock, looks the provider up (getEffects calls
+// syncFollowers), and when whether it records changed since the last
+// look, every such join is told. So a program that never installs a
+// provider pays nothing for the timeline, and the first call after
+// otel.SetTracerProvider already makes spans: an activity in flight then
+// gets its span whole at its settlement, a run at its close.
+var followers struct {
+	n     atomic.Int32 // joins registered, read without the lock
+	state atomic.Int32 // followUnknown, followQuiet or followRecords, as last told
+	mu    sync.Mutex
+	joins []weak.Pointer[join]
+}
+
+const (
+	followUnknown int32 = iota
+	followQuiet
+	followRecords
+)
+
+// follow registers t's join with the followers, once, and tells it the
+// provider's state now.
+func (t *Tracker) follow() {
+	s := t.spans
+	if s == nil || !s.src.Global() || s.following.Load() || !s.following.CompareAndSwap(false, true) {
+		return
+	}
+	followers.mu.Lock()
+	defer followers.mu.Unlock()
+	live := followers.joins[:0]
+	for _, w := range followers.joins {
+		if w.Value() != nil {
+			live = append(live, w)
+		}
+	}
+	followers.joins = append(live, weak.Make(t.join))
+	followers.n.Store(int32(len(followers.joins)))
+	on := livetracer.GlobalRecords()
+	followers.state.Store(followState(on))
+	for _, w := range followers.joins {
+		if j := w.Value(); j != nil {
+			j.mu.Lock()
+			j.spans = on
+			j.mu.Unlock()
+		}
+	}
+}
+
+func followState(on bool) int32 {
+	if on {
+		return followRecords
+	}
+	return followQuiet
+}
+
+// syncFollowers tells the registered joins whether the global provider
+// records, if that changed since they were last told. Locks are taken in
+// one order: the followers', then each join's.
+func syncFollowers() {
+	if followers.n.Load() == 0 || followState(livetracer.GlobalRecords()) == followers.state.Load() {
+		return
+	}
+	followers.mu.Lock()
+	defer followers.mu.Unlock()
+	on := livetracer.GlobalRecords() // again, under the lock: the last look wins
+	followers.state.Store(followState(on))
+	for _, w := range followers.joins {
+		if j := w.Value(); j != nil {
+			j.mu.Lock()
+			j.spans = on
+			j.mu.Unlock()
+		}
+	}
 }
 
 // startActivity opens the span of an activity now in flight; nil if no
