@@ -2,6 +2,7 @@ package pairing
 
 import (
 	"context"
+	"encoding/binary"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -37,8 +38,9 @@ import (
 // global default, before a program installs one). While it is nil the
 // join prepares no span work at all (see followers).
 type spans struct {
-	src *livetracer.Source
-	ids atomic.Int32
+	src   *livetracer.Source
+	ids   atomic.Int32
+	roots rootCache
 	// following is set once the join is registered with the followers.
 	following atomic.Bool
 }
@@ -82,6 +84,39 @@ var (
 )
 
 func rootOf(k Key) trace.SpanContext { return timeline.Root(k.Namespace, k.WorkflowID, k.RunID) }
+
+// rootCache keeps what the spans of recent runs share: the run's trace
+// root, a SHA-256 of its IDs and the costliest step of an activity span
+// (every activity of a run needs it while its run span is not held here),
+// and its IDs as attribute values. A direct-mapped table of immutable
+// entries: a lookup is one atomic load and a comparison, a miss computes
+// the entry and replaces the slot's.
+type rootCache [256]atomic.Pointer[runIDs]
+
+// runIDs is what the spans of one run share.
+type runIDs struct {
+	namespace string
+	wf        eventstore.WorkflowID
+	run       eventstore.RunID
+	root      trace.SpanContext
+	// wfAttr and runAttr are aion.workflow.id and aion.run.id.
+	wfAttr, runAttr attribute.KeyValue
+}
+
+// get returns the shared values of run (namespace, wf, run).
+func (c *rootCache) get(namespace string, wf eventstore.WorkflowID, run eventstore.RunID) *runIDs {
+	h := binary.LittleEndian.Uint64(run[8:]) ^ binary.LittleEndian.Uint64(wf[8:]) ^ binary.LittleEndian.Uint64(run[:8])
+	h ^= h >> 32
+	h ^= h >> 16
+	slot := &c[uint8(h^h>>8)]
+	if e := slot.Load(); e != nil && e.run == run && e.wf == wf && e.namespace == namespace {
+		return e
+	}
+	e := &runIDs{namespace: namespace, wf: wf, run: run, root: timeline.Root(namespace, wf, run),
+		wfAttr: catalog.WorkflowID.String(wf.String()), runAttr: catalog.RunID.String(run.String())}
+	slot.Store(e)
+	return e
+}
 
 // tracer returns the tracer spans are made with, nil if none records; when
 // the provider changed, what the spans taught about its IDs is forgotten.
@@ -179,46 +214,53 @@ func (s *spans) startActivity(ctx context.Context, e *effect, w *spanWork) trace
 	if tr == nil {
 		return nil
 	}
-	return s.openActivity(ctx, tr, e, w)
+	span, run := s.openActivity(ctx, tr, e, w)
+	if span.IsRecording() {
+		span.SetAttributes(run.wfAttr, run.runAttr, catalog.ActivityID.Int64(attrvalue.Int64(uint64(w.key.ActivityID))))
+		if w.start.span.IsValid() {
+			span.AddLink(trace.Link{SpanContext: w.start.spanContext(), Attributes: linkScheduled})
+		}
+	}
+	return span
 }
 
 // openActivity starts an activity span at its dispatch, as a child of its
-// run span (or the run's root), linked to the call that wrote the
-// dispatch.
-func (s *spans) openActivity(ctx context.Context, tr trace.Tracer, e *effect, w *spanWork) trace.Span {
-	k := w.key
-	root := rootOf(k)
-	parent := root
-	if s.ids.Load() != idsDerived && w.parent.span.IsValid() {
+// run span (or the run's root), and returns it with its run's IDs.
+func (s *spans) openActivity(ctx context.Context, tr trace.Tracer, e *effect, w *spanWork) (trace.Span, *runIDs) {
+	k := &w.key
+	run := s.roots.get(k.Namespace, k.WorkflowID, k.RunID)
+	ids := s.ids.Load()
+	parent := run.root
+	if ids != idsDerived && w.parent.span.IsValid() {
 		parent = w.parent.spanContext()
 	}
 	ctx = trace.ContextWithSpanContext(ctx, parent)
 	var want trace.SpanID
-	if s.ids.Load() != idsRandom { // ask for the derived ID, and learn whether it comes
+	if ids != idsRandom { // ask for the derived ID, and learn whether it comes
 		want = timeline.ActivitySpanID(k.Namespace, k.WorkflowID, k.RunID, k.ActivityID)
-		ctx = context.WithValue(ctx, idRequestKey{}, idRequest{trace: root.TraceID(), span: want})
+		ctx = context.WithValue(ctx, idRequestKey{}, idRequest{trace: run.root.TraceID(), span: want})
 	}
 	_, span := tr.Start(ctx, e.ta.spanName, internalKind, e.ta.spanStart, trace.WithTimestamp(timeOf(e.from)))
-	if sc := span.SpanContext(); sc.IsValid() && want.IsValid() {
-		if sc.SpanID() == want {
-			s.ids.Store(idsDerived)
-		} else {
-			s.ids.Store(idsRandom)
+	if want.IsValid() {
+		if sc := span.SpanContext(); sc.IsValid() {
+			if sc.SpanID() == want {
+				s.ids.Store(idsDerived)
+			} else {
+				s.ids.Store(idsRandom)
+			}
 		}
 	}
-	if !span.IsRecording() {
-		return span
-	}
-	span.SetAttributes(
-		catalog.WorkflowID.String(k.WorkflowID.String()),
-		catalog.RunID.String(k.RunID.String()),
-		catalog.ActivityID.Int64(attrvalue.Int64(uint64(k.ActivityID))),
-	)
-	if w.start.span.IsValid() {
-		span.AddLink(trace.Link{SpanContext: w.start.spanContext(), Attributes: linkScheduled})
-	}
-	return span
+	return span, run
 }
+
+// outcomeAttrs are the aion.activity.outcome attributes, indexed as
+// outcomes.
+var outcomeAttrs = func() (a [numOutcomes]attribute.KeyValue) {
+	for i, o := range outcomes {
+		a[i] = catalog.ActivityOutcome.String(string(o))
+	}
+	return a
+}()
 
 // settle ends a settled activity's span, or makes it whole from its
 // dispatch when it has none: outcome, retries as events at their times, a
@@ -229,27 +271,33 @@ func (s *spans) settle(ctx context.Context, e *effect, w *spanWork, retryTimes [
 		return
 	}
 	span := e.span
-	if span == nil {
+	if span == nil { // made whole: every attribute in one call
 		tr := s.tracer()
 		if tr == nil {
 			return
 		}
-		span = s.openActivity(ctx, tr, e, w)
+		var run *runIDs
+		if span, run = s.openActivity(ctx, tr, e, w); !span.IsRecording() {
+			span.End()
+			return
+		}
+		span.SetAttributes(run.wfAttr, run.runAttr, catalog.ActivityID.Int64(attrvalue.Int64(uint64(w.key.ActivityID))),
+			outcomeAttrs[e.outcome], catalog.RetryCount.Int64(int64(e.retries)))
+		if w.start.span.IsValid() {
+			span.AddLink(trace.Link{SpanContext: w.start.spanContext(), Attributes: linkScheduled})
+		}
+	} else {
+		if !span.IsRecording() {
+			span.End() // nothing is recorded: spare the options
+			return
+		}
+		span.SetAttributes(outcomeAttrs[e.outcome], catalog.RetryCount.Int64(int64(e.retries)))
 	}
-	if !span.IsRecording() {
-		span.End() // nothing is recorded: spare the options
-		return
-	}
-	outcome := outcomes[e.outcome]
-	span.SetAttributes(
-		catalog.ActivityOutcome.String(string(outcome)),
-		catalog.RetryCount.Int64(int64(e.retries)),
-	)
 	for i, at := range retryTimes {
 		span.AddEvent(catalog.RetryEvent, trace.WithTimestamp(timeOf(at)),
 			trace.WithAttributes(catalog.RetryCount.Int64(int64(i+1))))
 	}
-	if outcome == OutcomeFailed || outcome == OutcomeTimedOut {
+	if outcome := outcomes[e.outcome]; outcome == OutcomeFailed || outcome == OutcomeTimedOut {
 		span.SetStatus(codes.Error, string(outcome))
 	}
 	if w.end.span.IsValid() {
@@ -276,7 +324,8 @@ func (s *spans) startRun(ctx context.Context, e *effect, w *spanWork) trace.Span
 // tries the root first and, if the IDs come back random, drops that span
 // unended (so it is never exported) and starts the child.
 func (s *spans) openRun(ctx context.Context, tr trace.Tracer, e *effect, w *spanWork) trace.Span {
-	root := rootOf(w.key)
+	run := s.roots.get(w.key.Namespace, w.key.WorkflowID, w.key.RunID)
+	root := run.root
 	name, attrs := e.wa.spanName, e.wa.spanStart
 	var span trace.Span
 	if s.ids.Load() != idsRandom {
@@ -293,10 +342,7 @@ func (s *spans) openRun(ctx context.Context, tr trace.Tracer, e *effect, w *span
 	if !span.IsRecording() {
 		return span
 	}
-	span.SetAttributes(
-		catalog.WorkflowID.String(w.key.WorkflowID.String()),
-		catalog.RunID.String(w.key.RunID.String()),
-	)
+	span.SetAttributes(run.wfAttr, run.runAttr)
 	if w.start.span.IsValid() {
 		span.AddLink(trace.Link{SpanContext: w.start.spanContext(), Attributes: linkStarted})
 	}
