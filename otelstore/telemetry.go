@@ -25,6 +25,10 @@ import (
 // once (span name, start options, metric record options), so that a call
 // builds no attribute set of its own.
 type telemetry struct {
+	// tracer is a fixed provider's tracer (nil: none records), unless
+	// follow says to ask tracers at each call: the global provider.
+	tracer   trace.Tracer
+	follow   bool
 	tracers  *livetracer.Source
 	filter   func(context.Context, Operation) bool
 	now      func() time.Time // nil: time.Now
@@ -43,6 +47,8 @@ type telemetry struct {
 
 // opState is what the constructor precomputes for one operation.
 type opState struct {
+	t        *telemetry
+	op       opID
 	spanName string
 	// start are the span start options: kind client and the operation's
 	// attributes, given at creation where a sampler sees them.
@@ -77,10 +83,12 @@ func newTelemetry(c *config, meter *instrument.Meter, from, to opID, name, desc 
 		exceptionEvents: c.exceptionEvents,
 		handle:          c.handle,
 	}
+	t.tracer, t.follow = t.tracers.Tracer(), t.tracers.Global()
 	target := spanTarget(c.attributes)
 	for op := from; op < to; op++ {
 		name := string(operations[op])
 		st := &t.ops[op]
+		st.t, st.op = t, op
 		st.spanName = c.spanName(operations[op], target)
 		st.attrs = []attribute.KeyValue{catalog.OperationName.String(name), catalog.DBSystemName.String(c.dbSystem)}
 		if op < firstKeyspaceOp {
@@ -157,8 +165,7 @@ func (t *telemetry) errorOpts(op opID, errorType string) []metric.RecordOption {
 // call is one timed call in progress. Its timed window, for the span and the
 // histogram alike, runs from begin to finish.
 type call struct {
-	t     *telemetry
-	op    opID
+	st    *opState
 	ctx   context.Context // the span's context when there is a span
 	span  trace.Span      // nil when no tracer records or the span filter said no
 	start time.Time
@@ -167,10 +174,22 @@ type call struct {
 }
 
 // begin starts timing op and, when a tracer may record and the span
-// filter does not say no, a span.
-func (t *telemetry) begin(ctx context.Context, op opID) call {
-	c := call{t: t, op: op, ctx: ctx}
-	if tr := t.tracers.Tracer(); tr != nil {
+// filter does not say no, a span. It is small enough to be inlined, so
+// that the call is made where the caller keeps it.
+func (t *telemetry) begin(ctx context.Context, op opID) (c call) {
+	c.st, c.ctx = &t.ops[op], ctx
+	c.open()
+	return c
+}
+
+// open is begin's work.
+func (c *call) open() {
+	t := c.st.t
+	tr := t.tracer
+	if t.follow {
+		tr = t.tracers.Tracer()
+	}
+	if tr != nil {
 		c.startSpan(tr)
 	}
 	if t.now != nil {
@@ -178,25 +197,23 @@ func (t *telemetry) begin(ctx context.Context, op opID) call {
 	} else {
 		c.start = time.Now()
 	}
-	return c
 }
 
 // startSpan starts the call's span unless the span filter says no. The
 // filter, the sampler and the span processors are user code: a panic of
 // theirs is reported and the call goes on without a span.
 func (c *call) startSpan(tr trace.Tracer) {
-	defer c.t.recovered(c.op, "starting its span")
-	if c.t.filter == nil || c.t.filter(c.ctx, operations[c.op]) {
-		st := &c.t.ops[c.op]
-		c.ctx, c.span = tr.Start(c.ctx, st.spanName, st.start...)
+	defer c.recovered("starting its span")
+	if f := c.st.t.filter; f == nil || f(c.ctx, operations[c.st.op]) {
+		c.ctx, c.span = tr.Start(c.ctx, c.st.spanName, c.st.start...)
 	}
 }
 
 // recovered is deferred around user code on the call path: it reports a
 // panic to the error handler instead of passing it to the caller.
-func (t *telemetry) recovered(op opID, what string) {
+func (c *call) recovered(what string) {
 	if r := recover(); r != nil {
-		t.handle(fmt.Errorf("otelstore: %s, %s: panic: %v", operations[op], what, r))
+		c.st.t.handle(fmt.Errorf("otelstore: %s, %s: panic: %v", operations[c.st.op], what, r))
 	}
 }
 
@@ -230,22 +247,24 @@ func (c *call) end(errp *error) {
 // reported, after the inner call, and goes no further.
 func (c *call) finish(err error) {
 	c.finished = true
-	defer c.t.recovered(c.op, "ending its span")
+	defer c.recovered("ending its span")
+	st := c.st
+	t := st.t
 	var took time.Duration
-	if c.t.now != nil {
-		took = c.t.now().Sub(c.start)
+	if t.now != nil {
+		took = t.now().Sub(c.start)
 	} else {
 		took = time.Since(c.start) // the monotonic reading: no second wall-clock read
 	}
-	opts := c.t.ops[c.op].okOpts
+	opts := st.okOpts
 	if err != nil {
-		errorType := c.t.classify.errorType(err)
-		opts = c.t.errorOpts(c.op, errorType)
+		errorType := t.classify.errorType(err)
+		opts = t.errorOpts(st.op, errorType)
 		if c.span != nil {
 			c.failSpan(err, errorType)
 		}
 	}
-	c.t.duration.Record(c.ctx, max(took, 1).Seconds(), opts...)
+	t.duration.Record(c.ctx, max(took, 1).Seconds(), opts...)
 	if c.span != nil {
 		c.span.End()
 	}
@@ -266,14 +285,14 @@ func (c *call) failSpan(err error, errorType string) {
 	}
 	if conflict := guard.Conflict(err); conflict != nil {
 		c.span.SetAttributes(catalog.ErrorType.String(errorType), catalog.FoundSeq.Int64(attrvalue.Int64(conflict.Found)))
-		if !c.t.conflictError {
+		if !c.st.t.conflictError {
 			return
 		}
 	} else {
 		c.span.SetAttributes(catalog.ErrorType.String(errorType))
 	}
 	msg := attrvalue.Cut(errorText(err), attrvalue.MaxTextLen)
-	if c.t.exceptionEvents {
+	if c.st.t.exceptionEvents {
 		c.span.AddEvent(catalog.ExceptionEvent, trace.WithAttributes(
 			catalog.ExceptionType.String(attrvalue.String(typeName(err))),
 			catalog.ExceptionMessage.String(msg)))
