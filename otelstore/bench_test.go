@@ -44,7 +44,7 @@ import (
 //
 // The comparison with otelsql is in the module internal/peerbench.
 
-func shortHistory(b *testing.B) (*eventstore.Memory, eventstore.WorkflowID) {
+func shortHistory(b testing.TB) (*eventstore.Memory, eventstore.WorkflowID) {
 	b.Helper()
 	m := eventstore.NewMemory()
 	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
@@ -60,13 +60,13 @@ func shortHistory(b *testing.B) (*eventstore.Memory, eventstore.WorkflowID) {
 	return m, wf
 }
 
-func sdkMeter(b *testing.B) *sdkmetric.MeterProvider {
+func sdkMeter(b testing.TB) *sdkmetric.MeterProvider {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	return mp
 }
 
-func sdkTracer(b *testing.B, sampler sdktrace.Sampler) *sdktrace.TracerProvider {
+func sdkTracer(b testing.TB, sampler sdktrace.Sampler) *sdktrace.TracerProvider {
 	// No span processor: a sampled span is built and ended, then dropped.
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
@@ -136,7 +136,7 @@ type handReader struct {
 	start    []trace.SpanStartOption
 }
 
-func newHandReader(b *testing.B, inner *eventstore.Memory, mp metric.MeterProvider, tp trace.TracerProvider) *handReader {
+func newHandReader(b testing.TB, inner *eventstore.Memory, mp metric.MeterProvider, tp trace.TracerProvider) *handReader {
 	h, err := mp.Meter("hand").Float64Histogram(catalog.StoreOperationDuration, metric.WithUnit(catalog.UnitSeconds),
 		metric.WithExplicitBucketBoundaries(catalog.DurationBoundaries...))
 	if err != nil {

@@ -3,17 +3,17 @@
 // no traces pays nothing for them: no span start, no context, no
 // attribute. A [Source] made from a no-op provider (trace/noop) never has
 // a tracer; one made from the global provider (or nil) follows
-// otel.GetTracerProvider at every call: nil while it is the global
-// default (nothing installed), the installed provider's tracer once
-// otel.SetTracerProvider ran, and the new one's if it is replaced.
+// otel.GetTracerProvider at every call: nil while that is the global
+// default with nothing installed, the installed provider's tracer once
+// otel.SetTracerProvider ran, and the next one's if it is replaced.
 //
-// A Source is safe for concurrent use; a lookup is two atomic loads and a
-// comparison, and allocates only when the provider changed.
+// A Source is safe for concurrent use; a lookup is a few atomic loads and
+// a comparison, and allocates only when the global provider changed.
 //
-// Limits: the global default provider is taken to record nothing, which
-// it does unless Go's eBPF auto-instrumentation redirects it; a provider
-// of a type that cannot be compared (a struct holding a slice) is asked
-// for a tracer at every lookup.
+// Limits: the global default provider is taken to record nothing until a
+// provider is installed, which holds unless Go's eBPF auto-instrumentation
+// redirects it; a global provider of a type that cannot be compared (a
+// struct holding a slice) is asked for a tracer at every lookup.
 package livetracer
 
 import (
@@ -35,7 +35,8 @@ type Source struct {
 	changed atomic.Bool
 }
 
-// entry is the tracer of one global provider, immutable once stored.
+// entry is what a lookup learned of one global provider; immutable once
+// stored.
 type entry struct {
 	tp         trace.TracerProvider
 	typ        reflect.Type
@@ -43,15 +44,35 @@ type entry struct {
 	tracer     trace.Tracer // nil: the provider records nothing
 }
 
+// is reports whether tp is the provider e is about.
+func (e *entry) is(tp trace.TracerProvider) bool {
+	return e != nil && e.comparable && e.typ == reflect.TypeOf(tp) && e.tp == tp
+}
+
+// learn asks tp for the tracer of the scope name with opts, nil if tp
+// records nothing.
+func learn(tp trace.TracerProvider, name string, opts []trace.TracerOption) *entry {
+	typ := reflect.TypeOf(tp)
+	e := &entry{tp: tp, typ: typ, comparable: typ != nil && typ.Comparable()}
+	if tp == nil || Quiet(tp) {
+		return e
+	}
+	tr := tp.Tracer(name, opts...)
+	if globalTracerType != nil && reflect.TypeOf(tr) == globalTracerType {
+		return e // the global default, with nothing installed: its tracers record nothing yet
+	}
+	e.tracer = tr
+	return e
+}
+
 // New returns the Source of tp's tracer for the scope name with opts; tp
 // nil, or the global default provider, makes it follow the global one.
 func New(tp trace.TracerProvider, name string, opts ...trace.TracerOption) *Source {
 	s := &Source{name: name, opts: opts}
-	switch {
-	case tp == nil || IsGlobalDefault(tp):
+	if tp == nil || IsGlobalDefault(tp) {
 		s.global = true
-	case !Quiet(tp):
-		s.fixed = tp.Tracer(name, opts...)
+	} else {
+		s.fixed = learn(tp, name, opts).tracer
 	}
 	return s
 }
@@ -63,17 +84,13 @@ func (s *Source) Tracer() trace.Tracer {
 		return s.fixed
 	}
 	tp := otel.GetTracerProvider()
-	if c := s.cache.Load(); c != nil && c.comparable && c.typ == reflect.TypeOf(tp) && c.tp == tp {
-		return c.tracer
+	if e := s.cache.Load(); e.is(tp) {
+		return e.tracer
 	}
-	typ := reflect.TypeOf(tp)
-	c := &entry{tp: tp, typ: typ, comparable: typ.Comparable()}
-	if !IsGlobalDefault(tp) && !Quiet(tp) {
-		c.tracer = tp.Tracer(s.name, s.opts...)
-	}
-	s.cache.Store(c)
+	e := learn(tp, s.name, s.opts)
+	s.cache.Store(e)
 	s.changed.Store(true)
-	return c.tracer
+	return e.tracer
 }
 
 // Global reports whether s follows the global provider; a Source that
@@ -87,28 +104,45 @@ func (s *Source) Changed() bool {
 	return s.changed.Load() && s.changed.CompareAndSwap(true, false)
 }
 
-// globalDefaultType is the type of the provider otel.GetTracerProvider
-// returns before any is installed; nil if a provider was installed before
-// this package was initialised.
-var globalDefaultType = func() reflect.Type {
-	if t := reflect.TypeOf(otel.GetTracerProvider()); t.String() == "*global.tracerProvider" {
-		return t
+// global is what GlobalRecords learned of the global provider last.
+var global atomic.Pointer[entry]
+
+// GlobalRecords reports whether the global provider may record now: it
+// is neither a no-op provider nor the global default with nothing
+// installed.
+func GlobalRecords() bool {
+	tp := otel.GetTracerProvider()
+	if e := global.Load(); e.is(tp) {
+		return e.tracer != nil
 	}
-	return nil
+	e := learn(tp, probeScope, nil)
+	global.Store(e)
+	return e.tracer != nil
+}
+
+// probeScope is the scope of the tracer GlobalRecords asks a global
+// provider for; it never starts a span.
+const probeScope = "github.com/aionotel/aionotel/internal/livetracer"
+
+// globalDefaultType and globalTracerType are the types of the provider
+// otel.GetTracerProvider returns before any is installed and of its
+// tracers while nothing is; nil if a provider was installed before this
+// package was initialised.
+var globalDefaultType, globalTracerType = func() (reflect.Type, reflect.Type) {
+	tp := otel.GetTracerProvider()
+	if t := reflect.TypeOf(tp); t.String() == "*global.tracerProvider" {
+		if tr := reflect.TypeOf(tp.Tracer(probeScope)); tr.String() == "*global.tracer" {
+			return t, tr
+		}
+	}
+	return nil, nil
 }()
 
 // IsGlobalDefault reports whether tp is the global default provider: the
-// one otel.GetTracerProvider returns until a program installs its own,
-// which records nothing until then.
+// one otel.GetTracerProvider returns until a program installs its own
+// (and which delegates to that one from then on).
 func IsGlobalDefault(tp trace.TracerProvider) bool {
 	return tp != nil && globalDefaultType != nil && reflect.TypeOf(tp) == globalDefaultType
-}
-
-// GlobalRecords reports whether the global provider may record: it is
-// neither the global default nor a no-op one.
-func GlobalRecords() bool {
-	tp := otel.GetTracerProvider()
-	return !IsGlobalDefault(tp) && !Quiet(tp)
 }
 
 // Quiet reports whether tp is known never to record: a trace/noop
