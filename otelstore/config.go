@@ -218,7 +218,11 @@ func WithMeterProvider(mp metric.MeterProvider) SharedOption {
 
 // WithTracerProvider sets the TracerProvider spans come from. Without it, or
 // given nil (a nil interface or a nil pointer in one), the global provider
-// (otel.GetTracerProvider) is used.
+// (otel.GetTracerProvider) is used, as it is at each call: before a program
+// installs one, the global default records nothing and a call starts no
+// span at all (no context, no attribute, no allocation); from the first
+// call after otel.SetTracerProvider, spans start. A trace/noop provider
+// starts none either.
 func WithTracerProvider(tp trace.TracerProvider) SharedOption {
 	return sharedFunc(func(c *config) {
 		if !guard.IsNil(tp) {
@@ -252,8 +256,10 @@ func WithOutboxWake(wake chan<- struct{}) Option {
 
 // WithSpanFilter sets a function deciding, per call, whether a span is
 // started; the duration metric is recorded either way. A filtered-out call
-// costs no span and no span attributes. Without it, or given nil, every timed
-// call gets a span.
+// costs no span and no span attributes. It is not asked while the tracer
+// provider records nothing (a trace/noop one, or the global default before
+// a program installs one). Without it, or given nil, every timed call gets
+// a span.
 func WithSpanFilter(filter func(ctx context.Context, op Operation) bool) SharedOption {
 	return sharedFunc(func(c *config) { c.spanFilter = filter })
 }
