@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -413,6 +414,51 @@ func BenchmarkCollectOldestAge(b *testing.B) {
 				if err := reader.Collect(context.Background(), &rm); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkRunRoots: what an activity span needs of its run (the trace
+// root, a SHA-256 of the run's IDs, and the IDs as attributes) through the
+// spans' rootCache, next to the obvious ways: computing it every time, and
+// a map under a mutex. Activities of 1 run, or of 64 runs in turn.
+func BenchmarkRunRoots(b *testing.B) {
+	for _, runs := range []int{1, 64} {
+		keys := make([]Key, runs)
+		for i := range keys {
+			keys[i] = Key{Namespace: "bench", WorkflowID: wfID(byte(i)), RunID: runID(byte(i))}
+		}
+		b.Run(fmt.Sprintf("runs=%d/cache", runs), func(b *testing.B) {
+			var c rootCache
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				k := &keys[i%runs]
+				_ = c.get(k.Namespace, k.WorkflowID, k.RunID)
+			}
+		})
+		b.Run(fmt.Sprintf("runs=%d/compute", runs), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				k := &keys[i%runs]
+				_ = &runIDs{root: rootOf(*k), wfAttr: catalog.WorkflowID.String(k.WorkflowID.String()),
+					runAttr: catalog.RunID.String(k.RunID.String())}
+			}
+		})
+		b.Run(fmt.Sprintf("runs=%d/map_mutex", runs), func(b *testing.B) {
+			var mu sync.Mutex
+			m := map[Key]*runIDs{}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				k := keys[i%runs]
+				mu.Lock()
+				e := m[k]
+				if e == nil {
+					e = &runIDs{root: rootOf(k), wfAttr: catalog.WorkflowID.String(k.WorkflowID.String()),
+						runAttr: catalog.RunID.String(k.RunID.String())}
+					m[k] = e
+				}
+				mu.Unlock()
 			}
 		})
 	}

@@ -88,10 +88,11 @@ func rootOf(k Key) trace.SpanContext { return timeline.Root(k.Namespace, k.Workf
 // rootCache keeps what the spans of recent runs share: the run's trace
 // root, a SHA-256 of its IDs and the costliest step of an activity span
 // (every activity of a run needs it while its run span is not held here),
-// and its IDs as attribute values. A direct-mapped table of immutable
-// entries: a lookup is one atomic load and a comparison, a miss computes
-// the entry and replaces the slot's.
-type rootCache [256]atomic.Pointer[runIDs]
+// and its IDs as attribute values. A two-way set-associative table of
+// immutable entries (4 KiB): a lookup is at most two atomic loads and
+// comparisons, a miss computes the entry and replaces one of its two
+// slots' (BenchmarkRunRoots compares it with a map under a mutex).
+type rootCache [512]atomic.Pointer[runIDs]
 
 // runIDs is what the spans of one run share.
 type runIDs struct {
@@ -103,18 +104,35 @@ type runIDs struct {
 	wfAttr, runAttr attribute.KeyValue
 }
 
+// mix is the finaliser of MurmurHash3: every input bit moves the output's
+// low byte, the slot index, so IDs that differ in a few bytes (sequential,
+// or made by a test) still spread.
+func mix(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	return x ^ x>>33
+}
+
 // get returns the shared values of run (namespace, wf, run).
 func (c *rootCache) get(namespace string, wf eventstore.WorkflowID, run eventstore.RunID) *runIDs {
-	h := binary.LittleEndian.Uint64(run[8:]) ^ binary.LittleEndian.Uint64(wf[8:]) ^ binary.LittleEndian.Uint64(run[:8])
-	h ^= h >> 32
-	h ^= h >> 16
-	slot := &c[uint8(h^h>>8)]
-	if e := slot.Load(); e != nil && e.run == run && e.wf == wf && e.namespace == namespace {
-		return e
+	le := binary.LittleEndian
+	h := mix(le.Uint64(wf[:8]) ^ mix(le.Uint64(wf[8:])^mix(le.Uint64(run[:8])^mix(le.Uint64(run[8:])))))
+	// Two-way: a run may sit in either of two slots, so that two runs in
+	// use together rarely evict each other.
+	a, b := &c[h%uint64(len(c))], &c[(h>>32)%uint64(len(c))]
+	for _, slot := range [2]*atomic.Pointer[runIDs]{a, b} {
+		if e := slot.Load(); e != nil && e.run == run && e.wf == wf && e.namespace == namespace {
+			return e
+		}
 	}
 	e := &runIDs{namespace: namespace, wf: wf, run: run, root: timeline.Root(namespace, wf, run),
 		wfAttr: catalog.WorkflowID.String(wf.String()), runAttr: catalog.RunID.String(run.String())}
-	slot.Store(e)
+	if a.Load() != nil && (b.Load() == nil || h&(1<<16) != 0) {
+		a = b
+	}
+	a.Store(e)
 	return e
 }
 
