@@ -106,14 +106,10 @@ func newStore(b *testing.B, inner eventstore.Store, opts ...otelstore.Option) ev
 	return s
 }
 
-// The attributes every store span and duration point of the benchmarks
-// has: the decorator's defaults.
-var (
-	readHistoryAttrs = []attribute.KeyValue{semconv.DBOperationName(string(otelstore.OpReadHistory)),
-		semconv.DBSystemNameKey.String(catalog.DefaultStoreSystem), attribute.String(string(otelstore.AttrNamespace), catalog.DefaultNamespace)}
-	appendAttrs = []attribute.KeyValue{semconv.DBOperationName(string(otelstore.OpAppend)),
-		semconv.DBSystemNameKey.String(catalog.DefaultStoreSystem), attribute.String(string(otelstore.AttrNamespace), catalog.DefaultNamespace)}
-)
+// readHistoryAttrs are the attributes of a ReadHistory span and duration
+// point with the decorator's defaults.
+var readHistoryAttrs = []attribute.KeyValue{semconv.DBOperationName(string(otelstore.OpReadHistory)),
+	semconv.DBSystemNameKey.String(catalog.DefaultStoreSystem), attribute.String(string(otelstore.AttrNamespace), catalog.DefaultNamespace)}
 
 // historyReader is the call BenchmarkReadHistory times, through an
 // interface as a program calls a store.

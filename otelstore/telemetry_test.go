@@ -354,7 +354,7 @@ func TestSamplerSeesConventionsAtStart(t *testing.T) {
 		for _, kv := range []attribute.KeyValue{semconv.DBOperationName(op), semconv.DBSystemNameKey.String("postgresql"),
 			otelstore.AttrNamespace.String(namespace), target} {
 			if v, ok := set.Value(kv.Key); !ok || v != kv.Value {
-				t.Errorf("%s: the sampler saw %s = %v at start, want %v", op, kv.Key, v.Emit(), kv.Value.Emit())
+				t.Errorf("%s: the sampler saw %s = %v at start, want %v", op, kv.Key, v.String(), kv.Value.String())
 			}
 		}
 	}
