@@ -29,18 +29,23 @@ import (
 // dropped: the strictest comparison, since an exporter's own cost would
 // dilute the ratios).
 //
+// Sub-benchmarks are named key=value, so that benchstat -col /impl puts
+// each implementation beside the first of its group. The targets, on the
+// instrumentation's own cost (the time beyond the bare call):
+//
 // BenchmarkReadHistory, a call with no lifecycle work:
 //
-//	metrics_only/{spans_filtered,noop_tracer,global_default}
-//	    <= 1.05 x metrics_only/hand_minimum, allocations those of bare
-//	sampled/decorated      <= 1.05 x sampled/hand_minimum
-//	unsampled/decorated    <= 1.05 x unsampled/hand_minimum (the SDK's dropped start)
+//	spans=metrics_only: filtered, noop_tracer, global_default - bare
+//	    <= 1.05 x (hand_minimum - bare), allocations those of bare
+//	spans=sampled: decorated - bare <= 1.05 x (hand_minimum - bare)
+//	spans=unsampled: decorated - bare <= 1.05 x (hand_minimum - bare)
+//	    (the SDK's dropped start)
 //
 // BenchmarkAppendPairing, an append of one activity's dispatch and terminal:
 //
-//	quiet/{noop_tracer,global_default} <= 1.05 x quiet/timeline_off,
+//	tracer=quiet: noop_tracer, global_default <= 1.05 x timeline_off,
 //	    allocations those of bare
-//	timeline/on - timeline/off <= 1.10 x (timeline/hand_minimum - timeline/off)
+//	tracer=sampled: on - off <= 1.10 x (hand_minimum - off)
 //
 // The comparison with otelsql is in the module internal/peerbench.
 
@@ -185,30 +190,33 @@ func BenchmarkReadHistory(b *testing.B) {
 	}
 	noSpans := otelstore.WithSpanFilter(func(context.Context, otelstore.Operation) bool { return false })
 
-	b.Run("bare", func(b *testing.B) {
+	bare := func(b *testing.B) {
 		m, wf := shortHistory(b)
 		read(b, m, wf)
-	})
-	b.Run("metrics_only/hand_minimum", func(b *testing.B) { hand(b, nil) })
-	b.Run("metrics_only/spans_filtered", func(b *testing.B) {
+	}
+	b.Run("spans=metrics_only/impl=hand_minimum", func(b *testing.B) { hand(b, nil) })
+	b.Run("spans=metrics_only/impl=bare", bare)
+	b.Run("spans=metrics_only/impl=filtered", func(b *testing.B) {
 		decorated(b, otelstore.WithMeterProvider(sdkMeter(b)), otelstore.WithTracerProvider(sdkTracer(b, sdktrace.AlwaysSample())), noSpans)
 	})
-	b.Run("metrics_only/noop_tracer", func(b *testing.B) {
+	b.Run("spans=metrics_only/impl=noop_tracer", func(b *testing.B) {
 		decorated(b, otelstore.WithMeterProvider(sdkMeter(b)), otelstore.WithTracerProvider(tracenoop.NewTracerProvider()))
 	})
-	b.Run("metrics_only/global_default", func(b *testing.B) {
+	b.Run("spans=metrics_only/impl=global_default", func(b *testing.B) {
 		// No tracer provider option: the global one, which this test binary
 		// never sets.
 		decorated(b, otelstore.WithMeterProvider(sdkMeter(b)))
 	})
-	b.Run("sampled/hand_minimum", func(b *testing.B) { hand(b, sdkTracer(b, sdktrace.AlwaysSample())) })
-	b.Run("sampled/decorated", func(b *testing.B) {
-		decorated(b, otelstore.WithMeterProvider(sdkMeter(b)), otelstore.WithTracerProvider(sdkTracer(b, sdktrace.AlwaysSample())))
-	})
-	b.Run("unsampled/hand_minimum", func(b *testing.B) { hand(b, sdkTracer(b, sdktrace.NeverSample())) })
-	b.Run("unsampled/decorated", func(b *testing.B) {
-		decorated(b, otelstore.WithMeterProvider(sdkMeter(b)), otelstore.WithTracerProvider(sdkTracer(b, sdktrace.NeverSample())))
-	})
+	for _, tc := range []struct {
+		spans   string
+		sampler sdktrace.Sampler
+	}{{"sampled", sdktrace.AlwaysSample()}, {"unsampled", sdktrace.NeverSample()}} {
+		b.Run("spans="+tc.spans+"/impl=hand_minimum", func(b *testing.B) { hand(b, sdkTracer(b, tc.sampler)) })
+		b.Run("spans="+tc.spans+"/impl=bare", bare)
+		b.Run("spans="+tc.spans+"/impl=decorated", func(b *testing.B) {
+			decorated(b, otelstore.WithMeterProvider(sdkMeter(b)), otelstore.WithTracerProvider(sdkTracer(b, tc.sampler)))
+		})
+	}
 }
 
 // appendBatches are the batches of BenchmarkAppendPairing: batch i
@@ -309,36 +317,33 @@ func (h *handActivity) span(ctx context.Context, wf eventstore.WorkflowID, i int
 // terminal, bare and decorated: the call's telemetry plus the lifecycle
 // path through the pairing tracker.
 //
-// quiet: spans that record nothing. timeline_off is the decorator with a
-// no-op tracer and the timeline off: metrics only. noop_tracer and
+// tracer=quiet: spans that record nothing. timeline_off is the decorator
+// with a no-op tracer and the timeline off: metrics only. noop_tracer and
 // global_default have the timeline on (the default) with a tracer that
 // records nothing: a trace/noop provider, and the global default one
 // (nothing installed; this test binary never sets it).
 //
-// timeline: a sampled SDK tracer. off has the append span only; on adds
-// the timeline's activity span; hand_minimum adds a hand-written activity
-// span to off instead (handActivity).
+// tracer=sampled: a sampled SDK tracer. off has the append span only; on
+// adds the timeline's activity span; hand_minimum adds a hand-written
+// activity span to off instead (handActivity).
 func BenchmarkAppendPairing(b *testing.B) {
 	ab := newAppendBatches()
-	b.Run("bare", func(b *testing.B) { ab.loop(b, eventstore.NewMemory(), nil) })
-	b.Run("quiet/timeline_off", func(b *testing.B) {
-		ab.loop(b, newStore(b, eventstore.NewMemory(), otelstore.WithMeterProvider(sdkMeter(b)),
-			otelstore.WithTracerProvider(tracenoop.NewTracerProvider()), otelstore.WithTimelineSpans(false)), nil)
+	quiet := func(b *testing.B, opts ...otelstore.Option) {
+		ab.loop(b, newStore(b, eventstore.NewMemory(), append([]otelstore.Option{otelstore.WithMeterProvider(sdkMeter(b))}, opts...)...), nil)
+	}
+	b.Run("tracer=quiet/impl=timeline_off", func(b *testing.B) {
+		quiet(b, otelstore.WithTracerProvider(tracenoop.NewTracerProvider()), otelstore.WithTimelineSpans(false))
 	})
-	b.Run("quiet/noop_tracer", func(b *testing.B) {
-		ab.loop(b, newStore(b, eventstore.NewMemory(), otelstore.WithMeterProvider(sdkMeter(b)),
-			otelstore.WithTracerProvider(tracenoop.NewTracerProvider())), nil)
-	})
-	b.Run("quiet/global_default", func(b *testing.B) {
-		ab.loop(b, newStore(b, eventstore.NewMemory(), otelstore.WithMeterProvider(sdkMeter(b))), nil)
-	})
+	b.Run("tracer=quiet/impl=bare", func(b *testing.B) { ab.loop(b, eventstore.NewMemory(), nil) })
+	b.Run("tracer=quiet/impl=noop_tracer", func(b *testing.B) { quiet(b, otelstore.WithTracerProvider(tracenoop.NewTracerProvider())) })
+	b.Run("tracer=quiet/impl=global_default", func(b *testing.B) { quiet(b) })
 	sampled := func(b *testing.B, timelineOn bool) eventstore.Store {
 		return newStore(b, eventstore.NewMemory(), otelstore.WithMeterProvider(sdkMeter(b)),
 			otelstore.WithTracerProvider(sdkTracer(b, sdktrace.AlwaysSample())), otelstore.WithTimelineSpans(timelineOn))
 	}
-	b.Run("timeline/off", func(b *testing.B) { ab.loop(b, sampled(b, false), nil) })
-	b.Run("timeline/on", func(b *testing.B) { ab.loop(b, sampled(b, true), nil) })
-	b.Run("timeline/hand_minimum", func(b *testing.B) {
+	b.Run("tracer=sampled/impl=off", func(b *testing.B) { ab.loop(b, sampled(b, false), nil) })
+	b.Run("tracer=sampled/impl=on", func(b *testing.B) { ab.loop(b, sampled(b, true), nil) })
+	b.Run("tracer=sampled/impl=hand_minimum", func(b *testing.B) {
 		h := newHandActivity(sdkTracer(b, sdktrace.AlwaysSample()), ab)
 		ctx := context.Background()
 		ab.loop(b, sampled(b, false), func(wf eventstore.WorkflowID, i int) { h.span(ctx, wf, i) })

@@ -115,7 +115,8 @@ func benchDispatchFinish(b *testing.B, tr *Tracker) {
 }
 
 // BenchmarkDispatchFinishTimeline: BenchmarkDispatchFinish with the
-// timeline off and on (issue 27's targets):
+// timeline off and on (issue 27's targets; benchstat -col /spans puts them
+// beside off):
 //
 //	noop, global_default: a tracer provider that records nothing (a
 //	    trace/noop one; the global default, which this test binary never
@@ -146,7 +147,7 @@ func BenchmarkDispatchFinishTimeline(b *testing.B) {
 		{name: "hand_sampled", opts: func(*testing.B) []Option { return nil },
 			hand: func(b *testing.B) *handSpans { return newHandSpans(b, sdktrace.AlwaysSample()) }},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
+		b.Run("spans="+tc.name, func(b *testing.B) {
 			tr := benchTracker(b, tc.opts(b)...)
 			if tc.hand == nil {
 				benchDispatchFinish(b, tr)
@@ -429,7 +430,7 @@ func BenchmarkRunRoots(b *testing.B) {
 		for i := range keys {
 			keys[i] = Key{Namespace: "bench", WorkflowID: wfID(byte(i)), RunID: runID(byte(i))}
 		}
-		b.Run(fmt.Sprintf("runs=%d/cache", runs), func(b *testing.B) {
+		b.Run(fmt.Sprintf("runs=%d/impl=cache", runs), func(b *testing.B) {
 			var c rootCache
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
@@ -437,7 +438,7 @@ func BenchmarkRunRoots(b *testing.B) {
 				_ = c.get(k.Namespace, k.WorkflowID, k.RunID)
 			}
 		})
-		b.Run(fmt.Sprintf("runs=%d/compute", runs), func(b *testing.B) {
+		b.Run(fmt.Sprintf("runs=%d/impl=compute", runs), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				k := &keys[i%runs]
@@ -445,7 +446,7 @@ func BenchmarkRunRoots(b *testing.B) {
 					runAttr: catalog.RunID.String(k.RunID.String())}
 			}
 		})
-		b.Run(fmt.Sprintf("runs=%d/map_mutex", runs), func(b *testing.B) {
+		b.Run(fmt.Sprintf("runs=%d/impl=map_mutex", runs), func(b *testing.B) {
 			var mu sync.Mutex
 			m := map[Key]*runIDs{}
 			b.ReportAllocs()

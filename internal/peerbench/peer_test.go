@@ -23,9 +23,9 @@ import (
 // bare call, with metrics only (a no-op tracer) and with a sampled span
 // (an SDK provider without processor: the span is built, ended and
 // dropped). The instrumentation's own cost is the difference with the bare
-// call:
+// call (benchstat -col /impl puts each beside its bare call):
 //
-//	(otelstore/sampled - otelstore/bare) <= 0.85 x (otelsql/sampled - otelsql/bare)
+//	spans=sampled: (otelstore decorated - bare) <= 0.85 x (otelsql decorated - bare)
 //
 // The store call is a ReadHistory of a three-event eventstore.Memory
 // history; the SQL call an ExecContext on a driver that answers at once.
@@ -33,11 +33,11 @@ import (
 // for the connection's session reset, rows, prepare or connect.
 func BenchmarkPeers(b *testing.B) {
 	for _, mode := range []string{"metrics_only", "sampled"} {
-		b.Run("otelstore/bare/"+mode, func(b *testing.B) {
+		b.Run("spans="+mode+"/lib=otelstore/impl=bare", func(b *testing.B) {
 			m, wf := history(b)
 			benchRead(b, m, wf)
 		})
-		b.Run("otelstore/decorated/"+mode, func(b *testing.B) {
+		b.Run("spans="+mode+"/lib=otelstore/impl=decorated", func(b *testing.B) {
 			m, wf := history(b)
 			mp, tp := providers(b, mode)
 			s, err := otelstore.New(m, otelstore.WithMeterProvider(mp), otelstore.WithTracerProvider(tp),
@@ -47,10 +47,10 @@ func BenchmarkPeers(b *testing.B) {
 			}
 			benchRead(b, s, wf)
 		})
-		b.Run("otelsql/bare/"+mode, func(b *testing.B) {
+		b.Run("spans="+mode+"/lib=otelsql/impl=bare", func(b *testing.B) {
 			benchExec(b, sql.OpenDB(connector{}))
 		})
-		b.Run("otelsql/decorated/"+mode, func(b *testing.B) {
+		b.Run("spans="+mode+"/lib=otelsql/impl=decorated", func(b *testing.B) {
 			mp, tp := providers(b, mode)
 			benchExec(b, otelsql.OpenDB(connector{}, otelsql.WithMeterProvider(mp), otelsql.WithTracerProvider(tp),
 				otelsql.WithAttributes(semconv.DBSystemNamePostgreSQL),
