@@ -58,6 +58,9 @@ type config struct {
 	timeline       bool
 	shardCount     int
 	resumeReport   func(pairing.ResumeReport, error)
+	// The span's shape on the call path.
+	spanNameFormat  func(Operation, string) string
+	exceptionEvents bool
 
 	// NewKeyspace's GenAI telemetry.
 	loggerProvider    log.LoggerProvider
@@ -217,7 +220,11 @@ func WithMeterProvider(mp metric.MeterProvider) SharedOption {
 
 // WithTracerProvider sets the TracerProvider spans come from. Without it, or
 // given nil (a nil interface or a nil pointer in one), the global provider
-// (otel.GetTracerProvider) is used.
+// (otel.GetTracerProvider) is used, as it is at each call: before a program
+// installs one, the global default records nothing and a call starts no
+// span at all (no context, no attribute, no allocation); from the first
+// call after otel.SetTracerProvider, spans start. A trace/noop provider
+// starts none either.
 func WithTracerProvider(tp trace.TracerProvider) SharedOption {
 	return sharedFunc(func(c *config) {
 		if !guard.IsNil(tp) {
@@ -251,8 +258,10 @@ func WithOutboxWake(wake chan<- struct{}) Option {
 
 // WithSpanFilter sets a function deciding, per call, whether a span is
 // started; the duration metric is recorded either way. A filtered-out call
-// costs no span and no span attributes. Without it, or given nil, every timed
-// call gets a span.
+// costs no span and no span attributes. It is not asked while the tracer
+// provider records nothing (a trace/noop one, or the global default before
+// a program installs one). Without it, or given nil, every timed call gets
+// a span.
 func WithSpanFilter(filter func(ctx context.Context, op Operation) bool) SharedOption {
 	return sharedFunc(func(c *config) { c.spanFilter = filter })
 }
@@ -375,6 +384,33 @@ func WithDBSystem(name string) SharedOption {
 // aion.store.found_seq. The duration point has error.type either way.
 func WithConflictAsError(asError bool) SharedOption {
 	return sharedFunc(func(c *config) { c.conflictError = asError })
+}
+
+// WithSpanNameFormatter sets how span names are made from an operation and
+// its target: the db.collection.name given to [WithAttributes], else its
+// db.namespace, else "". The formatter is called once per operation, when
+// the decorator is made, never per call: a span name can vary only with
+// the operation, so span names stay as few as the operations whatever it
+// returns (IDs and other per-call values cannot reach them). An empty
+// result, or a panic (reported to otel.Handle), leaves that operation's
+// default name; a result is made valid UTF-8 and cut to 256 bytes.
+// Without it, or given nil, spans are named as the semantic conventions
+// name database client spans: "{db.operation.name} {target}", or
+// "{db.operation.name}" without a target ("append").
+func WithSpanNameFormatter(format func(op Operation, target string) string) SharedOption {
+	return sharedFunc(func(c *config) { c.spanNameFormat = format })
+}
+
+// WithExceptionEvents adds, to the span of every failed call, the
+// exception event that span.RecordError would add (exception.type, and
+// exception.message with the cleaned error text), as earlier builds did
+// by default. The semantic conventions' guidance on recording
+// errors no longer recommends that event: error.type and the span status
+// (Error, with the error text as description) carry the failure, and
+// that is all a failed call's span gets without it, or given false. A
+// sequence conflict with [WithConflictAsError](false) never gets it.
+func WithExceptionEvents(on bool) SharedOption {
+	return sharedFunc(func(c *config) { c.exceptionEvents = on })
 }
 
 // ActivitySpanSource gives the span context of an activity's span, so that

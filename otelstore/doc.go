@@ -42,8 +42,11 @@
 // so they never set those keys themselves. [WithDBSystem] names the
 // database ("postgresql" for a pgstore keyspace); by default db.system.name
 // is "aion.eventstore" or "aion.keyspace", since the conventions' only
-// fallback, other_sql, would claim an SQL database. A sequence conflict is
-// a failed call (status Error), as the conventions say;
+// fallback, other_sql, would claim an SQL database. Spans are created with
+// db.operation.name and db.system.name, where a sampler sees them. A
+// failed call gets error.type and status Error, no exception event unless
+// [WithExceptionEvents] (the current guidance on recording errors). A
+// sequence conflict is a failed call, as the conventions say;
 // [WithConflictAsError](false) makes it an expected answer instead.
 //
 // # Hostile values
@@ -61,7 +64,10 @@
 //
 // The decorators are safe for concurrent use whenever the inner store is.
 // The call path takes no lock of the decorator's; an append's observation
-// takes the pairing tracker's, never while user code runs. Memory is
+// takes the pairing tracker's, never while user code runs. With a tracer
+// provider that records nothing (trace/noop, or the global default before
+// a program installs one) a call starts no span and allocates nothing of
+// its own. Memory is
 // bounded by the cardinality limits and the tracker's bounds. The constructors
 // fail only for a nil inner store ([ErrNilStore]) or an option they cannot
 // honour ([ErrInvalidOption]). Telemetry trouble goes to otel.Handle and

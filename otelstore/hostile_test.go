@@ -97,11 +97,11 @@ func TestHostileWorkflowTypeRecordedCleaned(t *testing.T) {
 }
 
 // The span of a failed call keeps a readable, bounded error text: the status
-// description and the exception event's message, with the exception type of
-// the inner error.
+// description and (WithExceptionEvents) the exception event's message, with
+// the exception type of the inner error.
 func TestErrorTextCleanedAndBounded(t *testing.T) {
 	h := newHarness(t)
-	s := h.wrap(t, failing{Store: eventstore.NewMemory(), err: &customError{hostile}})
+	s := h.wrap(t, failing{Store: eventstore.NewMemory(), err: &customError{hostile}}, otelstore.WithExceptionEvents(true))
 	_, _ = s.ReadHistory(context.Background(), eventstore.NewWorkflowID())
 	sp := h.spans.Ended()[0]
 	want := attrvalue.Cut(hostile, attrvalue.MaxTextLen)

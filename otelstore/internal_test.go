@@ -247,7 +247,8 @@ func TestUserCodePanicNeverReachesTheCall(t *testing.T) {
 		name string
 		opts []Option
 	}{
-		{"span filter", []Option{WithSpanFilter(func(context.Context, Operation) bool { panic("filter") })}},
+		{"span filter", []Option{WithTracerProvider(sdktrace.NewTracerProvider()),
+			WithSpanFilter(func(context.Context, Operation) bool { panic("filter") })}},
 		{"span processor", []Option{WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(panicky{})))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

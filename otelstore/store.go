@@ -27,14 +27,16 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 //
 // Spans: one per timed call, of kind client, named after its operation
 // ("append"), or "append <target>" when WithAttributes gives a
-// db.collection.name (the target) or else a db.namespace; with
-// db.operation.name, db.system.name, aion.namespace, the WithAttributes
-// attributes and, where the call has them, aion.workflow.id,
-// aion.store.expected_seq, aion.store.event_count and
-// aion.store.outbox_row_count. A failed call sets error.type, adds an
-// exception event and sets status Error; a sequence conflict adds
-// aion.store.found_seq, and with [WithConflictAsError](false) neither the
-// event nor the status. The duration goes to aion.store.operation.duration
+// db.collection.name (the target) or else a db.namespace
+// ([WithSpanNameFormatter] names them otherwise); created with
+// db.operation.name, db.system.name, aion.namespace and the WithAttributes
+// attributes, where a sampler sees them, and given, where the call has
+// them, aion.workflow.id, aion.store.expected_seq, aion.store.event_count
+// and aion.store.outbox_row_count. A failed call sets error.type and status
+// Error with the error text, as the semantic conventions' guidance on
+// recording errors says (an exception event only with
+// [WithExceptionEvents]); a sequence conflict adds aion.store.found_seq,
+// and with [WithConflictAsError](false) keeps status Unset. The duration goes to aion.store.operation.duration
 // with db.operation.name, db.system.name, aion.namespace, the
 // WithAttributes attributes and error.type (failures only), recorded with
 // the span's context so that an exemplar points at it. The three

@@ -16,21 +16,27 @@ import (
 	"github.com/aionotel/aionotel/internal/catalog"
 	"github.com/aionotel/aionotel/internal/guard"
 	"github.com/aionotel/aionotel/internal/instrument"
+	"github.com/aionotel/aionotel/internal/livetracer"
 	"github.com/aionotel/aionotel/internal/version"
 )
 
 // telemetry is the per-decorator state every call uses: the tracer, the
 // duration histogram and, per operation, everything that can be computed
-// once (span name, attributes, metric record options), so that a call builds
-// no attribute set of its own.
+// once (span name, start options, metric record options), so that a call
+// builds no attribute set of its own.
 type telemetry struct {
+	// tracer is a fixed provider's tracer (nil: none records), unless
+	// follow says to ask tracers at each call: the global provider.
 	tracer   trace.Tracer
+	follow   bool
+	tracers  *livetracer.Source
 	filter   func(context.Context, Operation) bool
 	now      func() time.Time // nil: time.Now
 	classify classifier
 	duration metric.Float64Histogram
-	// conflictError is whether a sequence conflict sets status Error.
-	conflictError bool
+	// conflictError is whether a sequence conflict sets status Error;
+	// exceptionEvents whether a failure adds an exception event.
+	conflictError, exceptionEvents bool
 	// handle receives a panic of user code on the call path (the span
 	// filter, a sampler or span processor), which never reaches the caller.
 	handle func(error)
@@ -39,15 +45,16 @@ type telemetry struct {
 	errorOps sync.Map // errorKey -> []metric.RecordOption
 }
 
-// clientSpan is the start option of every span: attributes are set after
-// start, and only on recording spans (see call.annotate).
-var clientSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
-
 // opState is what the constructor precomputes for one operation.
 type opState struct {
+	t        *telemetry
+	op       opID
 	spanName string
-	attrs    []attribute.KeyValue // the metric attributes of a successful call
-	okOpts   []metric.RecordOption
+	// start are the span start options: kind client and the operation's
+	// attributes, given at creation where a sampler sees them.
+	start  []trace.SpanStartOption
+	attrs  []attribute.KeyValue // the metric attributes of a successful call, the span's at start
+	okOpts []metric.RecordOption
 }
 
 type errorKey struct {
@@ -66,23 +73,23 @@ func newMeter(c *config) *instrument.Meter {
 // the keyspace's), recorded on the duration histogram name.
 func newTelemetry(c *config, meter *instrument.Meter, from, to opID, name, desc string) *telemetry {
 	t := &telemetry{
-		tracer: c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version),
+		tracers: livetracer.New(c.tracerProvider, ScopeName, trace.WithInstrumentationVersion(version.Version),
 			trace.WithSchemaURL(catalog.SchemaURL)),
-		filter:        c.spanFilter,
-		now:           c.now,
-		classify:      newClassifier(c.classify),
-		duration:      meter.Float64Histogram(name, catalog.UnitSeconds, desc, catalog.DurationBoundaries),
-		conflictError: c.conflictError,
-		handle:        c.handle,
+		filter:          c.spanFilter,
+		now:             c.now,
+		classify:        newClassifier(c.classify),
+		duration:        meter.Float64Histogram(name, catalog.UnitSeconds, desc, catalog.DurationBoundaries),
+		conflictError:   c.conflictError,
+		exceptionEvents: c.exceptionEvents,
+		handle:          c.handle,
 	}
+	t.tracer, t.follow = t.tracers.Tracer(), t.tracers.Global()
 	target := spanTarget(c.attributes)
 	for op := from; op < to; op++ {
 		name := string(operations[op])
 		st := &t.ops[op]
-		st.spanName = name
-		if target != "" {
-			st.spanName = name + " " + target
-		}
+		st.t, st.op = t, op
+		st.spanName = c.spanName(operations[op], target)
 		st.attrs = []attribute.KeyValue{catalog.OperationName.String(name), catalog.DBSystemName.String(c.dbSystem)}
 		if op < firstKeyspaceOp {
 			st.attrs = append(st.attrs, catalog.Namespace.String(c.namespace))
@@ -91,8 +98,36 @@ func newTelemetry(c *config, meter *instrument.Meter, from, to opID, name, desc 
 		}
 		st.attrs = append(st.attrs, c.attributes...)
 		st.okOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(st.attrs...))}
+		st.start = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(st.attrs...)}
 	}
 	return t
+}
+
+// spanName is the span name of op: the formatter's, if one is set and it
+// gives one, else defaultSpanName.
+func (c *config) spanName(op Operation, target string) (name string) {
+	name = defaultSpanName(op, target)
+	if c.spanNameFormat == nil {
+		return name
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.handle(fmt.Errorf("otelstore: WithSpanNameFormatter: %s: panic: %v", op, r))
+		}
+	}()
+	if formatted := c.spanNameFormat(op, target); formatted != "" {
+		name = attrvalue.String(formatted)
+	}
+	return name
+}
+
+// defaultSpanName is the semantic conventions' database span name:
+// "{db.operation.name} {target}", or the operation alone without a target.
+func defaultSpanName(op Operation, target string) string {
+	if target == "" {
+		return string(op)
+	}
+	return string(op) + " " + target
 }
 
 // spanTarget is the {target} of the semantic conventions' database span
@@ -130,43 +165,55 @@ func (t *telemetry) errorOpts(op opID, errorType string) []metric.RecordOption {
 // call is one timed call in progress. Its timed window, for the span and the
 // histogram alike, runs from begin to finish.
 type call struct {
-	t     *telemetry
-	op    opID
+	st    *opState
 	ctx   context.Context // the span's context when there is a span
-	span  trace.Span      // nil when the span filter said no
+	span  trace.Span      // nil when no tracer records or the span filter said no
 	start time.Time
-	// annotated records that the span has its attributes; finished that the
-	// window is closed.
-	annotated, finished bool
+	// finished records that the window is closed.
+	finished bool
 }
 
-// begin starts timing op and, unless the span filter says no, a span.
-func (t *telemetry) begin(ctx context.Context, op opID) call {
-	c := call{t: t, op: op, ctx: ctx}
-	c.startSpan()
+// begin starts timing op and, when a tracer may record and the span
+// filter does not say no, a span. It is small enough to be inlined, so
+// that the call is made where the caller keeps it.
+func (t *telemetry) begin(ctx context.Context, op opID) (c call) {
+	c.st, c.ctx = &t.ops[op], ctx
+	c.open()
+	return c
+}
+
+// open is begin's work.
+func (c *call) open() {
+	t := c.st.t
+	tr := t.tracer
+	if t.follow {
+		tr = t.tracers.Tracer()
+	}
+	if tr != nil {
+		c.startSpan(tr)
+	}
 	if t.now != nil {
 		c.start = t.now()
 	} else {
 		c.start = time.Now()
 	}
-	return c
 }
 
 // startSpan starts the call's span unless the span filter says no. The
 // filter, the sampler and the span processors are user code: a panic of
 // theirs is reported and the call goes on without a span.
-func (c *call) startSpan() {
-	defer c.t.recovered(c.op, "starting its span")
-	if c.t.filter == nil || c.t.filter(c.ctx, operations[c.op]) {
-		c.ctx, c.span = c.t.tracer.Start(c.ctx, c.t.ops[c.op].spanName, clientSpan...)
+func (c *call) startSpan(tr trace.Tracer) {
+	defer c.recovered("starting its span")
+	if f := c.st.t.filter; f == nil || f(c.ctx, operations[c.st.op]) {
+		c.ctx, c.span = tr.Start(c.ctx, c.st.spanName, c.st.start...)
 	}
 }
 
 // recovered is deferred around user code on the call path: it reports a
 // panic to the error handler instead of passing it to the caller.
-func (t *telemetry) recovered(op opID, what string) {
+func (c *call) recovered(what string) {
 	if r := recover(); r != nil {
-		t.handle(fmt.Errorf("otelstore: %s, %s: panic: %v", operations[op], what, r))
+		c.st.t.handle(fmt.Errorf("otelstore: %s, %s: panic: %v", operations[c.st.op], what, r))
 	}
 }
 
@@ -174,16 +221,10 @@ func (t *telemetry) recovered(op opID, what string) {
 // per-call attributes only then.
 func (c *call) recording() bool { return c.span != nil && c.span.IsRecording() }
 
-// annotate gives the recording span its attributes in one SetAttributes call:
-// the operation's own (namespace, operation name, WithAttributes) followed by
-// the per-call ones. One call means the SDK grows the span's attribute slice
-// once; the attributes are not start options, so they cost nothing on an
-// unsampled span.
+// annotate gives the recording span the call's own attributes; the
+// operation's were given at its start.
 func (c *call) annotate(perCall ...attribute.KeyValue) {
-	c.annotated = true
-	static := c.t.ops[c.op].attrs
-	attrs := make([]attribute.KeyValue, 0, len(static)+len(perCall))
-	c.span.SetAttributes(append(append(attrs, static...), perCall...)...)
+	c.span.SetAttributes(perCall...)
 }
 
 // end is deferred by every timed method with a pointer to its error result.
@@ -206,48 +247,56 @@ func (c *call) end(errp *error) {
 // reported, after the inner call, and goes no further.
 func (c *call) finish(err error) {
 	c.finished = true
-	defer c.t.recovered(c.op, "ending its span")
+	defer c.recovered("ending its span")
+	st := c.st
+	t := st.t
 	var took time.Duration
-	if c.t.now != nil {
-		took = c.t.now().Sub(c.start)
+	if t.now != nil {
+		took = t.now().Sub(c.start)
 	} else {
 		took = time.Since(c.start) // the monotonic reading: no second wall-clock read
 	}
-	opts := c.t.ops[c.op].okOpts
-	if !c.annotated && c.recording() {
-		c.annotate()
-	}
+	opts := st.okOpts
 	if err != nil {
-		errorType := c.t.classify.errorType(err)
-		opts = c.t.errorOpts(c.op, errorType)
+		errorType := t.classify.errorType(err)
+		opts = t.errorOpts(st.op, errorType)
 		if c.span != nil {
 			c.failSpan(err, errorType)
 		}
 	}
-	c.t.duration.Record(c.ctx, max(took, 1).Seconds(), opts...)
+	t.duration.Record(c.ctx, max(took, 1).Seconds(), opts...)
 	if c.span != nil {
 		c.span.End()
 	}
 }
 
-// failSpan marks the span of a failed call. The error text comes from the
-// inner store, so it is made valid UTF-8 and cut to attrvalue.MaxTextLen
-// bytes before it goes on the span: in the exception event (what RecordError
-// would add, with the cleaned message) and the status description.
+// failSpan marks the recording span of a failed call as the semantic
+// conventions' recording-errors guidance says: error.type, and status
+// Error with the error's message as its description; a sequence conflict
+// also gets aion.store.found_seq, and with WithConflictAsError(false)
+// keeps status Unset. The message comes from the inner store, so it is
+// made valid UTF-8 and cut to attrvalue.MaxTextLen bytes. An exception
+// event (what RecordError would add, with the cleaned message), which
+// that guidance no longer recommends, is added only with
+// WithExceptionEvents(true).
 func (c *call) failSpan(err error, errorType string) {
-	attrs := []attribute.KeyValue{catalog.ErrorType.String(errorType)}
-	conflict := guard.Conflict(err)
-	if conflict != nil {
-		attrs = append(attrs, catalog.FoundSeq.Int64(attrvalue.Int64(conflict.Found)))
-	}
-	c.span.SetAttributes(attrs...)
-	if !c.span.IsRecording() || (conflict != nil && !c.t.conflictError) {
+	if !c.span.IsRecording() {
 		return
 	}
+	if conflict := guard.Conflict(err); conflict != nil {
+		c.span.SetAttributes(catalog.ErrorType.String(errorType), catalog.FoundSeq.Int64(attrvalue.Int64(conflict.Found)))
+		if !c.st.t.conflictError {
+			return
+		}
+	} else {
+		c.span.SetAttributes(catalog.ErrorType.String(errorType))
+	}
 	msg := attrvalue.Cut(errorText(err), attrvalue.MaxTextLen)
-	c.span.AddEvent(catalog.ExceptionEvent, trace.WithAttributes(
-		catalog.ExceptionType.String(attrvalue.String(typeName(err))),
-		catalog.ExceptionMessage.String(msg)))
+	if c.st.t.exceptionEvents {
+		c.span.AddEvent(catalog.ExceptionEvent, trace.WithAttributes(
+			catalog.ExceptionType.String(attrvalue.String(typeName(err))),
+			catalog.ExceptionMessage.String(msg)))
+	}
 	c.span.SetStatus(codes.Error, msg)
 }
 

@@ -133,7 +133,11 @@ func (fx *effects) sealOpenings() {
 
 var effectsPool = sync.Pool{New: func() any { return new(effects) }}
 
+// getEffects starts a call. It runs before the call takes the join's lock,
+// and first tells the joins that follow the global provider whether it
+// records now (syncFollowers).
 func getEffects(ctx context.Context) *effects {
+	syncFollowers()
 	fx := effectsPool.Get().(*effects)
 	fx.ctx = ctx
 	return fx
@@ -161,6 +165,7 @@ func (t *Tracker) apply(fx *effects) {
 	if len(fx.opened) > 0 {
 		t.attach(fx.opened)
 	}
+	t.follow()
 }
 
 // applyFrom applies the effects from i on and returns where it stopped:

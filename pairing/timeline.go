@@ -2,18 +2,19 @@ package pairing
 
 import (
 	"context"
-	"reflect"
+	"encoding/binary"
+	"sync"
 	"sync/atomic"
+	"weak"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
+	"github.com/aionotel/aionotel/internal/livetracer"
 	"github.com/aionotel/aionotel/internal/timeline"
 	"github.com/aionotel/aionotel/internal/version"
 )
@@ -31,9 +32,17 @@ import (
 // that root context (an anchor that is never exported), and an activity
 // span a child of its run span when this tracker holds it, else of the
 // anchor.
+//
+// The tracer comes from a livetracer.Source: a fixed provider's, or the
+// global provider's at each use, nil while that records nothing (the
+// global default, before a program installs one). While it is nil the
+// join prepares no span work at all (see followers).
 type spans struct {
-	tracers tracers
-	ids     atomic.Int32
+	src   *livetracer.Source
+	ids   atomic.Int32
+	roots rootCache
+	// following is set once the join is registered with the followers.
+	following atomic.Bool
 }
 
 // What the spans taught about the provider's IDs.
@@ -44,64 +53,11 @@ const (
 )
 
 func newSpans(tp trace.TracerProvider, on bool) *spans {
-	if !on {
-		return nil
-	}
-	if _, noop := tp.(tracenoop.TracerProvider); noop {
+	if !on || (tp != nil && livetracer.Quiet(tp)) {
 		return nil // nothing would be recorded, at the cost of allocations
 	}
-	return &spans{tracers: tracers{fixed: tp, global: tp == nil || isGlobalDefault(tp)}}
-}
-
-// tracers gives the tracer spans are made with. A fixed provider gives one
-// tracer; the global one is looked up again at every use, so that spans
-// start once a program installs a provider (otel.SetTracerProvider) and,
-// before that, cost nothing: the global default records nothing.
-type tracers struct {
-	fixed   trace.TracerProvider
-	global  bool
-	once    atomic.Pointer[cachedTracer]
-	changed atomic.Bool // the provider changed since the spans last looked
-}
-
-type cachedTracer struct {
-	tp         trace.TracerProvider
-	comparable bool
-	tracer     trace.Tracer // nil: the provider records nothing
-}
-
-func (t *tracers) get() trace.Tracer {
-	c := t.once.Load()
-	if c != nil && !t.global {
-		return c.tracer // a fixed provider: looked up once
-	}
-	tp := t.fixed
-	if t.global {
-		tp = otel.GetTracerProvider()
-	}
-	if c != nil && c.comparable && sameType(c.tp, tp) && c.tp == tp {
-		return c.tracer
-	}
-	c = &cachedTracer{tp: tp, comparable: reflect.TypeOf(tp).Comparable()}
-	t.changed.Store(true) // what the spans taught is about another provider
-	if !isGlobalDefault(tp) {
-		if _, noop := tp.(tracenoop.TracerProvider); !noop {
-			c.tracer = tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version),
-				trace.WithSchemaURL(catalog.SchemaURL))
-		}
-	}
-	t.once.Store(c)
-	return c.tracer
-}
-
-func sameType(a, b any) bool { return reflect.TypeOf(a) == reflect.TypeOf(b) }
-
-// globalDefaultType is the type of the provider otel.GetTracerProvider
-// returns before any is installed: it records nothing until one is.
-var globalDefaultType = reflect.TypeOf(otel.GetTracerProvider())
-
-func isGlobalDefault(tp trace.TracerProvider) bool {
-	return tp != nil && reflect.TypeOf(tp) == globalDefaultType && globalDefaultType.String() == "*global.tracerProvider"
+	return &spans{src: livetracer.New(tp, ScopeName, trace.WithInstrumentationVersion(version.Version),
+		trace.WithSchemaURL(catalog.SchemaURL))}
 }
 
 // idRequest asks the ID generator of [NewIDGenerator] for a span's derived
@@ -129,14 +85,142 @@ var (
 
 func rootOf(k Key) trace.SpanContext { return timeline.Root(k.Namespace, k.WorkflowID, k.RunID) }
 
+// rootCache keeps what the spans of recent runs share: the run's trace
+// root, a SHA-256 of its IDs and the costliest step of an activity span
+// (every activity of a run needs it while its run span is not held here),
+// and its IDs as attribute values. A two-way set-associative table of 512
+// immutable entries (at most about 150 KiB with the entries): a lookup is
+// at most two atomic loads and comparisons, a miss computes the entry and
+// replaces one of its two slots' (BenchmarkRunRoots compares it with
+// computing every time and with a map under a mutex).
+type rootCache [512]atomic.Pointer[runIDs]
+
+// runIDs is what the spans of one run share.
+type runIDs struct {
+	namespace string
+	wf        eventstore.WorkflowID
+	run       eventstore.RunID
+	root      trace.SpanContext
+	// wfAttr and runAttr are aion.workflow.id and aion.run.id.
+	wfAttr, runAttr attribute.KeyValue
+}
+
+// mix is the finaliser of MurmurHash3: every input bit moves the output's
+// low byte, the slot index, so IDs that differ in a few bytes (sequential,
+// or made by a test) still spread.
+func mix(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	return x ^ x>>33
+}
+
+// get returns the shared values of run (namespace, wf, run).
+func (c *rootCache) get(namespace string, wf eventstore.WorkflowID, run eventstore.RunID) *runIDs {
+	le := binary.LittleEndian
+	h := mix(le.Uint64(wf[:8]) ^ mix(le.Uint64(wf[8:])^mix(le.Uint64(run[:8])^mix(le.Uint64(run[8:])))))
+	// Two-way: a run may sit in either of two slots, so that two runs in
+	// use together rarely evict each other.
+	a, b := &c[h%uint64(len(c))], &c[(h>>32)%uint64(len(c))]
+	for _, slot := range [2]*atomic.Pointer[runIDs]{a, b} {
+		if e := slot.Load(); e != nil && e.run == run && e.wf == wf && e.namespace == namespace {
+			return e
+		}
+	}
+	e := &runIDs{namespace: namespace, wf: wf, run: run, root: timeline.Root(namespace, wf, run),
+		wfAttr: catalog.WorkflowID.String(wf.String()), runAttr: catalog.RunID.String(run.String())}
+	if a.Load() != nil && (b.Load() == nil || h&(1<<16) != 0) {
+		a = b
+	}
+	a.Store(e)
+	return e
+}
+
 // tracer returns the tracer spans are made with, nil if none records; when
 // the provider changed, what the spans taught about its IDs is forgotten.
 func (s *spans) tracer() trace.Tracer {
-	tr := s.tracers.get()
-	if s.tracers.changed.Load() && s.tracers.changed.CompareAndSwap(true, false) {
+	tr := s.src.Tracer()
+	if s.src.Changed() {
 		s.ids.Store(idsUnknown)
 	}
 	return tr
+}
+
+// Trackers whose timeline follows the global provider have their joins
+// prepare span work only while that provider records: every call, before
+// it takes its join's lock, looks the provider up (getEffects calls
+// syncFollowers), and when whether it records changed since the last
+// look, every such join is told. So a program that never installs a
+// provider pays nothing for the timeline, and the first call after
+// otel.SetTracerProvider already makes spans: an activity in flight then
+// gets its span whole at its settlement, a run at its close.
+var followers struct {
+	n     atomic.Int32 // joins registered, read without the lock
+	state atomic.Int32 // followUnknown, followQuiet or followRecords, as last told
+	mu    sync.Mutex
+	joins []weak.Pointer[join]
+}
+
+const (
+	followUnknown int32 = iota
+	followQuiet
+	followRecords
+)
+
+// follow registers t's join with the followers, once, and tells it the
+// provider's state now.
+func (t *Tracker) follow() {
+	s := t.spans
+	if s == nil || !s.src.Global() || s.following.Load() || !s.following.CompareAndSwap(false, true) {
+		return
+	}
+	followers.mu.Lock()
+	defer followers.mu.Unlock()
+	live := followers.joins[:0]
+	for _, w := range followers.joins {
+		if w.Value() != nil {
+			live = append(live, w)
+		}
+	}
+	followers.joins = append(live, weak.Make(t.join))
+	followers.n.Store(int32(len(followers.joins)))
+	on := livetracer.GlobalRecords()
+	followers.state.Store(followState(on))
+	for _, w := range followers.joins {
+		if j := w.Value(); j != nil {
+			j.mu.Lock()
+			j.spans = on
+			j.mu.Unlock()
+		}
+	}
+}
+
+func followState(on bool) int32 {
+	if on {
+		return followRecords
+	}
+	return followQuiet
+}
+
+// syncFollowers tells the registered joins whether the global provider
+// records, if that changed since they were last told. Locks are taken in
+// one order: the followers', then each join's.
+func syncFollowers() {
+	if followers.n.Load() == 0 || followState(livetracer.GlobalRecords()) == followers.state.Load() {
+		return
+	}
+	followers.mu.Lock()
+	defer followers.mu.Unlock()
+	on := livetracer.GlobalRecords() // again, under the lock: the last look wins
+	followers.state.Store(followState(on))
+	for _, w := range followers.joins {
+		if j := w.Value(); j != nil {
+			j.mu.Lock()
+			j.spans = on
+			j.mu.Unlock()
+		}
+	}
 }
 
 // startActivity opens the span of an activity now in flight; nil if no
@@ -149,46 +233,53 @@ func (s *spans) startActivity(ctx context.Context, e *effect, w *spanWork) trace
 	if tr == nil {
 		return nil
 	}
-	return s.openActivity(ctx, tr, e, w)
+	span, run := s.openActivity(ctx, tr, e, w)
+	if span.IsRecording() {
+		span.SetAttributes(run.wfAttr, run.runAttr, catalog.ActivityID.Int64(attrvalue.Int64(uint64(w.key.ActivityID))))
+		if w.start.span.IsValid() {
+			span.AddLink(trace.Link{SpanContext: w.start.spanContext(), Attributes: linkScheduled})
+		}
+	}
+	return span
 }
 
 // openActivity starts an activity span at its dispatch, as a child of its
-// run span (or the run's root), linked to the call that wrote the
-// dispatch.
-func (s *spans) openActivity(ctx context.Context, tr trace.Tracer, e *effect, w *spanWork) trace.Span {
-	k := w.key
-	root := rootOf(k)
-	parent := root
-	if s.ids.Load() != idsDerived && w.parent.span.IsValid() {
+// run span (or the run's root), and returns it with its run's IDs.
+func (s *spans) openActivity(ctx context.Context, tr trace.Tracer, e *effect, w *spanWork) (trace.Span, *runIDs) {
+	k := &w.key
+	run := s.roots.get(k.Namespace, k.WorkflowID, k.RunID)
+	ids := s.ids.Load()
+	parent := run.root
+	if ids != idsDerived && w.parent.span.IsValid() {
 		parent = w.parent.spanContext()
 	}
 	ctx = trace.ContextWithSpanContext(ctx, parent)
 	var want trace.SpanID
-	if s.ids.Load() != idsRandom { // ask for the derived ID, and learn whether it comes
+	if ids != idsRandom { // ask for the derived ID, and learn whether it comes
 		want = timeline.ActivitySpanID(k.Namespace, k.WorkflowID, k.RunID, k.ActivityID)
-		ctx = context.WithValue(ctx, idRequestKey{}, idRequest{trace: root.TraceID(), span: want})
+		ctx = context.WithValue(ctx, idRequestKey{}, idRequest{trace: run.root.TraceID(), span: want})
 	}
 	_, span := tr.Start(ctx, e.ta.spanName, internalKind, e.ta.spanStart, trace.WithTimestamp(timeOf(e.from)))
-	if sc := span.SpanContext(); sc.IsValid() && want.IsValid() {
-		if sc.SpanID() == want {
-			s.ids.Store(idsDerived)
-		} else {
-			s.ids.Store(idsRandom)
+	if want.IsValid() {
+		if sc := span.SpanContext(); sc.IsValid() {
+			if sc.SpanID() == want {
+				s.ids.Store(idsDerived)
+			} else {
+				s.ids.Store(idsRandom)
+			}
 		}
 	}
-	if !span.IsRecording() {
-		return span
-	}
-	span.SetAttributes(
-		catalog.WorkflowID.String(k.WorkflowID.String()),
-		catalog.RunID.String(k.RunID.String()),
-		catalog.ActivityID.Int64(attrvalue.Int64(uint64(k.ActivityID))),
-	)
-	if w.start.span.IsValid() {
-		span.AddLink(trace.Link{SpanContext: w.start.spanContext(), Attributes: linkScheduled})
-	}
-	return span
+	return span, run
 }
+
+// outcomeAttrs are the aion.activity.outcome attributes, indexed as
+// outcomes.
+var outcomeAttrs = func() (a [numOutcomes]attribute.KeyValue) {
+	for i, o := range outcomes {
+		a[i] = catalog.ActivityOutcome.String(string(o))
+	}
+	return a
+}()
 
 // settle ends a settled activity's span, or makes it whole from its
 // dispatch when it has none: outcome, the claims of its outbox row and its
@@ -199,22 +290,28 @@ func (s *spans) settle(ctx context.Context, e *effect, w *spanWork, retryTimes, 
 		return
 	}
 	span := e.span
-	if span == nil {
+	if span == nil { // made whole: every attribute in one call
 		tr := s.tracer()
 		if tr == nil {
 			return
 		}
-		span = s.openActivity(ctx, tr, e, w)
+		var run *runIDs
+		if span, run = s.openActivity(ctx, tr, e, w); !span.IsRecording() {
+			span.End()
+			return
+		}
+		span.SetAttributes(run.wfAttr, run.runAttr, catalog.ActivityID.Int64(attrvalue.Int64(uint64(w.key.ActivityID))),
+			outcomeAttrs[e.outcome], catalog.RetryCount.Int64(int64(e.retries)))
+		if w.start.span.IsValid() {
+			span.AddLink(trace.Link{SpanContext: w.start.spanContext(), Attributes: linkScheduled})
+		}
+	} else {
+		if !span.IsRecording() {
+			span.End() // nothing is recorded: spare the options
+			return
+		}
+		span.SetAttributes(outcomeAttrs[e.outcome], catalog.RetryCount.Int64(int64(e.retries)))
 	}
-	if !span.IsRecording() {
-		span.End() // nothing is recorded: spare the options
-		return
-	}
-	outcome := outcomes[e.outcome]
-	span.SetAttributes(
-		catalog.ActivityOutcome.String(string(outcome)),
-		catalog.RetryCount.Int64(int64(e.retries)),
-	)
 	end := max(e.to, e.from)
 	for i, at := range claimTimes { // within the span: a clock apart from history's may put one outside
 		span.AddEvent(catalog.ClaimEvent, trace.WithTimestamp(timeOf(min(max(at, e.from), end))),
@@ -224,7 +321,7 @@ func (s *spans) settle(ctx context.Context, e *effect, w *spanWork, retryTimes, 
 		span.AddEvent(catalog.RetryEvent, trace.WithTimestamp(timeOf(at)),
 			trace.WithAttributes(catalog.RetryCount.Int64(int64(i+1))))
 	}
-	if outcome == OutcomeFailed || outcome == OutcomeTimedOut {
+	if outcome := outcomes[e.outcome]; outcome == OutcomeFailed || outcome == OutcomeTimedOut {
 		span.SetStatus(codes.Error, string(outcome))
 	}
 	if w.end.span.IsValid() {
@@ -251,7 +348,8 @@ func (s *spans) startRun(ctx context.Context, e *effect, w *spanWork) trace.Span
 // tries the root first and, if the IDs come back random, drops that span
 // unended (so it is never exported) and starts the child.
 func (s *spans) openRun(ctx context.Context, tr trace.Tracer, e *effect, w *spanWork) trace.Span {
-	root := rootOf(w.key)
+	run := s.roots.get(w.key.Namespace, w.key.WorkflowID, w.key.RunID)
+	root := run.root
 	name, attrs := e.wa.spanName, e.wa.spanStart
 	var span trace.Span
 	if s.ids.Load() != idsRandom {
@@ -268,10 +366,7 @@ func (s *spans) openRun(ctx context.Context, tr trace.Tracer, e *effect, w *span
 	if !span.IsRecording() {
 		return span
 	}
-	span.SetAttributes(
-		catalog.WorkflowID.String(w.key.WorkflowID.String()),
-		catalog.RunID.String(w.key.RunID.String()),
-	)
+	span.SetAttributes(run.wfAttr, run.runAttr)
 	if w.start.span.IsValid() {
 		span.AddLink(trace.Link{SpanContext: w.start.spanContext(), Attributes: linkStarted})
 	}

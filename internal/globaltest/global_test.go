@@ -1,0 +1,221 @@
+// Package globaltest_test holds the tests that set the global
+// TracerProvider, in a test binary of their own: otel.SetTracerProvider
+// delegates the global default only once per process, so these tests run
+// in order and leave the global state to no other test.
+package globaltest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/otelstore"
+	"github.com/aionotel/aionotel/pairing"
+)
+
+var (
+	t0    = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	token = eventstore.RecorderToken()
+)
+
+// appender appends, to one workflow, batches of a dispatch and the
+// terminal of a fresh activity, the steady state of a worker.
+type appender struct {
+	s    eventstore.Store
+	wf   eventstore.WorkflowID
+	run  eventstore.RunID
+	next uint64 // the next expected seq
+}
+
+func newAppender(s eventstore.Store) *appender {
+	return &appender{s: s, wf: eventstore.NewWorkflowID(), run: eventstore.NewRunID()}
+}
+
+func (a *appender) append(t testing.TB, events ...eventstore.Event) {
+	t.Helper()
+	if err := a.s.Append(context.Background(), token, a.wf, events, a.next); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	a.next += uint64(len(events))
+}
+
+func (a *appender) scheduled(id uint64) eventstore.Event {
+	return eventstore.ActivityScheduled{Envelope: eventstore.Envelope{RunID: a.run, RecordedAt: t0},
+		ActivityID: eventstore.ActivityID(id), ActivityType: "charge"}
+}
+
+func (a *appender) completed(id uint64) eventstore.Event {
+	return eventstore.ActivityCompleted{Envelope: eventstore.Envelope{RunID: a.run, RecordedAt: t0.Add(time.Second)},
+		ActivityID: eventstore.ActivityID(id)}
+}
+
+// pair appends the dispatch and terminal of activity id in one batch.
+func (a *appender) pair(t testing.TB, id uint64) { a.append(t, a.scheduled(id), a.completed(id)) }
+
+func meter(t *testing.T) *sdkmetric.MeterProvider {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	return mp
+}
+
+// extraAllocs returns the allocations per call the decorator adds to
+// inner's own: each run appends a fresh activity's dispatch and terminal,
+// then reads the history back, on a decorated store and on a bare one.
+func extraAllocs(t *testing.T, opts ...otelstore.Option) float64 {
+	t.Helper()
+	decorated, err := otelstore.New(eventstore.NewMemory(), append([]otelstore.Option{otelstore.WithMeterProvider(meter(t))}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	measure := func(s eventstore.Store) float64 {
+		a := newAppender(s)
+		id := uint64(0)
+		step := func() {
+			a.pair(t, id)
+			id++
+			if _, err := s.ReadHistory(context.Background(), a.wf); err != nil {
+				t.Fatal(err)
+			}
+			if id%256 == 0 { // keep histories short, as a server's
+				a = newAppender(s)
+			}
+		}
+		for range 1000 {
+			step()
+		}
+		return testing.AllocsPerRun(1000, step)
+	}
+	return measure(decorated) - measure(eventstore.NewMemory())
+}
+
+// trackerAllocs returns the allocations of one dispatch and its terminal
+// through the per-fact methods of a tracker made with opts, in steady
+// state.
+func trackerAllocs(t *testing.T, opts ...pairing.Option) float64 {
+	t.Helper()
+	tr, err := pairing.New(append([]pairing.Option{pairing.WithMeterProvider(meter(t))}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
+	id := eventstore.ActivityID(0)
+	step := func() {
+		k := pairing.Key{Namespace: "ns", WorkflowID: wf, RunID: run, ActivityID: id}
+		if !tr.Dispatched(ctx, k, "charge", t0) || !tr.Finished(ctx, k, pairing.OutcomeSucceeded, t0.Add(time.Second)) {
+			t.Fatalf("activity %d did not pair", id)
+		}
+		id++
+	}
+	for range 1 << 17 { // past the tracker's bound on remembered activities: steady state
+		step()
+	}
+	return testing.AllocsPerRun(1000, step)
+}
+
+// A program that never installs a TracerProvider gets the global default,
+// which records nothing: the decorator's calls and the tracker's pairings
+// then allocate nothing of their own (the timeline is on, as by default),
+// as with a trace/noop provider. Once the program installs a provider, the
+// call spans and the timeline reach it from the first call on, even for
+// an activity dispatched before; a provider that replaces it takes over.
+func TestGlobalProvider(t *testing.T) {
+	if otel.GetTracerProvider() != otel.GetTracerProvider() {
+		t.Fatal("the global provider changes by itself")
+	}
+	quiet := []struct {
+		name string
+		opts []otelstore.Option
+		popt []pairing.Option
+	}{
+		{"global default", nil, nil},
+		{"trace/noop", []otelstore.Option{otelstore.WithTracerProvider(tracenoop.NewTracerProvider())},
+			[]pairing.Option{pairing.WithTracerProvider(tracenoop.NewTracerProvider())}},
+	}
+	for _, tc := range quiet {
+		if raceEnabled {
+			t.Log("allocation counts mean nothing under the race detector: not counted")
+			break
+		}
+		t.Run("decorator allocations, "+tc.name, func(t *testing.T) {
+			if n := extraAllocs(t, tc.opts...); n != 0 {
+				t.Errorf("the decorator adds %v allocations to an append and a read, want 0", n)
+			}
+		})
+		t.Run("tracker allocations, "+tc.name, func(t *testing.T) {
+			if n := trackerAllocs(t, tc.popt...); n != 0 {
+				t.Errorf("a dispatch and its terminal allocate %v times, want 0", n)
+			}
+		})
+	}
+
+	// Made before anything is installed, as a program makes them at start.
+	mp := meter(t)
+	s, err := otelstore.New(eventstore.NewMemory(), otelstore.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := pairing.New(pairing.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAppender(s)
+	a.pair(t, 0)
+	a.append(t, a.scheduled(1)) // in flight when the provider comes
+	ctx := context.Background()
+	early := pairing.Key{Namespace: "ns", WorkflowID: a.wf, RunID: a.run, ActivityID: 1}
+	tr.Dispatched(ctx, early, "charge", t0)
+
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	previous := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+
+	t.Run("installed", func(t *testing.T) {
+		a.pair(t, 2) // the first call after: its activity has its span
+		a.append(t, a.completed(1))
+		tr.Finished(ctx, early, pairing.OutcomeSucceeded, t0.Add(time.Second))
+		fresh := pairing.Key{Namespace: "ns", WorkflowID: a.wf, RunID: a.run, ActivityID: 9}
+		tr.Dispatched(ctx, fresh, "charge", t0)
+		tr.Finished(ctx, fresh, pairing.OutcomeSucceeded, t0.Add(time.Second))
+		names := map[string]int{}
+		for _, sp := range rec.Ended() {
+			names[sp.Name()]++
+			if sp.Name() == "activity charge" && !sp.StartTime().Equal(t0) {
+				t.Errorf("activity span starts at %v, want its dispatch's %v", sp.StartTime(), t0)
+			}
+		}
+		// Appends 2 and 1: their spans; activities 2 and 1 (decorator),
+		// 1 and 9 (tracker): theirs. Nothing from before.
+		if names["append"] != 2 || names["activity charge"] != 4 || len(names) != 2 {
+			t.Errorf("spans after installing a provider: %v, want 2 append and 4 activity charge", names)
+		}
+	})
+
+	t.Run("replaced", func(t *testing.T) {
+		rec2 := tracetest.NewSpanRecorder()
+		tp2 := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec2))
+		t.Cleanup(func() { _ = tp2.Shutdown(context.Background()) })
+		otel.SetTracerProvider(tp2)
+		a.pair(t, 3)
+		if n := len(rec2.Ended()); n != 2 {
+			t.Errorf("the replacing provider got %d spans, want the append's and the activity's", n)
+		}
+		// The old global default, set back: it delegates to the first
+		// provider installed, so spans still record, there.
+		before := len(rec.Ended())
+		otel.SetTracerProvider(previous)
+		a.pair(t, 4)
+		if n := len(rec.Ended()) - before; n != 2 {
+			t.Errorf("with the delegating default set back, the first provider got %d spans, want 2", n)
+		}
+	})
+}

@@ -1,0 +1,7 @@
+//go:build race
+
+package otelstore_test
+
+// raceEnabled reports whether the tests run under the race detector, which
+// makes sync.Pool drop items at random: allocation counts mean nothing then.
+const raceEnabled = true
