@@ -85,8 +85,19 @@ phase_test-harness() {
   if [ -z "${AIONOTEL_POSTGRES_DSN:-}" ]; then
     eval "$(bash "$root/.ci/postgres.sh")"
   fi
+  # The end-to-end tests print the programs' log tails after a failure,
+  # which pushes the failure itself out of a CI log's tail: repeat the
+  # failed tests and their messages last.
+  local out rc=0
+  out="$(mktemp)"
   # shellcheck disable=SC2046 # one package path per word
-  go test -race -count=1 -timeout 20m $(other_pkgs)
+  go test -race -count=1 -timeout 20m $(other_pkgs) 2>&1 | tee "$out" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "pipeline: the failures, repeated:"
+    grep -E -e '--- FAIL|^panic:|^\s+[a-z_0-9]+\.go:[0-9]+: ' "$out" | grep -v 'log tail' | head -n 60 || true
+  fi
+  rm -f "$out"
+  return "$rc"
 }
 
 phase_test() {
