@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/otelstore"
@@ -106,6 +107,73 @@ func TestHandoffNeedsTheShardCount(t *testing.T) {
 		synctest.Wait()
 		if called {
 			t.Error("a resume ran without a shard count")
+		}
+	})
+}
+
+// A claim of a row in a shard the node does not serve is not the node's to
+// observe: a store whose claims cross shards hands the row back and the
+// shard's owner claims it again. Were it kept, it would wait in the
+// tracker for a dispatch and join it once the node adopts the shard: a
+// resumed activity would get a wait (and a claim event) from a claim its
+// node gave back.
+func TestClaimsOutsideServedShardsAreIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, tok := context.Background(), eventstore.RecorderToken()
+		cluster := eventstore.NewMemoryCluster(eventstore.WithShardCount(2))
+		h := newHarness(t)
+		a := h.wrap(t, cluster.Node("a"))
+		if err := a.(eventstore.ShardOwner).AcquireOwnedShard(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := cluster.Node("b").AcquireOwnedShard(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
+		for eventstore.ShardOf(wf, 2) != 1 {
+			wf = eventstore.NewWorkflowID()
+		}
+		if err := cluster.Node("b").AppendWithOutbox(ctx, tok, wf, []eventstore.Event{
+			eventstore.WorkflowStarted{Envelope: env(run, 0), WorkflowType: "checkout"},
+			eventstore.ActivityScheduled{Envelope: env(run, 1), ActivityID: 0, ActivityType: "charge"},
+		}, 0, row(wf, run)); err != nil {
+			t.Fatal(err)
+		}
+		// a claims the row of b's shard (the store does not limit claims
+		// by shard) and gives it back.
+		rows, err := a.(eventstore.Outbox).ClaimOutboxRows(ctx, 10)
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("a's claim = %v, %v; want the row", rows, err)
+		}
+		if err := cluster.Node("a").RearmOutboxPending(ctx, rows); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // the bubble's clock: the two claims apart
+		// b leaves; a adopts its shard, resumes it and claims the row.
+		if err := cluster.Node("b").ReleaseShards(ctx, []int{1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.(eventstore.ShardOwner).AcquireOwnedShard(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		h.assertSum(t, "aion.inflight_activities", false, point(1, ns, charge))
+		if rows, err := a.(eventstore.Outbox).ClaimOutboxRows(ctx, 10); err != nil || len(rows) != 1 {
+			t.Fatalf("a's second claim = %v, %v; want the row", rows, err)
+		}
+		if got := h.waits(t); len(got) != 0 {
+			t.Errorf("a resumed activity recorded waits %v", got)
+		}
+		if err := a.Append(ctx, tok, wf, []eventstore.Event{eventstore.ActivityCompleted{Envelope: env(run, 5), ActivityID: 0}}, 2); err != nil {
+			t.Fatal(err)
+		}
+		spans := h.spansNamed("activity charge")
+		if len(spans) != 1 {
+			t.Fatalf("%d activity spans, want 1", len(spans))
+		}
+		if got := claimEvents(spans[0], spans[0].StartTime()); len(got) != 1 {
+			t.Errorf("the activity's claim events %v, want a's last claim only", got)
 		}
 	})
 }
