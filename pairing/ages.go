@@ -1,61 +1,63 @@
 package pairing
 
 import (
+	"container/heap"
 	"context"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 )
 
-// ageHeap is a min-heap of one type's activities in flight by dispatch
-// time (container/heap), each activity knowing its index: the oldest of
-// every type is read in O(types).
-type ageHeap []*activity
-
-func (h ageHeap) Len() int           { return len(h) }
-func (h ageHeap) Less(i, j int) bool { return h[i].dat < h[j].dat }
-func (h ageHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heap, h[j].heap = i, j
+// byDispatch is a min-heap (container/heap) of one type's activities by
+// dispatch time, each activity knowing its index in it, so that the oldest
+// of every type is read in O(types). An activity is in up to two, one per
+// slot: in flight (join.ages) and waiting for a worker (join.waits, a
+// subset, see claims.go).
+type byDispatch struct {
+	list []*activity
+	slot heapSlot
 }
 
-func (h *ageHeap) Push(x any) {
+// heapSlot names an activity's place in one of its type's heaps.
+type heapSlot uint8
+
+const (
+	slotInFlight heapSlot = iota
+	slotWaiting
+)
+
+func (h *byDispatch) Len() int           { return len(h.list) }
+func (h *byDispatch) Less(i, j int) bool { return h.list[i].dat < h.list[j].dat }
+func (h *byDispatch) Swap(i, j int) {
+	l := h.list
+	l[i], l[j] = l[j], l[i]
+	l[i].heapAt[h.slot], l[j].heapAt[h.slot] = i, j
+}
+
+func (h *byDispatch) Push(x any) {
 	a := x.(*activity)
-	a.heap = len(*h)
-	*h = append(*h, a)
+	a.heapAt[h.slot] = len(h.list)
+	h.list = append(h.list, a)
 }
 
-func (h *ageHeap) Pop() any {
-	old := *h
-	a := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
+func (h *byDispatch) Pop() any {
+	n := len(h.list) - 1
+	a := h.list[n]
+	h.list[n] = nil
+	h.list = h.list[:n]
 	return a
 }
 
-// waitHeap is the same for one type's activities waiting for a worker (a
-// subset of those in flight, see claims.go), with an index of its own.
-type waitHeap []*activity
+// remove takes a out of the heap.
+func (h *byDispatch) remove(a *activity) { heap.Remove(h, a.heapAt[h.slot]) }
 
-func (h waitHeap) Len() int           { return len(h) }
-func (h waitHeap) Less(i, j int) bool { return h[i].dat < h[j].dat }
-func (h waitHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].wheap, h[j].wheap = i, j
-}
-
-func (h *waitHeap) Push(x any) {
-	a := x.(*activity)
-	a.wheap = len(*h)
-	*h = append(*h, a)
-}
-
-func (h *waitHeap) Pop() any {
-	old := *h
-	a := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return a
+// age returns the heap's oldest dispatch time, live false when it is
+// empty.
+func (h *byDispatch) age(ta *typeAttrs) age {
+	if len(h.list) == 0 {
+		return age{attrs: ta}
+	}
+	return age{attrs: ta, oldest: h.list[0].dat, live: true}
 }
 
 // age is the oldest dispatch time of one type's activities in flight, or
@@ -74,18 +76,10 @@ func (j *join) oldest(inflight, waiting []age) ([]age, []age) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for ta, h := range j.ages {
-		a := age{attrs: ta}
-		if len(*h) > 0 {
-			a.oldest, a.live = (*h)[0].dat, true
-		}
-		inflight = append(inflight, a)
+		inflight = append(inflight, h.age(ta))
 	}
 	for ta, h := range j.waits {
-		a := age{attrs: ta}
-		if len(*h) > 0 {
-			a.oldest, a.live = (*h)[0].dat, true
-		}
-		waiting = append(waiting, a)
+		waiting = append(waiting, h.age(ta))
 	}
 	return inflight, waiting
 }

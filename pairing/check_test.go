@@ -17,9 +17,9 @@ func (j *join) check() error {
 	live, remembered, active := 0, 0, 0
 	inHeaps := 0
 	for _, h := range j.ages {
-		for i, a := range *h {
-			if a.heap != i || a.state != actLive {
-				fail("age heap: activity %d at %d says %d, state %d", a.id, i, a.heap, a.state)
+		for i, a := range h.list {
+			if a.heapAt[slotInFlight] != i || a.state != actLive {
+				fail("age heap: activity %d at %d says %d, state %d", a.id, i, a.heapAt[slotInFlight], a.state)
 			}
 			inHeaps++
 		}

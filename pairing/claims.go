@@ -188,10 +188,10 @@ func (j *join) recordWait(a *activity, fx *effects) {
 // waitsOf returns the waiting heap of type ta, making it if missing: every
 // type that had a dispatch with a staged row has a waiting point (0 while
 // none waits), whatever order the two arrived in.
-func (j *join) waitsOf(ta *typeAttrs) *waitHeap {
+func (j *join) waitsOf(ta *typeAttrs) *byDispatch {
 	h := j.waits[ta]
 	if h == nil {
-		h = new(waitHeap)
+		h = &byDispatch{slot: slotWaiting}
 		j.waits[ta] = h
 	}
 	return h
@@ -211,7 +211,7 @@ func (j *join) startWaiting(a *activity) bool {
 // stopWaiting takes a out of its type's waiting heap, if it is there.
 func (j *join) stopWaiting(a *activity) {
 	if a.waiting {
-		heap.Remove(j.waits[a.ta], a.wheap)
+		j.waits[a.ta].remove(a)
 		a.waiting = false
 	}
 }

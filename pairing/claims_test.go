@@ -29,9 +29,9 @@ func (j *join) checkWaits() error {
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	inHeaps := 0
 	for ta, h := range j.waits {
-		for i, a := range *h {
-			if !a.waiting || a.wheap != i || a.ta != ta {
-				fail("waiting heap: activity %d at %d says %d (waiting %v)", a.id, i, a.wheap, a.waiting)
+		for i, a := range h.list {
+			if !a.waiting || a.heapAt[slotWaiting] != i || a.ta != ta {
+				fail("waiting heap: activity %d at %d says %d (waiting %v)", a.id, i, a.heapAt[slotWaiting], a.waiting)
 			}
 			inHeaps++
 		}

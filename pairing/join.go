@@ -129,7 +129,7 @@ type activity struct {
 	emitted bool
 	span    trace.Span
 	spanSC  trace.SpanContext
-	heap    int // index in its type's age heap while live
+	heapAt  [2]int // its index in its type's heaps (byDispatch), by slot
 	gen     uint64
 	// opening is 1 + the index of the effect that opens its span, while
 	// the call that added it holds the lock; 0 otherwise.
@@ -137,12 +137,11 @@ type activity struct {
 
 	// The outbox facts (claims.go): a row was staged for it, the times its
 	// row was claimed (sorted, at most maxClaims), whether its wait was
-	// recorded, and its place in its type's waiting heap while it waits.
+	// recorded, and whether it is in its type's waiting heap.
 	staged  bool
 	claims  []int64
 	waited  bool
 	waiting bool
-	wheap   int
 }
 
 // maxRetries bounds the retries an activity remembers for its span events
@@ -234,10 +233,10 @@ type join struct {
 	remembered queue // everything else
 	arrival    uint64
 	active     int // activities in flight
-	ages       map[*typeAttrs]*ageHeap
+	ages       map[*typeAttrs]*byDispatch
 	spans      bool // timeline on: live activities and open runs get spans
 
-	waits map[*typeAttrs]*waitHeap // activities waiting for a worker (claims.go)
+	waits map[*typeAttrs]*byDispatch // activities waiting for a worker (claims.go)
 
 	freeWorkflows []*workflow
 	freeRuns      []*run
@@ -257,8 +256,8 @@ func newJoin(maxLive, maxRemembered int, spans bool) *join {
 		workflows:  make(map[wfKey]*workflow),
 		live:       queue{max: maxLive},
 		remembered: queue{max: maxRemembered},
-		ages:       make(map[*typeAttrs]*ageHeap),
-		waits:      make(map[*typeAttrs]*waitHeap),
+		ages:       make(map[*typeAttrs]*byDispatch),
+		waits:      make(map[*typeAttrs]*byDispatch),
 		spans:      spans,
 	}
 }
@@ -380,7 +379,7 @@ func (j *join) dispatch(w *workflow, f *fact, fx *effects) (isNew, inFlight bool
 	// Every type dispatched has an age point (0 while none is in flight),
 	// whether or not an activity of it was ever in flight here.
 	if j.ages[f.ta] == nil {
-		j.ages[f.ta] = new(ageHeap)
+		j.ages[f.ta] = &byDispatch{slot: slotInFlight}
 	}
 	j.joinOutbox(a, fx) // a row staged or claimed before the dispatch arrived
 	// Retries that arrived first are counted now that the type is known.
@@ -633,7 +632,7 @@ func (j *join) settleEffect(a *activity, s settler, fx *effects) effect {
 // leaveFlight takes live activity a out of the in-flight count and its age
 // heap.
 func (j *join) leaveFlight(a *activity) {
-	heap.Remove(j.ages[a.ta], a.heap)
+	j.ages[a.ta].remove(a)
 	j.active--
 	j.stopWaiting(a)
 }
