@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"regexp"
@@ -122,7 +123,7 @@ func TestEndToEndCluster(t *testing.T) {
 		}
 		return nil
 	})
-	r.killFrozen(ctx, db, "c", victim)
+	r.killFrozen(ctx, db, "c", victim, since)
 
 	survivors := []string{instances["a"], instances["b"]}
 	adopted := r.waitForShares(ctx, db, "a", "b")
@@ -246,7 +247,7 @@ func (r *e2e) promBy(ctx context.Context, expr, label string) (map[string]float6
 // E minus the oldest dispatch time among them, which the history gives.
 // It then ends the node's sessions (clusterDB.endSessions) before the
 // history moves again.
-func (r *e2e) killFrozen(ctx context.Context, db *clusterDB, name, instance string) {
+func (r *e2e) killFrozen(ctx context.Context, db *clusterDB, name, instance string, since time.Time) {
 	r.t.Helper()
 	var (
 		unfreeze func()
@@ -278,6 +279,24 @@ func (r *e2e) killFrozen(ctx context.Context, db *clusterDB, name, instance stri
 		collected := oldest.Add(time.Duration(age * float64(time.Second)))
 		if want := frozen.Add(1500 * time.Millisecond); collected.Before(want) {
 			return fmt.Errorf("%s = %v: collected at %s, want after %s", expr, age, collected.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
+		}
+		return nil
+	})
+	// A process killed with SIGKILL loses the spans it still buffers,
+	// which no instrumentation can save: the node dies once Jaeger holds
+	// the spans of everything the frozen history says was settled or
+	// closed (its batch processor exports every 500 ms, later under load).
+	frozenTruth, err := readTruth(ctx, db.reader)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.waitFor(ctx, "the spans of the frozen history in Jaeger", time.Minute, func(ctx context.Context) error {
+		spans, err := r.timelineSpans(ctx, frozenTruth, since, true)
+		if err != nil {
+			return err
+		}
+		if missing := unexported(frozenTruth, spans); len(missing) > 0 {
+			return fmt.Errorf("%d spans not in Jaeger yet, e.g. %s", len(missing), missing[0])
 		}
 		return nil
 	})
@@ -405,29 +424,24 @@ func sameTime(a, b time.Time) bool { return math.Abs(float64(a.Sub(b))) <= float
 // and compares it with the histories (see TestEndToEndCluster).
 func (r *e2e) checkClusterTimeline(ctx context.Context, final truth, since time.Time) {
 	r.t.Helper()
-	types := map[string]bool{}
 	closed := 0
 	for _, run := range final.Runs {
-		types[runSpanPrefix+run.Type] = true
 		if run.Closed {
 			closed++
 		}
 	}
 	var problems []string
+	// The nodes flushed their spans when they stopped: what Jaeger lacks
+	// after two minutes is missing.
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
 	err := poll(ctx, 3*time.Second, func(ctx context.Context) error {
 		if err := r.alive(); err != nil {
 			return err
 		}
-		var spans []span
-		for op := range types {
-			td, err := r.jaeger.findTraces(ctx, r.job, op, since, time.Now().Add(time.Minute), 40000)
-			if err == errNoTraces {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			spans = append(spans, flatten(td)...)
+		spans, err := r.timelineSpans(ctx, final, since, false)
+		if err != nil {
+			return err
 		}
 		problems = compareTimeline(final, spans)
 		if len(problems) > 0 {
@@ -443,6 +457,73 @@ func (r *e2e) checkClusterTimeline(ctx context.Context, final truth, since time.
 		r.t.Fatalf("Jaeger against the histories: %v:\n\t%s", err, strings.Join(problems, "\n\t"))
 	}
 	r.t.Logf("Jaeger holds one run span for each of the %d closed runs, with their activity spans, at the histories' times", closed)
+}
+
+// timelineSpans returns the spans of the run traces of t's workflow types
+// in Jaeger (whole traces, found by their run spans' names) and, with
+// activities, also of the traces found by the names of t's activity spans
+// (runs still open have no run span yet).
+func (r *e2e) timelineSpans(ctx context.Context, t truth, since time.Time, activities bool) ([]span, error) {
+	ops := map[string]bool{}
+	for _, run := range t.Runs {
+		ops[runSpanPrefix+run.Type] = true
+		for _, a := range run.Activities {
+			if activities {
+				ops[activitySpanPrefix+a.Type] = true
+			}
+		}
+	}
+	var spans []span
+	seen := map[pcommon.TraceID]bool{} // a trace found by several names, once
+	for op := range ops {
+		td, err := r.jaeger.findTraces(ctx, r.job, op, since, time.Now().Add(time.Minute), 40000)
+		if err == errNoTraces {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		found := map[pcommon.TraceID]bool{}
+		for _, s := range flatten(td) {
+			if !seen[s.TraceID] {
+				found[s.TraceID] = true
+				spans = append(spans, s)
+			}
+		}
+		maps.Copy(seen, found)
+	}
+	return spans, nil
+}
+
+// unexported names what t says has ended and spans lack: the run span of
+// each closed run, the span of each settled activity.
+func unexported(t truth, spans []span) []string {
+	type key struct{ wf, run, activity string }
+	have := map[key]bool{}
+	for _, s := range spans {
+		k := key{s.Attrs["aion.workflow.id"], s.Attrs["aion.run.id"], ""}
+		switch {
+		case strings.HasPrefix(s.Name, runSpanPrefix):
+			have[k] = true
+		case strings.HasPrefix(s.Name, activitySpanPrefix):
+			k.activity = s.Attrs["aion.activity.id"]
+			have[k] = true
+		}
+	}
+	var missing []string
+	for _, run := range t.Runs {
+		k := key{run.Workflow.String(), run.Run.String(), ""}
+		if run.Closed && !have[k] {
+			missing = append(missing, fmt.Sprintf("the run span of run %s of workflow %s", k.run, k.wf))
+		}
+		for _, a := range run.Activities {
+			k.activity = fmt.Sprint(uint64(a.ID))
+			if a.Settled && !have[k] {
+				missing = append(missing, fmt.Sprintf("the span of activity %s of run %s of workflow %s", k.activity, k.run, k.wf))
+			}
+		}
+	}
+	return missing
 }
 
 // compareTimeline compares the spans of the run traces Jaeger returned

@@ -64,6 +64,7 @@ func TestEndToEnd(t *testing.T) {
 	// What is only final once the OTLP demo has stopped and flushed.
 	tokens := r.stopDemo("demo-otlp")
 	r.checkTokens(ctx, tokens)
+	r.checkWaitsPerDispatch(ctx)
 	r.checkTimeline(ctx)
 }
 
