@@ -13,6 +13,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/aionotel/aionotel/eventstore"
@@ -218,4 +220,31 @@ func TestGlobalProvider(t *testing.T) {
 			t.Errorf("with the delegating default set back, the first provider got %d spans, want 2", n)
 		}
 	})
+
+	t.Run("not comparable", func(t *testing.T) {
+		rec3 := tracetest.NewSpanRecorder()
+		tp3 := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec3))
+		t.Cleanup(func() { _ = tp3.Shutdown(context.Background()) })
+		t.Cleanup(func() { otel.SetTracerProvider(previous) })
+		// Two values of a type == panics on, one after the other: a lookup
+		// must neither compare them nor keep the first one's tracer.
+		otel.SetTracerProvider(uncomparable{tps: []trace.TracerProvider{tp}})
+		a.pair(t, 5)
+		otel.SetTracerProvider(uncomparable{tps: []trace.TracerProvider{tp3}})
+		a.pair(t, 6)
+		if n := len(rec3.Ended()); n != 2 {
+			t.Errorf("the second provider got %d spans, want the append's and the activity's", n)
+		}
+	})
+}
+
+// uncomparable is a provider whose type cannot be compared: it holds a
+// slice. It gives the tracers of the first provider it holds.
+type uncomparable struct {
+	embedded.TracerProvider
+	tps []trace.TracerProvider
+}
+
+func (u uncomparable) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return u.tps[0].Tracer(name, opts...)
 }

@@ -39,21 +39,24 @@ type Source struct {
 // stored.
 type entry struct {
 	tp         trace.TracerProvider
-	typ        reflect.Type
-	comparable bool
+	comparable bool         // whether tp's dynamic type is
 	tracer     trace.Tracer // nil: the provider records nothing
 }
 
-// is reports whether tp is the provider e is about.
+// is reports whether tp is the provider e is about. Two interface values
+// whose dynamic types differ are unequal before their values are compared,
+// so the comparison can only panic for a tp of e.tp's own type: the check
+// of comparable covers it, and a lookup of a provider compares the
+// provider alone (what a lookup at every call costs).
 func (e *entry) is(tp trace.TracerProvider) bool {
-	return e != nil && e.comparable && e.typ == reflect.TypeOf(tp) && e.tp == tp
+	return e != nil && e.comparable && e.tp == tp
 }
 
 // learn asks tp for the tracer of the scope name with opts, nil if tp
 // records nothing.
 func learn(tp trace.TracerProvider, name string, opts []trace.TracerOption) *entry {
 	typ := reflect.TypeOf(tp)
-	e := &entry{tp: tp, typ: typ, comparable: typ != nil && typ.Comparable()}
+	e := &entry{tp: tp, comparable: typ != nil && typ.Comparable()}
 	if tp == nil || Quiet(tp) {
 		return e
 	}
