@@ -484,7 +484,9 @@ func WithKeyspaceNamespace(namespace string) KeyspaceOption {
 // child. Without it, or given nil, or when the source has no valid span
 // context for the activity, the invoke_agent span is a child of its run's
 // derived trace anchor (the parent the run span has), so it is in the run's
-// trace either way.
+// trace either way. A *pairing.Tracker knows the activity's span while the
+// activity is in flight and, with pairing.NewIDGenerator installed, also
+// after it settled (an agent may write on after its activity timed out).
 func WithActivitySpans(src ActivitySpanSource) KeyspaceOption {
 	return keyspaceFunc(func(c *config) {
 		if !guard.IsNil(src) {

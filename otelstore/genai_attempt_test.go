@@ -247,3 +247,31 @@ func assertTimes(t *testing.T, sp sdktrace.ReadOnlySpan, start, end time.Time) {
 		t.Errorf("span %s from %v to %v, want %v to %v", sp.Name(), sp.StartTime(), sp.EndTime(), start, end)
 	}
 }
+
+// An attempt whose transcript arrives after its activity settled (the
+// activity timed out while its agent worked on) still gets its
+// invoke_agent span under the activity's span when the timeline's IDs are
+// derived (pairing.NewIDGenerator): not under the run's anchor, which no
+// backend holds.
+func TestGenAIAttemptAfterItsActivitySettled(t *testing.T) {
+	h := newHarness(t)
+	h.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(h.spans), sdktrace.WithIDGenerator(pairing.NewIDGenerator(nil)))
+	tracker, err := pairing.New(pairing.WithMeterProvider(h.mp), pairing.WithTracerProvider(h.tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWriter(t, h.wrap(t, eventstore.NewMemory(), otelstore.WithPairing(tracker)))
+	ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithActivitySpans(tracker))
+	w.append(eventstore.WorkflowStarted{Envelope: w.env(0), WorkflowType: "trip", Input: payload}, w.scheduled(2, "agent", time.Second))
+	w.append(w.completed(2, 1500*time.Millisecond))
+	if _, err := keyspace.NewSequencer(ks).Append(context.Background(), scriptedAttempt(w.wf, w.run)); err != nil {
+		t.Fatal(err)
+	}
+	acts, agents := h.spansNamed("activity agent"), h.spansNamed("invoke_agent")
+	if len(acts) != 1 || len(agents) != 1 {
+		t.Fatalf("%d activity and %d invoke_agent spans, want 1 and 1", len(acts), len(agents))
+	}
+	if got, want := agents[0].Parent(), acts[0].SpanContext(); got.SpanID() != want.SpanID() || got.TraceID() != want.TraceID() {
+		t.Errorf("invoke_agent's parent %v, want the settled activity's span %v", got, want)
+	}
+}

@@ -142,7 +142,8 @@ func TestIDGeneratorJoinsTrackers(t *testing.T) {
 
 // The ID generator gives other spans its inner generator's IDs (random by
 // default), and ActivitySpanContext is the derived context while the
-// activity is in flight.
+// activity is in flight and after it settled (work for an activity, such
+// as an agent's transcript, may go on after it timed out).
 func TestIDGeneratorLeavesOtherSpans(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(NewIDGenerator(nil)))
@@ -159,6 +160,19 @@ func TestIDGeneratorLeavesOtherSpans(t *testing.T) {
 		SpanID: timeline.ActivitySpanID("n", k.WorkflowID, k.RunID, k.ActivityID), TraceFlags: trace.FlagsSampled})
 	if got := tr.ActivitySpanContext(k); !got.Equal(want) {
 		t.Errorf("ActivitySpanContext = %v, want the derived %v", got, want)
+	}
+	tr.Finished(bg, k, OutcomeTimedOut, ts(1))
+	if got := tr.ActivitySpanContext(k); !got.Equal(want) {
+		t.Errorf("ActivitySpanContext after the terminal = %v, want the derived %v", got, want)
+	}
+	var act sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "activity a" {
+			act = s
+		}
+	}
+	if act == nil || !act.SpanContext().Equal(want) {
+		t.Errorf("the activity span is %v, want the derived %v", act, want)
 	}
 	sc := call.SpanContext()
 	root := timeline.Root("n", k.WorkflowID, k.RunID)

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/timeline"
 )
 
 // Tracker pairs each activity dispatch with its first terminal, and each
@@ -243,17 +244,35 @@ func (j *join) abandon(k wfKey, runID eventstore.RunID, s settler, fx *effects) 
 	return n
 }
 
-// ActivitySpanContext returns the span context of the activity key's span
-// while the activity is in flight, so that work done for it elsewhere (log
-// records, a worker's own spans) can join its trace. It is invalid when key
-// is not in flight, its span is not yet open, or the timeline is off. With
-// the ID generator of [NewIDGenerator] installed, it is also what any
-// process computes from the key alone.
+// ActivitySpanContext returns the span context of the activity key's span,
+// so that work done for it elsewhere (log records, a worker's own spans,
+// an agent's transcript) can join its trace. While the activity is in
+// flight it is the live span's. Otherwise, once the tracker has seen that
+// the provider makes the timeline's IDs (the ID generator of
+// [NewIDGenerator] is installed), it is the context every process derives
+// from the key alone: that of the span the activity has, or gets, wherever
+// it is recorded, with the flags of its run's root. It is invalid when the
+// timeline is off, and otherwise while neither is known (no span opened
+// yet, or IDs not derived): work that starts after its activity settled
+// cannot then be put under its span.
 func (t *Tracker) ActivitySpanContext(key Key) trace.SpanContext {
 	if t == nil || t.join == nil {
 		return trace.SpanContext{}
 	}
 	key.normalize()
+	if sc := t.liveSpanContext(key); sc.IsValid() {
+		return sc
+	}
+	if t.spans == nil || t.spans.ids.Load() != idsDerived {
+		return trace.SpanContext{}
+	}
+	root := rootOf(key)
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: root.TraceID(), TraceFlags: root.TraceFlags(),
+		SpanID: timeline.ActivitySpanID(key.Namespace, key.WorkflowID, key.RunID, key.ActivityID)})
+}
+
+// liveSpanContext is the span context of key's span while it is in flight.
+func (t *Tracker) liveSpanContext(key Key) trace.SpanContext {
 	j := t.join
 	j.mu.Lock()
 	defer j.mu.Unlock()
