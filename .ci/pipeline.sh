@@ -94,7 +94,7 @@ phase_test-harness() {
   go test -race -count=1 -timeout 20m $(other_pkgs) 2>&1 | tee "$out" || rc=$?
   if [ "$rc" -ne 0 ]; then
     echo "pipeline: the failures, repeated:"
-    grep -E -e '--- FAIL|^panic:|^\s+[a-z_0-9]+\.go:[0-9]+: ' "$out" | grep -v 'log tail' | head -n 60 || true
+    grep -E -e '--- FAIL|^panic:|^\s+[a-z_0-9]+\.go:[0-9]+: |^ +'$'\t' "$out" | grep -v 'log tail' | head -n 60 || true
   fi
   rm -f "$out"
   return "$rc"
