@@ -89,6 +89,10 @@ type opened struct {
 	gen  uint64
 	span trace.Span
 	sc   trace.SpanContext
+	// quiet: span records nothing. Learned here, outside the join's lock,
+	// since IsRecording is user code; a span that does not record at its
+	// start never does.
+	quiet bool
 }
 
 func (fx *effects) add(e effect) { fx.list = append(fx.list, e) }
@@ -201,6 +205,8 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 		if w := fx.workOf(e); w != nil {
 			fx.runSpan(w)
 			t.spans.settle(ctx, e, w, fx.times[w.retryAt:w.retryAt+w.retryTimes], fx.times[w.claimAt:w.claimAt+w.claimTimes])
+		} else if e.span != nil {
+			e.span.End() // it records nothing: spare the span work
 		}
 	case opWait:
 		t.inst.wait.Record(ctx, secondsBetween(e.from, e.to), e.ta.wait...)
@@ -231,7 +237,7 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 		w := fx.workOf(e)
 		fx.runSpan(w)
 		if span := t.spans.startActivity(ctx, e, w); span != nil {
-			fx.opened = append(fx.opened, opened{act: w.act, gen: w.gen, span: span, sc: span.SpanContext()})
+			fx.opened = append(fx.opened, opened{act: w.act, gen: w.gen, span: span, sc: span.SpanContext(), quiet: !span.IsRecording()})
 		}
 	case opStartRun:
 		w := fx.workOf(e)
@@ -273,7 +279,7 @@ func (t *Tracker) attach(spans []opened) {
 	for _, o := range spans {
 		switch {
 		case o.act != nil && o.act.gen == o.gen && o.act.state == actLive && o.act.span == nil:
-			o.act.span, o.act.spanSC = o.span, o.sc
+			o.act.span, o.act.spanSC, o.act.spanQuiet = o.span, o.sc, o.quiet
 		case o.run != nil && o.run.gen == o.gen && o.run.state == runOpen && o.run.span == nil:
 			o.run.span, o.run.spanSC = o.span, o.sc
 		}

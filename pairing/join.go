@@ -129,8 +129,11 @@ type activity struct {
 	emitted bool
 	span    trace.Span
 	spanSC  trace.SpanContext
-	heapAt  [2]int // its index in its type's heaps (byDispatch), by slot
-	gen     uint64
+	// spanQuiet: span records nothing (a sampler dropped it), so its
+	// settlement only ends it and prepares no span work.
+	spanQuiet bool
+	heapAt    [2]int // its index in its type's heaps (byDispatch), by slot
+	gen       uint64
 	// opening is 1 + the index of the effect that opens its span, while
 	// the call that added it holds the lock; 0 otherwise.
 	opening int
@@ -610,16 +613,17 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 // of its row's claims, go to fx.times.
 func (j *join) settleEffect(a *activity, s settler, fx *effects) effect {
 	e := effect{op: opSettle, ta: a.ta, outcome: uint8(s.outcome), from: a.dat, to: s.at, span: a.span, retries: a.extra}
+	work := j.spans && (a.span == nil || !a.spanQuiet) // a quiet span is only ended
 	at := len(fx.times)
 	for _, r := range a.retries {
 		if r.pos.follows(a.dpos) && r.pos.before(s.pos) {
 			e.retries++
-			if j.spans {
+			if work {
 				fx.times = append(fx.times, r.at)
 			}
 		}
 	}
-	if j.spans {
+	if work {
 		claimAt := len(fx.times)
 		fx.times = append(fx.times, a.claims...)
 		e.work = fx.addWork(spanWork{key: a.key(), start: a.dcall, end: s.call, parent: callOf(a.run.spanSC),
