@@ -127,13 +127,14 @@ func benchDispatchFinish(b *testing.B, tr *Tracker) {
 //	    own cost of the dropped start and end of one span per activity.
 //	    hand_unsampled ends its dropped spans with a timestamp option, an
 //	    allocation the tracker spares (it ends a span that records nothing
-//	    bare): in instructions per op, unsampled 20,324-20,428 is 1.03 x
-//	    hand_unsampled as written (19,756-19,856) but 1.06 x one that ends
-//	    them bare (19,247). The rest is the tracker's own span bookkeeping:
-//	    the span work of each dispatch, its run's root looked up per
-//	    activity, and the second lock that attaches the opened span.
-//	    (Callgrind's Ir difference over 80,000 iterations: over 10,000, a
-//	    figure varies by about 1,000 from run to run.)
+//	    bare): in instructions per op, unsampled 20,210-20,450 is 1.02 x
+//	    hand_unsampled as written (19,740-19,950) but 1.06 x one that ends
+//	    them bare (19,200-19,310). The rest is the tracker's own span
+//	    bookkeeping: the span work of each dispatch (built under the lock,
+//	    applied and cleared after it), and the second lock that attaches
+//	    the opened span to its activity. (Callgrind's Ir difference over
+//	    80,000 iterations, which still varies by about 150 from run to run
+//	    with the SDK's allocations; over 10,000, by about 1,000.)
 //	sampled: an SDK that samples every span (built, ended and dropped,
 //	    no processor): sampled - off <= 1.10 x (hand_sampled - off), where
 //	    hand_sampled adds to off one hand-written span per activity, with
