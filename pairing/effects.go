@@ -33,11 +33,13 @@ type effect struct {
 }
 
 // spanWork is what making or opening a timeline span needs beyond the
-// effect: the key, the parent the join knew (the run span, if held), the
-// calls that wrote the first and last facts, the retries' and the claims'
-// times (in effects.times), the next run of a continue-as-new, and the item an
-// opened span is attached to, with its use (and, for an activity, its
-// run's, whose span may be opened in the same call).
+// effect: the key (and what its run's spans share, if the join held it or
+// the span looked it up), the parent the join knew (the run span, if
+// held), the calls that wrote the first and last facts, the retries' and
+// the claims' times (in effects.times), the next run of a
+// continue-as-new, and the item an opened span is attached to, with its
+// use (and, for an activity, its run's, whose span may be opened in the
+// same call).
 type spanWork struct {
 	key                 Key
 	parent, start, end  callRef
@@ -47,6 +49,7 @@ type spanWork struct {
 	act                 *activity
 	run                 *run
 	gen, runGen         uint64
+	ids                 *runIDs
 }
 
 type effectOp uint8
@@ -89,6 +92,11 @@ type opened struct {
 	gen  uint64
 	span trace.Span
 	sc   trace.SpanContext
+	// quiet: span records nothing. Learned here, outside the join's lock,
+	// since IsRecording is user code; a span that does not record at its
+	// start never does.
+	quiet bool
+	ids   *runIDs // its run's shared values, for the run to keep
 }
 
 func (fx *effects) add(e effect) { fx.list = append(fx.list, e) }
@@ -201,6 +209,8 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 		if w := fx.workOf(e); w != nil {
 			fx.runSpan(w)
 			t.spans.settle(ctx, e, w, fx.times[w.retryAt:w.retryAt+w.retryTimes], fx.times[w.claimAt:w.claimAt+w.claimTimes])
+		} else if e.span != nil {
+			e.span.End() // it records nothing: spare the span work
 		}
 	case opWait:
 		t.inst.wait.Record(ctx, secondsBetween(e.from, e.to), e.ta.wait...)
@@ -231,12 +241,12 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 		w := fx.workOf(e)
 		fx.runSpan(w)
 		if span := t.spans.startActivity(ctx, e, w); span != nil {
-			fx.opened = append(fx.opened, opened{act: w.act, gen: w.gen, span: span, sc: span.SpanContext()})
+			fx.opened = append(fx.opened, opened{act: w.act, gen: w.gen, span: span, sc: span.SpanContext(), quiet: !span.IsRecording(), ids: w.ids})
 		}
 	case opStartRun:
 		w := fx.workOf(e)
 		if span := t.spans.startRun(ctx, e, w); span != nil {
-			fx.opened = append(fx.opened, opened{run: w.run, gen: w.gen, span: span, sc: span.SpanContext()})
+			fx.opened = append(fx.opened, opened{run: w.run, gen: w.gen, span: span, sc: span.SpanContext(), ids: w.ids})
 		}
 	}
 }
@@ -273,9 +283,11 @@ func (t *Tracker) attach(spans []opened) {
 	for _, o := range spans {
 		switch {
 		case o.act != nil && o.act.gen == o.gen && o.act.state == actLive && o.act.span == nil:
-			o.act.span, o.act.spanSC = o.span, o.sc
+			o.act.span, o.act.spanSC, o.act.spanQuiet = o.span, o.sc, o.quiet
+			o.act.run.keepIDs(o.ids)
 		case o.run != nil && o.run.gen == o.gen && o.run.state == runOpen && o.run.span == nil:
 			o.run.span, o.run.spanSC = o.span, o.sc
+			o.run.keepIDs(o.ids)
 		}
 	}
 }

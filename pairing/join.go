@@ -83,6 +83,9 @@ type run struct {
 	spanSC  trace.SpanContext
 	gen     uint64 // bumped on reuse: a span started for an older use is not attached
 	opening int    // as activity.opening
+	// ids are what the run's spans share (rootCache), kept once a span of
+	// the run looked them up: its later spans skip the lookup.
+	ids *runIDs
 }
 
 // maxCloses bounds the closes a run remembers (a run reopened and closed
@@ -129,8 +132,11 @@ type activity struct {
 	emitted bool
 	span    trace.Span
 	spanSC  trace.SpanContext
-	heapAt  [2]int // its index in its type's heaps (byDispatch), by slot
-	gen     uint64
+	// spanQuiet: span records nothing (a sampler dropped it), so its
+	// settlement only ends it and prepares no span work.
+	spanQuiet bool
+	heapAt    [2]int // its index in its type's heaps (byDispatch), by slot
+	gen       uint64
 	// opening is 1 + the index of the effect that opens its span, while
 	// the call that added it holds the lock; 0 otherwise.
 	opening int
@@ -288,7 +294,7 @@ func (j *join) runOf(w *workflow, id eventstore.RunID) *run {
 		} else {
 			r = &run{}
 		}
-		r.wf, r.id = w, id
+		r.wf, r.id, r.ids = w, id, nil
 		if r.acts == nil {
 			r.acts = make(map[eventstore.ActivityID]*activity)
 		}
@@ -557,7 +563,7 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 		j.startWaiting(a)
 		if j.spans {
 			w := fx.addWork(spanWork{act: a, gen: a.gen, key: a.key(), start: a.dcall,
-				parent: callOf(a.run.spanSC), run: a.run, runGen: a.run.gen})
+				parent: callOf(a.run.spanSC), run: a.run, runGen: a.run.gen, ids: a.run.ids})
 			fx.add(effect{op: opStartActivity, ta: a.ta, from: a.dat, work: w})
 			a.opening = len(fx.list)
 		}
@@ -610,21 +616,22 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 // of its row's claims, go to fx.times.
 func (j *join) settleEffect(a *activity, s settler, fx *effects) effect {
 	e := effect{op: opSettle, ta: a.ta, outcome: uint8(s.outcome), from: a.dat, to: s.at, span: a.span, retries: a.extra}
+	work := j.spans && (a.span == nil || !a.spanQuiet) // a quiet span is only ended
 	at := len(fx.times)
 	for _, r := range a.retries {
 		if r.pos.follows(a.dpos) && r.pos.before(s.pos) {
 			e.retries++
-			if j.spans {
+			if work {
 				fx.times = append(fx.times, r.at)
 			}
 		}
 	}
-	if j.spans {
+	if work {
 		claimAt := len(fx.times)
 		fx.times = append(fx.times, a.claims...)
 		e.work = fx.addWork(spanWork{key: a.key(), start: a.dcall, end: s.call, parent: callOf(a.run.spanSC),
 			retryAt: int32(at), retryTimes: int32(claimAt - at), claimAt: int32(claimAt), claimTimes: int32(len(a.claims)),
-			run: a.run, runGen: a.run.gen})
+			run: a.run, runGen: a.run.gen, ids: a.run.ids})
 	}
 	return e
 }
@@ -653,7 +660,7 @@ func (j *join) resolveRun(r *run, fx *effects) {
 		}
 		r.state = runOpen
 		if j.spans {
-			w := fx.addWork(spanWork{run: r, gen: r.gen, key: r.key(), start: r.startCall})
+			w := fx.addWork(spanWork{run: r, gen: r.gen, key: r.key(), start: r.startCall, ids: r.ids})
 			fx.add(effect{op: opStartRun, wa: r.wa, from: r.startAt, work: w})
 			r.opening = len(fx.list)
 		}
@@ -690,9 +697,16 @@ func (j *join) resolveRun(r *run, fx *effects) {
 func (j *join) closeEffect(r *run, c closeFact, fx *effects) effect {
 	e := effect{op: opClose, wa: r.wa, status: uint8(c.status), from: r.startAt, to: c.at, span: r.span}
 	if j.spans {
-		e.work = fx.addWork(spanWork{key: r.key(), start: r.startCall, end: c.call, next: c.next})
+		e.work = fx.addWork(spanWork{key: r.key(), start: r.startCall, end: c.call, next: c.next, ids: r.ids})
 	}
 	return e
+}
+
+// keepIDs keeps ids on r for its later spans, if they are r's.
+func (r *run) keepIDs(ids *runIDs) {
+	if r.ids == nil && ids != nil && ids.run == r.id && ids.wf == r.wf.key.id && ids.namespace == r.wf.key.namespace {
+		r.ids = ids
+	}
 }
 
 func (a *activity) key() Key {

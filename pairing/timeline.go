@@ -92,7 +92,9 @@ func rootOf(k Key) trace.SpanContext { return timeline.Root(k.Namespace, k.Workf
 // immutable entries (at most about 150 KiB with the entries): a lookup is
 // at most two atomic loads and comparisons, a miss computes the entry and
 // replaces one of its two slots' (BenchmarkRunRoots compares it with
-// computing every time and with a map under a mutex).
+// computing every time and with a map under a mutex). Once a span of a
+// run is opened, the join's run keeps its entry (run.ids), and the run's
+// later spans skip the lookup.
 type rootCache [512]atomic.Pointer[runIDs]
 
 // runIDs is what the spans of one run share.
@@ -135,6 +137,15 @@ func (c *rootCache) get(namespace string, wf eventstore.WorkflowID, run eventsto
 	}
 	a.Store(e)
 	return e
+}
+
+// runIDs returns what the spans of w's run share: as the join held them,
+// else from the cache, kept in w for the join to hold.
+func (s *spans) runIDs(w *spanWork) *runIDs {
+	if w.ids == nil {
+		w.ids = s.roots.get(w.key.Namespace, w.key.WorkflowID, w.key.RunID)
+	}
+	return w.ids
 }
 
 // tracer returns the tracer spans are made with, nil if none records; when
@@ -247,7 +258,7 @@ func (s *spans) startActivity(ctx context.Context, e *effect, w *spanWork) trace
 // run span (or the run's root), and returns it with its run's IDs.
 func (s *spans) openActivity(ctx context.Context, tr trace.Tracer, e *effect, w *spanWork) (trace.Span, *runIDs) {
 	k := &w.key
-	run := s.roots.get(k.Namespace, k.WorkflowID, k.RunID)
+	run := s.runIDs(w)
 	ids := s.ids.Load()
 	parent := run.root
 	if ids != idsDerived && w.parent.span.IsValid() {
@@ -348,7 +359,7 @@ func (s *spans) startRun(ctx context.Context, e *effect, w *spanWork) trace.Span
 // tries the root first and, if the IDs come back random, drops that span
 // unended (so it is never exported) and starts the child.
 func (s *spans) openRun(ctx context.Context, tr trace.Tracer, e *effect, w *spanWork) trace.Span {
-	run := s.roots.get(w.key.Namespace, w.key.WorkflowID, w.key.RunID)
+	run := s.runIDs(w)
 	root := run.root
 	name, attrs := e.wa.spanName, e.wa.spanStart
 	var span trace.Span

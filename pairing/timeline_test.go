@@ -5,12 +5,14 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -552,5 +554,91 @@ func TestRedispatchRaceKeepsSpanConcurrentSafe(t *testing.T) {
 	}
 	if h.tr.InFlight() != 0 {
 		t.Errorf("%d left in flight", h.tr.InFlight())
+	}
+}
+
+// dropType samples every span but the activity spans of one type.
+type dropType string
+
+func (d dropType) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	for _, kv := range p.Attributes {
+		if kv.Key == catalog.ActivityType && kv.Value.AsString() == string(d) {
+			return sdktrace.SamplingResult{Decision: sdktrace.Drop}
+		}
+	}
+	return sdktrace.AlwaysSample().ShouldSample(p)
+}
+
+func (d dropType) Description() string { return "dropType" }
+
+// endCounter wraps a provider's spans to count their End calls.
+type endCounter struct {
+	trace.TracerProvider
+	ends *atomic.Int32
+}
+
+func (p endCounter) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return endCountingTracer{p.TracerProvider.Tracer(name, opts...), p.ends}
+}
+
+type endCountingTracer struct {
+	trace.Tracer
+	ends *atomic.Int32
+}
+
+func (t endCountingTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	ctx, span := t.Tracer.Start(ctx, name, opts...)
+	return ctx, endCountingSpan{span, t.ends}
+}
+
+type endCountingSpan struct {
+	trace.Span
+	ends *atomic.Int32
+}
+
+func (s endCountingSpan) End(opts ...trace.SpanEndOption) {
+	s.ends.Add(1)
+	s.Span.End(opts...)
+}
+
+// An activity span the sampler dropped is still ended at its settlement,
+// and sparing it the span work leaves the recorded spans settled in the
+// same call whole: the retry events of each at its own times.
+func TestTimelineDroppedSpansEnded(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(dropType("quiet")), sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = sdk.Shutdown(context.Background()) })
+	var ends atomic.Int32
+	tr, err := New(WithMeterProvider(noop.NewMeterProvider()), WithTracerProvider(endCounter{sdk, &ends}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := context.Background()
+	quiet, charge := key("tenant", 1, 1, 1), key("tenant", 1, 1, 2)
+	tr.RunStarted(bg, "tenant", quiet.WorkflowID, quiet.RunID, "order", ts(0))
+	tr.Dispatched(bg, quiet, "quiet", ts(10))
+	tr.Dispatched(bg, charge, "charge", ts(11))
+	tr.Retried(bg, quiet, ts(20))
+	tr.Retried(bg, charge, ts(30))
+	tr.Retried(bg, quiet, ts(40))
+	tr.Retried(bg, charge, ts(50))
+	if n := tr.RunClosed(bg, "tenant", quiet.WorkflowID, quiet.RunID, eventstore.StatusCompleted, ts(60)); n != 2 {
+		t.Fatalf("RunClosed settled %d activities, want 2", n)
+	}
+	if got := ends.Load(); got != 3 {
+		t.Errorf("%d spans ended, want both activities' and the run's", got)
+	}
+	names := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		names[s.Name()] = s
+	}
+	act := names["activity charge"]
+	if len(names) != 2 || act == nil || names["workflow order"] == nil {
+		t.Fatalf("ended spans %v, want the charge activity's and the run's", names)
+	}
+	wantAttr(t, act, catalog.RetryCount.Int64(2))
+	ev := act.Events()
+	if len(ev) != 2 || !ev[0].Time.Equal(ts(30)) || !ev[1].Time.Equal(ts(50)) {
+		t.Errorf("activity events %v, want two retries at %v and %v", ev, ts(30), ts(50))
 	}
 }
