@@ -24,11 +24,7 @@ func (r *e2e) checkWait(ctx context.Context) {
 	sel := fmt.Sprintf("{job=%q}", r.job)
 	var types []string
 	r.waitFor(ctx, "the wait series in Prometheus", 2*time.Minute, func(ctx context.Context) error {
-		waits, err := byType(ctx, r, "sum by (aion_activity_type) (aion_activity_wait_duration_seconds_count"+sel+")")
-		if err != nil {
-			return err
-		}
-		dispatched, err := byType(ctx, r, "sum by (aion_activity_type) (aion_activities_dispatched_total"+sel+")")
+		waits, dispatched, err := r.waitsAndDispatches(ctx)
 		if err != nil {
 			return err
 		}
@@ -105,14 +101,9 @@ func (r *e2e) checkWait(ctx context.Context) {
 // dispatches: one wait per dispatch, re-claims add none.
 func (r *e2e) checkWaitsPerDispatch(ctx context.Context) {
 	r.t.Helper()
-	sel := fmt.Sprintf("{job=%q}", r.job)
 	var checked int
 	r.waitFor(ctx, "at most one wait per dispatch, in the final export", time.Minute, func(ctx context.Context) error {
-		waits, err := byType(ctx, r, "sum by (aion_activity_type) (aion_activity_wait_duration_seconds_count"+sel+")")
-		if err != nil {
-			return err
-		}
-		dispatched, err := byType(ctx, r, "sum by (aion_activity_type) (aion_activities_dispatched_total"+sel+")")
+		waits, dispatched, err := r.waitsAndDispatches(ctx)
 		if err != nil {
 			return err
 		}
@@ -130,6 +121,17 @@ func (r *e2e) checkWaitsPerDispatch(ctx context.Context) {
 		return nil
 	})
 	r.t.Logf("wait for a worker: at most one wait per dispatch for each of %d types, in the final export", checked)
+}
+
+// waitsAndDispatches returns, by activity type of the scenario's job, the
+// waits recorded and the dispatches counted.
+func (r *e2e) waitsAndDispatches(ctx context.Context) (waits, dispatched map[string]float64, err error) {
+	sel := fmt.Sprintf("{job=%q}", r.job)
+	if waits, err = byType(ctx, r, "sum by (aion_activity_type) (aion_activity_wait_duration_seconds_count"+sel+")"); err != nil {
+		return nil, nil, err
+	}
+	dispatched, err = byType(ctx, r, "sum by (aion_activity_type) (aion_activities_dispatched_total"+sel+")")
+	return waits, dispatched, err
 }
 
 // byType runs a query by aion_activity_type and returns its values.
