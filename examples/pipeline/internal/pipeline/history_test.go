@@ -140,8 +140,17 @@ func TestCompareTimeline(t *testing.T) {
 	s.add(r2, 5, eventstore.ActivityScheduled{ActivityID: 0, ActivityType: "charge"})
 	runs := foldHistory(s.wf, s.events)
 	tr := summarise(runs)
-	if p := compareTimeline(tr, clusterSpans(runs)); len(p) > 0 {
+	if p, _ := compareTimeline(tr, clusterSpans(runs), nil); len(p) > 0 {
 		t.Fatalf("the timeline as promised reported:\n%s", strings.Join(p, "\n"))
+	}
+	// What a killed node may have lost is excused when missing, never
+	// when doubled.
+	lost := func(run runTruth, end time.Time) bool { return run.Run == r1 }
+	if p, n := compareTimeline(tr, clusterSpans(runs)[1:], lost); len(p) > 0 || n != 1 {
+		t.Errorf("a lost run span: %d excused, problems %v; want 1 excused", n, p)
+	}
+	if p, _ := compareTimeline(tr, append(clusterSpans(runs), clusterSpans(runs)[0]), lost); len(p) == 0 {
+		t.Error("a doubled run span was excused")
 	}
 	testCases := []struct {
 		name   string
@@ -189,7 +198,7 @@ func TestCompareTimeline(t *testing.T) {
 				}
 				spans[i].Attrs = attrs
 			}
-			problems := compareTimeline(tr, tc.mutate(spans))
+			problems, _ := compareTimeline(tr, tc.mutate(spans), nil)
 			if tc.want == "" {
 				if len(problems) > 0 {
 					t.Errorf("want no problem, got:\n%s", strings.Join(problems, "\n"))
