@@ -20,6 +20,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/eventstore/pgstore"
 	"github.com/aionotel/aionotel/otelstore"
 	"github.com/aionotel/aionotel/pairing"
 )
@@ -165,7 +166,9 @@ func (c *cluster) life(name, instance string) *life {
 		otelstore.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(l.reader))),
 		otelstore.WithTracerProvider(tracenoop.NewTracerProvider()),
 		otelstore.WithResumeReports(func(r pairing.ResumeReport, err error) {
-			if err != nil {
+			// A resume still reading when its node closes the store ends
+			// with ErrClosed: cut short by the node's own exit, not lost.
+			if err != nil && !errors.Is(err, pgstore.ErrClosed) {
 				c.t.Errorf("node %s: resume: %v", name, err)
 			}
 			l.reports <- r
