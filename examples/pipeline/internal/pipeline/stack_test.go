@@ -517,6 +517,9 @@ func (r *e2e) otlpDemo(name string, args ...string) *process {
 		"OTEL_EXPORTER_OTLP_INSECURE=true",
 		"OTEL_METRIC_EXPORT_INTERVAL=1000",
 		"OTEL_BSP_SCHEDULE_DELAY=500",
+		// The default queue (2,048 spans) overflows, and drops spans, when
+		// a loaded machine slows the exports: the tests count every span.
+		"OTEL_BSP_MAX_QUEUE_SIZE=65536",
 	}, append([]string{r.demoBin, "-exporter", "otlp"}, args...)...)
 }
 
