@@ -145,7 +145,7 @@ func TestCompareTimeline(t *testing.T) {
 	}
 	// What a killed node may have lost is excused when missing, never
 	// when doubled.
-	lost := func(run runTruth, end time.Time) bool { return run.Run == r1 }
+	lost := func(run runTruth, _ bool, end time.Time) bool { return run.Run == r1 }
 	if p, n := compareTimeline(tr, clusterSpans(runs)[1:], lost); len(p) > 0 || n != 1 {
 		t.Errorf("a lost run span: %d excused, problems %v; want 1 excused", n, p)
 	}
