@@ -264,15 +264,28 @@ func (h *handoff) observes(workflowID eventstore.WorkflowID) bool {
 	return !h.lost[eventstore.ShardOf(workflowID, h.shards)]
 }
 
-// claims reports whether a claim of the workflow's row is this node's to
-// observe: not when its shard is one the node does not serve (a claim
-// across shards, which another node will claim again) or lost.
-func (h *handoff) claims(workflowID eventstore.WorkflowID) bool {
-	if h == nil {
-		return true
-	}
+// claimable returns the rows whose claims are this node's to observe: not
+// those in shards the node does not serve (a claim across shards, which
+// the shard's node claims again) or lost. It takes the lock once, and
+// copies only when it drops a row (the caller's slice is theirs).
+func (h *handoff) claimable(rows []eventstore.OutboxRow) []eventstore.OutboxRow {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := eventstore.ShardOf(workflowID, h.shards)
-	return !h.lost[s] && h.served(s)
+	mine := func(r *eventstore.OutboxRow) bool {
+		s := eventstore.ShardOf(r.WorkflowID, h.shards)
+		return !h.lost[s] && h.served(s)
+	}
+	for i := range rows {
+		if mine(&rows[i]) {
+			continue
+		}
+		kept := append(make([]eventstore.OutboxRow, 0, len(rows)-1), rows[:i]...)
+		for j := i + 1; j < len(rows); j++ {
+			if mine(&rows[j]) {
+				kept = append(kept, rows[j])
+			}
+		}
+		return kept
+	}
+	return rows
 }

@@ -107,13 +107,7 @@ func (o outboxMethods) staged(ctx context.Context, workflowID eventstore.Workflo
 func (o outboxMethods) claimed(ctx context.Context, rows []eventstore.OutboxRow, at time.Time) {
 	defer o.c.life.recovered()
 	if h := o.c.handoff; h != nil {
-		kept := make([]eventstore.OutboxRow, 0, len(rows)) // the caller's slice is theirs
-		for _, r := range rows {
-			if h.claims(r.WorkflowID) {
-				kept = append(kept, r)
-			}
-		}
-		rows = kept
+		rows = h.claimable(rows)
 	}
 	o.c.life.tracker.Claimed(ctx, o.c.life.namespace, rows, at)
 }
