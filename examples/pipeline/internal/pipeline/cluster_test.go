@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"maps"
 	"math"
 	"os"
 	"regexp"
@@ -452,8 +451,11 @@ func (r *e2e) checkClusterTimeline(ctx context.Context, final truth, since time.
 			closed++
 		}
 	}
-	var problems []string
-	var excused int
+	var (
+		problems []string
+		excused  int
+		gaps     []string
+	)
 	// The nodes flushed their spans when they stopped: what Jaeger lacks
 	// after two minutes is missing.
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -466,12 +468,13 @@ func (r *e2e) checkClusterTimeline(ctx context.Context, final truth, since time.
 		if err != nil {
 			return err
 		}
-		// Known gap (see the closing note of issue 23): a run that a node
-		// closes right after adopting its shard, before that node's resume
-		// has read the run, may get no run span. Up to 3 % of the closed
-		// runs may lack theirs; they are logged, and their activity spans
-		// are not compared. Wrong, doubled or orphaned spans still fail.
-		budget, gaps := closed*3/100, []string(nil)
+		// A safety net kept from before the cause was found (another
+		// scenario's traces evicting these from Jaeger's memory; see the
+		// closing note of issue 23): up to 3 % of the closed runs may lack
+		// their run span; they are logged, and their activity spans are not
+		// compared. Wrong, doubled or orphaned spans still fail.
+		budget := closed * 3 / 100
+		gaps = gaps[:0]
 		problems, excused = compareTimeline(final, spans, func(run runTruth, runSpan bool, end time.Time) bool {
 			if loss.excused(run, end) {
 				return true
@@ -482,9 +485,6 @@ func (r *e2e) checkClusterTimeline(ctx context.Context, final truth, since time.
 			}
 			return false
 		})
-		if len(gaps) > 0 {
-			r.t.Logf("%d closed runs without a run span (the adoption gap): %v", len(gaps), gaps)
-		}
 		if len(problems) > 0 {
 			return fmt.Errorf("%d problems", len(problems))
 		}
@@ -497,6 +497,9 @@ func (r *e2e) checkClusterTimeline(ctx context.Context, final truth, since time.
 		}
 		r.t.Fatalf("Jaeger against the histories: %v:\n\t%s", err, strings.Join(problems, "\n\t"))
 	}
+	if len(gaps) > 0 {
+		r.t.Logf("%d closed runs without a run span in Jaeger, tolerated: %v", len(gaps), gaps)
+	}
 	r.t.Logf("Jaeger holds one run span for each of the %d closed runs, with their activity spans, at the histories' times (%d spans the killed node may have lost are missing)", closed, excused)
 }
 
@@ -508,8 +511,7 @@ func (r *e2e) timelineSpans(ctx context.Context, t truth, since time.Time) ([]sp
 		ops[runSpanPrefix+run.Type] = true
 	}
 	var spans []span
-	seen := map[pcommon.TraceID]bool{} // a trace found by several names, once
-	for op := range ops {
+	for op := range ops { // a run's trace has one run span: found by one name
 		td, err := r.jaeger.findTraces(ctx, r.job, op, since, time.Now().Add(time.Minute), 40000)
 		if err == errNoTraces {
 			continue
@@ -517,14 +519,7 @@ func (r *e2e) timelineSpans(ctx context.Context, t truth, since time.Time) ([]sp
 		if err != nil {
 			return nil, err
 		}
-		found := map[pcommon.TraceID]bool{}
-		for _, s := range flatten(td) {
-			if !seen[s.TraceID] {
-				found[s.TraceID] = true
-				spans = append(spans, s)
-			}
-		}
-		maps.Copy(seen, found)
+		spans = append(spans, flatten(td)...)
 	}
 	return spans, nil
 }
