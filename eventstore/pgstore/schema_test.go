@@ -17,7 +17,7 @@ import (
 
 var wantTables = []string{
 	"aionotel_eventstore_meta", "aionotel_events", "aionotel_outbox", "aionotel_packages", "aionotel_routes",
-	"aionotel_runs", "aionotel_shard_directory", "aionotel_shards", "aionotel_timers", "aionotel_workflows",
+	"aionotel_runs", "aionotel_shard_directory", "aionotel_shard_lives", "aionotel_shards", "aionotel_timers", "aionotel_workflows",
 }
 
 func tablesIn(t *testing.T, q interface {
