@@ -48,11 +48,11 @@ func TestNameReuseFencesTheEarlierLife(t *testing.T) {
 	}
 
 	checks := map[string]error{
-		"Append":                            old.Append(ctx, token, wf, []eventstore.Event{signal(run, "stale")}, 1),
-		"AppendWithOutbox":                  old.AppendWithOutbox(ctx, token, wf, nil, 1, []eventstore.OutboxRow{{RunID: run, Ordinal: 1}}),
-		"ScheduleTimer":                     old.ScheduleTimer(ctx, wf, "t2", fire, 1),
-		"RetireTimer":                       func() error { _, err := old.RetireTimer(ctx, wf, "t", fire, 1); return err }(),
-		"SettleWorkflowOutboxRowsCancelled": func() error { _, err := old.SettleWorkflowOutboxRowsCancelled(ctx, wf); return err }(),
+		"Append":                             old.Append(ctx, token, wf, []eventstore.Event{signal(run, "stale")}, 1),
+		"AppendWithOutbox":                   old.AppendWithOutbox(ctx, token, wf, nil, 1, []eventstore.OutboxRow{{RunID: run, Ordinal: 1}}),
+		"ScheduleTimer":                      old.ScheduleTimer(ctx, wf, "t2", fire, 1),
+		"RetireTimer":                        func() error { _, err := old.RetireTimer(ctx, wf, "t", fire, 1); return err }(),
+		"SettleWorkflowOutboxRowsCancelled":  func() error { _, err := old.SettleWorkflowOutboxRowsCancelled(ctx, wf); return err }(),
 		"AcquireOwnedShard (taking it back)": old.AcquireOwnedShard(ctx, 6),
 	}
 	for call, err := range checks {
@@ -207,7 +207,7 @@ func TestClaimsWithinOwnedShards(t *testing.T) {
 		return s
 	}
 	a, b := open("a", pgstore.WithOwnedShardClaims()), open("b", pgstore.WithOwnedShardClaims())
-	any := open("dispatcher")
+	dispatcher := open("dispatcher")
 	stage := func(s *pgstore.Store, shard int) eventstore.WorkflowID {
 		t.Helper()
 		wf, run := workflowIn(shard, 16), eventstore.NewRunID()
@@ -237,7 +237,7 @@ func TestClaimsWithinOwnedShards(t *testing.T) {
 			t.Fatalf("%s claimed %+v, %v; want its own shard's row only", c.s.Node(), rows, err)
 		}
 	}
-	if rows, err := any.ClaimOutboxRows(ctx, 10); err != nil || len(rows) != 1 || eventstore.ShardOf(rows[0].WorkflowID, 16) != 3 {
+	if rows, err := dispatcher.ClaimOutboxRows(ctx, 10); err != nil || len(rows) != 1 || eventstore.ShardOf(rows[0].WorkflowID, 16) != 3 {
 		t.Fatalf("a store without the option claimed %+v, %v; want the one pending row left", rows, err)
 	}
 	// Once a's lease lapses, it claims nothing of shard 1 any more.
