@@ -628,6 +628,7 @@ func TestFaultInjection(t *testing.T) {
 		paused := time.Now()
 		victim.signal(t, syscall.SIGSTOP)
 		defer victim.signal(t, syscall.SIGCONT)
+		shards = c.shardsOf(victim.name) // as the pause left them
 		c.handover(victim.name+" paused", shards, names, before, paused, bound)
 		victim.signal(t, syscall.SIGCONT)
 		resumed := time.Now()
@@ -647,6 +648,7 @@ func TestFaultInjection(t *testing.T) {
 		victim.await(t, "INTX", since, 10*time.Second)
 		defer victim.signal(t, syscall.SIGCONT)
 		paused := time.Now()
+		shards = c.shardsOf(victim.name) // as the pause left them
 		c.handover(victim.name+" paused in a transaction", shards, names, before, paused, bound)
 		resumed := time.Now()
 		victim.signal(t, syscall.SIGCONT)
@@ -659,10 +661,11 @@ func TestFaultInjection(t *testing.T) {
 	t.Run("same-name replacement while paused, then SIGCONT", func(t *testing.T) {
 		defer c.on(t)()
 		since := time.Now()
-		victim, before := c.shardsOf("n3"), c.leases()
+		before := c.leases()
 		n3.signal(t, syscall.SIGSTOP)
 		defer n3.signal(t, syscall.SIGCONT)
 		paused := time.Now()
+		victim := c.shardsOf("n3") // as the pause left them
 		replacement := c.start("n3", 4, 5)
 		c.handover("n3 replaced under its name", victim, []string{"n1", "n2", "n3"}, before, paused, bound)
 		resumed := time.Now()
@@ -683,6 +686,7 @@ func TestFaultInjection(t *testing.T) {
 		before := c.leases()
 		killed := time.Now()
 		victimProc.signal(t, syscall.SIGKILL)
+		victim = c.shardsOf(victimProc.name) // as the kill left them
 		c.handover(victimProc.name+" killed", victim, names, before, killed, bound)
 		time.Sleep(2 * faultRenew)
 		c.noLosses(t.Name(), since, survivors...)
