@@ -25,8 +25,12 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/eventstore/pgstore"
+	"github.com/aionotel/aionotel/otelstore"
 )
 
 // The environment of a node process.
@@ -105,10 +109,45 @@ func tagOf(ev eventstore.Event) string {
 	switch e := ev.(type) {
 	case eventstore.WorkflowStarted:
 		return string(e.Input.Data)
-	case eventstore.SignalReceived:
-		return e.SignalName
+	case eventstore.ActivityScheduled:
+		return string(e.Input.Data)
+	case eventstore.ActivityCompleted:
+		return string(e.Result.Data)
 	}
 	return ""
+}
+
+// openActivity returns the activity of a history scheduled and not
+// completed, if any (the workload keeps at most one open per workflow).
+func openActivity(h []eventstore.Event) (eventstore.ActivityID, bool) {
+	open := map[eventstore.ActivityID]bool{}
+	for _, ev := range h {
+		switch e := ev.(type) {
+		case eventstore.ActivityScheduled:
+			open[e.ActivityID] = true
+		case eventstore.ActivityCompleted:
+			delete(open, e.ActivityID)
+		}
+	}
+	for id := range open {
+		return id, true
+	}
+	return 0, false
+}
+
+// nextEvent is the workload's next event of a workflow: its start, then
+// activities scheduled and completed in turn, so that what history has in
+// flight changes with every append.
+func nextEvent(wf eventstore.WorkflowID, run eventstore.RunID, h []eventstore.Event, tag string) eventstore.Event {
+	env := eventstore.Envelope{WorkflowID: wf, RunID: run}
+	if len(h) == 0 {
+		return eventstore.WorkflowStarted{Envelope: env, WorkflowType: "fault", Input: eventstore.Payload{Data: []byte(tag)}}
+	}
+	if id, ok := openActivity(h); ok {
+		return eventstore.ActivityCompleted{Envelope: env, ActivityID: id, Result: eventstore.Payload{Data: []byte(tag)}, Attempt: 1}
+	}
+	return eventstore.ActivityScheduled{Envelope: env, ActivityID: eventstore.ActivityID(len(h) + 1), ActivityType: "work",
+		Input: eventstore.Payload{Data: []byte(tag)}}
 }
 
 // faultNodeMain is a node: it renews its leases on one schedule, acquires
@@ -137,12 +176,54 @@ func faultNodeMain(node string) int {
 		defer outMu.Unlock()
 		fmt.Fprintf(os.Stdout, format+"\n", args...)
 	}
-	s, err := pgstore.Open(ctx, os.Getenv(dsnEnv), pgstore.WithSchema(os.Getenv(envFaultSchema)), pgstore.WithNode(node),
-		pgstore.WithLeaseDuration(faultLease))
+	var s *pgstore.Store
+	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		var err error
+		s, err = pgstore.Open(ctx, os.Getenv(dsnEnv), pgstore.WithSchema(os.Getenv(envFaultSchema)), pgstore.WithNode(node),
+			pgstore.WithLeaseDuration(faultLease))
+		if err == nil {
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			fmt.Fprintln(os.Stderr, "node:", err)
+			return 1
+		}
+	}
+	// Telemetry: the decorator follows the node's shards (it resumes a
+	// shard acquired, releases one lost); SIGHUP reports the in-flight
+	// gauge.
+	reader := sdkmetric.NewManualReader()
+	decorated, err := otelstore.New(s, otelstore.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "node:", err)
 		return 1
 	}
+	d := decorated.(interface {
+		eventstore.Store
+		eventstore.ShardOwner
+	})
+	d.SetOwnedShards(ctx, []int{})
+	hup := make(chan os.Signal, 1)
+	ossignal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(ctx, &rm); err != nil {
+				continue
+			}
+			var inflight int64
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "aion.inflight_activities" {
+						for _, dp := range sum.DataPoints {
+							inflight += dp.Value
+						}
+					}
+				}
+			}
+			say("GAUGE %d", inflight)
+		}
+	}()
 	var want []int
 	for _, f := range strings.Split(os.Getenv(envFaultWant), ",") {
 		if sh, err := strconv.Atoi(f); err == nil {
@@ -184,13 +265,18 @@ func faultNodeMain(node string) int {
 				continue
 			}
 			mu.Lock()
+			var lost []int
 			for sh := range held {
 				if !slices.Contains(got, sh) {
 					delete(held, sh)
+					lost = append(lost, sh)
 					say("LOST %d", sh)
 				}
 			}
 			mu.Unlock()
+			for _, sh := range lost {
+				d.IsCurrentOwner(ctx, sh) // the decorator releases it
+			}
 		}
 	}()
 	// Acquisition and adoption.
@@ -218,7 +304,7 @@ func faultNodeMain(node string) int {
 				if mine {
 					continue
 				}
-				if s.AcquireOwnedShard(ctx, sh) != nil {
+				if d.AcquireOwnedShard(ctx, sh) != nil {
 					continue
 				}
 				leases, err := s.Leases(ctx)
@@ -230,6 +316,7 @@ func faultNodeMain(node string) int {
 						mu.Lock()
 						held[sh] = l.Epoch
 						mu.Unlock()
+						d.ExtendOwnedShards(ctx, []int{sh}) // the decorator resumes it
 						say("ACQ %d %d", sh, l.Epoch)
 					}
 				}
@@ -271,13 +358,9 @@ func faultNodeMain(node string) int {
 					continue
 				}
 				tag := faultTag{instance, sh, epoch, int(counter.Add(1))}.String()
-				env := eventstore.Envelope{WorkflowID: wf, RunID: run}
-				var ev eventstore.Event = eventstore.SignalReceived{Envelope: env, SignalName: tag}
-				if len(h) == 0 {
-					ev = eventstore.WorkflowStarted{Envelope: env, WorkflowType: "fault", Input: eventstore.Payload{Data: []byte(tag)}}
-				}
+				ev := nextEvent(wf, run, h, tag)
 				called := time.Now().UnixNano()
-				switch err := s.Append(ctx, token, wf, []eventstore.Event{ev}, uint64(len(h))); {
+				switch err := d.Append(ctx, token, wf, []eventstore.Event{ev}, uint64(len(h))); {
 				case err == nil:
 					say("ACK %s %d %s %d", wf, len(h)+1, tag, called)
 				case errors.Is(err, eventstore.ErrNotOwner):
@@ -483,12 +566,16 @@ func (c *faultCluster) checkDB(scenario string) {
 	writers := map[[2]uint64]string{}
 	twice := map[[2]uint64]bool{} // reported
 	events, stale := 0, 0
+	inflight := 0
 	for sh := range faultShards {
 		for k := range faultPerShard {
 			wf, _ := faultWorkflow(sh, k)
 			h, err := c.check.ReadHistory(ctx, wf)
 			if err != nil {
 				c.t.Fatal(err)
+			}
+			if _, ok := openActivity(h); ok {
+				inflight++
 			}
 			var last faultTag
 			for i, ev := range h {
@@ -525,7 +612,69 @@ func (c *faultCluster) checkDB(scenario string) {
 			}
 		}
 	}
-	c.t.Logf("%s: the database holds %d events; %d acknowledged appends all there", scenario, events, acks)
+	c.t.Logf("%s: the database holds %d events, %d activities in flight; %d acknowledged appends all there", scenario, events, inflight, acks)
+}
+
+// inFlight counts the activities history has in flight.
+func (c *faultCluster) inFlight() int64 {
+	c.t.Helper()
+	var n int64
+	for sh := range faultShards {
+		for k := range faultPerShard {
+			wf, _ := faultWorkflow(sh, k)
+			h, err := c.check.ReadHistory(context.Background(), wf)
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			if _, ok := openActivity(h); ok {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// checkTelemetry stops the writers of the live nodes, then waits (bounded)
+// until the nodes' in-flight gauges, summed, equal what history has in
+// flight, and starts the writers again.
+func (c *faultCluster) checkTelemetry(scenario string, live ...*faultProc) {
+	c.t.Helper()
+	since := time.Now()
+	for _, p := range live {
+		p.signal(c.t, syscall.SIGUSR2)
+	}
+	for _, p := range live {
+		p.await(c.t, "QUIET", since, 5*time.Second)
+	}
+	defer func() {
+		for _, p := range live {
+			p.signal(c.t, syscall.SIGUSR2)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // appends in flight return
+	truth := c.inFlight()
+	var sum int64
+	var each []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		asked := time.Now()
+		sum, each = 0, nil
+		for _, p := range live {
+			p.signal(c.t, syscall.SIGHUP)
+			p.await(c.t, "GAUGE", asked, 5*time.Second)
+			g := p.lines("GAUGE", asked)
+			v, _ := strconv.ParseInt(strings.Fields(g[len(g)-1])[1], 10, 64)
+			sum += v
+			each = append(each, fmt.Sprintf("%s=%d", p.name, v))
+		}
+		if sum == truth {
+			c.t.Logf("%s: the nodes' in-flight gauges %v sum to %d, as history has, %s after the writers stopped", scenario, each, sum, time.Since(since).Round(time.Millisecond))
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Errorf("%s: the nodes' in-flight gauges %v sum to %d; history has %d in flight", scenario, each, sum, truth)
+			return
+		}
+	}
 }
 
 // busiest returns the process holding the most shards, with them, and
@@ -637,6 +786,7 @@ func TestFaultInjection(t *testing.T) {
 		c.noLosses(t.Name(), since, survivors...)
 		c.staleAcks(t.Name(), victim, resumed)
 		c.checkDB(t.Name())
+		c.checkTelemetry(t.Name(), n1, n2, n3)
 	})
 
 	t.Run("pause inside an open write transaction", func(t *testing.T) {
@@ -656,6 +806,7 @@ func TestFaultInjection(t *testing.T) {
 		c.noLosses(t.Name(), since, survivors...)
 		c.staleAcks(t.Name(), victim, resumed)
 		c.checkDB(t.Name())
+		c.checkTelemetry(t.Name(), n1, n2, n3)
 	})
 
 	t.Run("same-name replacement while paused, then SIGCONT", func(t *testing.T) {
@@ -676,6 +827,7 @@ func TestFaultInjection(t *testing.T) {
 		c.checkDB(t.Name())
 		_ = n3.cmd.Process.Kill()
 		n3 = replacement
+		c.checkTelemetry(t.Name(), n1, n2, n3)
 	})
 
 	t.Run("kill -9 during writes", func(t *testing.T) {
@@ -701,6 +853,8 @@ func TestFaultInjection(t *testing.T) {
 		default:
 			n3 = c.start("n3", 4, 5)
 		}
+		time.Sleep(2 * faultRenew) // it has found its shards taken
+		c.checkTelemetry(t.Name(), n1, n2, n3)
 	})
 
 	t.Run("server ends every session", func(t *testing.T) {
@@ -735,6 +889,7 @@ func TestFaultInjection(t *testing.T) {
 			c.noLosses(t.Name(), since, n1, n2, n3)
 		}
 		c.checkDB(t.Name())
+		c.checkTelemetry(t.Name(), n1, n2, n3)
 	})
 	t.Logf("the fault-injection run took %s", time.Since(startedAt).Round(time.Millisecond))
 }
