@@ -159,6 +159,8 @@ func nextEvent(wf eventstore.WorkflowID, run eventstore.RunID, h []eventstore.Ev
 //	LOST shard           a held shard the renewal did not return
 //	ACK wf seq tag t     an append that returned nil; t: when it was called (Unix ns)
 //	FENCED shard         an append refused with ErrNotOwner
+//	READY                signal handlers installed
+//	GAUGE n              its in-flight gauge (SIGHUP asked)
 //	INTX                 stopping itself inside a write transaction (SIGUSR1 asked)
 //	QUIET, LOUD          writers stopped, started again (SIGUSR2 asked)
 //
@@ -224,6 +226,7 @@ func faultNodeMain(node string) int {
 			say("GAUGE %d", inflight)
 		}
 	}()
+	say("READY") // the signal handlers are in place
 	var want []int
 	for _, f := range strings.Split(os.Getenv(envFaultWant), ",") {
 		if sh, err := strconv.Atoi(f); err == nil {
@@ -425,6 +428,7 @@ func (c *faultCluster) start(name string, want ...int) *faultProc {
 		}
 	}()
 	c.procs = append(c.procs, p)
+	p.await(c.t, "READY", time.Time{}, 60*time.Second)
 	return p
 }
 
@@ -634,10 +638,28 @@ func (c *faultCluster) inFlight() int64 {
 	return n
 }
 
-// checkTelemetry stops the writers of the live nodes, then waits (bounded)
+// checkTelemetry stops the writers of the live nodes and waits (bounded)
 // until the nodes' in-flight gauges, summed, equal what history has in
-// flight, and starts the writers again.
+// flight. An append whose commit the server made but whose answer the
+// node lost (its session ended) is not observed until the node writes to
+// that workflow again and fills the gap from history: when the sums
+// differ, the writers run again for a moment, up to four rounds.
 func (c *faultCluster) checkTelemetry(scenario string, live ...*faultProc) {
+	c.t.Helper()
+	var last string
+	for round := range 4 {
+		ok, msg := c.telemetryRound(scenario, live)
+		if ok {
+			c.t.Logf("%s (round %d)", msg, round+1)
+			return
+		}
+		last = msg
+		time.Sleep(500 * time.Millisecond) // the writers run again
+	}
+	c.t.Errorf("%s: %s", scenario, last)
+}
+
+func (c *faultCluster) telemetryRound(scenario string, live []*faultProc) (bool, string) {
 	c.t.Helper()
 	since := time.Now()
 	for _, p := range live {
@@ -655,7 +677,7 @@ func (c *faultCluster) checkTelemetry(scenario string, live ...*faultProc) {
 	truth := c.inFlight()
 	var sum int64
 	var each []string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		asked := time.Now()
 		sum, each = 0, nil
 		for _, p := range live {
@@ -667,12 +689,11 @@ func (c *faultCluster) checkTelemetry(scenario string, live ...*faultProc) {
 			each = append(each, fmt.Sprintf("%s=%d", p.name, v))
 		}
 		if sum == truth {
-			c.t.Logf("%s: the nodes' in-flight gauges %v sum to %d, as history has, %s after the writers stopped", scenario, each, sum, time.Since(since).Round(time.Millisecond))
-			return
+			return true, fmt.Sprintf("%s: the nodes' in-flight gauges %v sum to %d, as history has, %s after the writers stopped",
+				scenario, each, sum, time.Since(since).Round(time.Millisecond))
 		}
 		if time.Now().After(deadline) {
-			c.t.Errorf("%s: the nodes' in-flight gauges %v sum to %d; history has %d in flight", scenario, each, sum, truth)
-			return
+			return false, fmt.Sprintf("the nodes' in-flight gauges %v sum to %d; history has %d in flight", each, sum, truth)
 		}
 	}
 }
@@ -726,15 +747,17 @@ func (c *faultCluster) noLosses(scenario string, since time.Time, survivors ...*
 }
 
 // TestFaultInjection runs three node processes on one schema of the
-// PostgreSQL and, in order: pauses one (SIGSTOP) past its lease while it
-// does not write; pauses one inside an open write transaction; pauses one
+// PostgreSQL and, in order: pauses one inside an open write transaction
+// (it stops itself once its transaction holds its locks); pauses one
+// (SIGSTOP) past its lease while it does not write; pauses one
 // and starts a replacement under the same name, then resumes the paused
 // one; kills one (SIGKILL) while it writes; ends every node's sessions on
 // the server side (and, with AIONOTEL_FAULT_RESTART, restarts the server).
 // After each scenario it checks the database: every acknowledged append is
 // there, no write under a stale epoch, one writer per epoch; the victim's
 // shards reach the survivors within one lease plus one acquisition
-// interval (plus slack), and the survivors lose none of theirs.
+// interval (plus slack), the survivors lose none of theirs, and the live
+// nodes' in-flight gauges, summed, converge to what history has in flight.
 func TestFaultInjection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fault-injection test runs for about half a minute")
@@ -766,6 +789,26 @@ func TestFaultInjection(t *testing.T) {
 	c.handover("start", []int{0, 1, 2, 3, 4, 5}, []string{"n1", "n2", "n3"}, nil, startedAt, 10*time.Second)
 	time.Sleep(faultLease / 2) // writes under way
 
+	t.Run("pause inside an open write transaction", func(t *testing.T) {
+		defer c.on(t)()
+		since := time.Now()
+		before := c.leases()
+		victim, shards, survivors, names := c.busiest(n1, n2, n3)
+		victim.signal(t, syscall.SIGUSR1)
+		victim.await(t, "INTX", since, 10*time.Second)
+		defer victim.signal(t, syscall.SIGCONT)
+		paused := time.Now()
+		shards = c.shardsOf(victim.name) // as the pause left them
+		c.handover(victim.name+" paused in a transaction", shards, names, before, paused, bound)
+		resumed := time.Now()
+		victim.signal(t, syscall.SIGCONT)
+		time.Sleep(faultLease / 2)
+		c.noLosses(t.Name(), since, survivors...)
+		c.staleAcks(t.Name(), victim, resumed)
+		c.checkDB(t.Name())
+		c.checkTelemetry(t.Name(), n1, n2, n3)
+	})
+
 	t.Run("pause without an open transaction", func(t *testing.T) {
 		defer c.on(t)()
 		since := time.Now()
@@ -782,26 +825,6 @@ func TestFaultInjection(t *testing.T) {
 		victim.signal(t, syscall.SIGCONT)
 		resumed := time.Now()
 		victim.signal(t, syscall.SIGUSR2) // writing again
-		time.Sleep(faultLease / 2)
-		c.noLosses(t.Name(), since, survivors...)
-		c.staleAcks(t.Name(), victim, resumed)
-		c.checkDB(t.Name())
-		c.checkTelemetry(t.Name(), n1, n2, n3)
-	})
-
-	t.Run("pause inside an open write transaction", func(t *testing.T) {
-		defer c.on(t)()
-		since := time.Now()
-		before := c.leases()
-		victim, shards, survivors, names := c.busiest(n1, n2, n3)
-		victim.signal(t, syscall.SIGUSR1)
-		victim.await(t, "INTX", since, 10*time.Second)
-		defer victim.signal(t, syscall.SIGCONT)
-		paused := time.Now()
-		shards = c.shardsOf(victim.name) // as the pause left them
-		c.handover(victim.name+" paused in a transaction", shards, names, before, paused, bound)
-		resumed := time.Now()
-		victim.signal(t, syscall.SIGCONT)
 		time.Sleep(faultLease / 2)
 		c.noLosses(t.Name(), since, survivors...)
 		c.staleAcks(t.Name(), victim, resumed)
