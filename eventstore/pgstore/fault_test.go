@@ -793,12 +793,12 @@ func TestFaultInjection(t *testing.T) {
 		defer c.on(t)()
 		since := time.Now()
 		before := c.leases()
-		victim, shards, survivors, names := c.busiest(n1, n2, n3)
+		victim, _, survivors, names := c.busiest(n1, n2, n3)
 		victim.signal(t, syscall.SIGUSR1)
 		victim.await(t, "INTX", since, 10*time.Second)
 		defer victim.signal(t, syscall.SIGCONT)
 		paused := time.Now()
-		shards = c.shardsOf(victim.name) // as the pause left them
+		shards := c.shardsOf(victim.name) // as the pause left them
 		c.handover(victim.name+" paused in a transaction", shards, names, before, paused, bound)
 		resumed := time.Now()
 		victim.signal(t, syscall.SIGCONT)
@@ -812,7 +812,7 @@ func TestFaultInjection(t *testing.T) {
 	t.Run("pause without an open transaction", func(t *testing.T) {
 		defer c.on(t)()
 		since := time.Now()
-		victim, shards, survivors, names := c.busiest(n1, n2, n3)
+		victim, _, survivors, names := c.busiest(n1, n2, n3)
 		victim.signal(t, syscall.SIGUSR2)
 		victim.await(t, "QUIET", since, 5*time.Second)
 		time.Sleep(100 * time.Millisecond) // a write in flight returns
@@ -820,7 +820,7 @@ func TestFaultInjection(t *testing.T) {
 		paused := time.Now()
 		victim.signal(t, syscall.SIGSTOP)
 		defer victim.signal(t, syscall.SIGCONT)
-		shards = c.shardsOf(victim.name) // as the pause left them
+		shards := c.shardsOf(victim.name) // as the pause left them
 		c.handover(victim.name+" paused", shards, names, before, paused, bound)
 		victim.signal(t, syscall.SIGCONT)
 		resumed := time.Now()
@@ -856,12 +856,12 @@ func TestFaultInjection(t *testing.T) {
 	t.Run("kill -9 during writes", func(t *testing.T) {
 		defer c.on(t)()
 		since := time.Now()
-		victimProc, victim, survivors, names := c.busiest(n1, n2, n3)
+		victimProc, _, survivors, names := c.busiest(n1, n2, n3)
 		victimProc.await(t, "ACK", since, 5*time.Second)
 		before := c.leases()
 		killed := time.Now()
 		victimProc.signal(t, syscall.SIGKILL)
-		victim = c.shardsOf(victimProc.name) // as the kill left them
+		victim := c.shardsOf(victimProc.name) // as the kill left them
 		c.handover(victimProc.name+" killed", victim, names, before, killed, bound)
 		time.Sleep(2 * faultRenew)
 		c.noLosses(t.Name(), since, survivors...)

@@ -58,7 +58,7 @@ type testHooks struct {
 	// before its transaction starts.
 	beforeTx func()
 	// afterLock runs once an append's transaction holds its locks (the
-	// shard's lease row shared, the workflow's row exclusive) and has read
+	// shard's lease row FOR KEY SHARE, the workflow's row exclusive) and has read
 	// what it needs, before it writes; pid is its backend.
 	afterLock func(pid uint32)
 }
