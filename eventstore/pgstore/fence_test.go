@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/eventstore/pgstore"
 )
@@ -249,5 +251,54 @@ func TestClaimsWithinOwnedShards(t *testing.T) {
 	clock.Advance(testLease)
 	if rows, err := a.ClaimOutboxRows(ctx, 10); err != nil || len(rows) != 0 {
 		t.Fatalf("a claimed %+v, %v after its lease expired", rows, err)
+	}
+}
+
+// TestLeasePoolKeepsRenewalsOffTheWorkload: with WithLeasePool, the lease
+// statements run on their own pool, so a workload that holds every
+// connection of the store's pool does not hold up a renewal or an
+// acquisition.
+func TestLeasePoolKeepsRenewalsOffTheWorkload(t *testing.T) {
+	ctx := context.Background()
+	leasePool := testPool(t)
+	schema := testSchema(t, leasePool)
+	cfg := leasePool.Config().Copy()
+	cfg.MaxConns = 1
+	workload, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(workload.Close)
+	s, err := pgstore.New(ctx, workload, pgstore.WithSchema(schema), pgstore.WithNode("a"), pgstore.WithLeasePool(leasePool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	plain, err := pgstore.New(ctx, workload, pgstore.WithSchema(schema), pgstore.WithNode("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = plain.Close() })
+	if err := s.AcquireOwnedShard(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := workload.Acquire(ctx) // the workload holds the store's only connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Release()
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if held, err := s.RenewOwnedShards(short); err != nil || !reflect.DeepEqual(held, []int{1}) {
+		t.Fatalf("renewing while the store's pool is full = %v, %v; want [1]", held, err)
+	}
+	if err := s.AcquireOwnedShard(short, 2); err != nil || !s.IsCurrentOwner(short, 2) {
+		t.Fatalf("acquiring while the store's pool is full = %v", err)
+	}
+	// Without the option the same renewal waits for the workload.
+	blocked, cancel2 := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel2()
+	if _, err := plain.RenewOwnedShards(blocked); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("renewing on the full pool without WithLeasePool = %v, want it to wait (deadline exceeded)", err)
 	}
 }
