@@ -240,6 +240,9 @@ func (s *Store) AcquireOwnedShards(ctx context.Context, shards []int) error {
 		if err != nil {
 			return err
 		}
+		if len(read) != len(want) {
+			return fmt.Errorf("%w: %d of the lease rows of shards %v are missing", ErrCorruptRecord, len(want)-len(read), want)
+		}
 		var takes, keeps []int32
 		for _, l := range read {
 			switch s.actionOn(l) {
