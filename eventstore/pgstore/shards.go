@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -61,15 +60,6 @@ DELETE FROM {directory} WHERE owner = $1 AND shard IN (SELECT shard FROM r)`
 	d.owner IS NOT NULL AND d.owner = s.owner AND d.epoch = s.epoch
 FROM {shards} s LEFT JOIN {directory} d ON d.shard = s.shard WHERE s.epoch > 0 ORDER BY s.shard`
 )
-
-// ErrLeaseBusy is wrapped, with [eventstore.ErrNotOwner], by the error of
-// an acquisition that would take over a lease whose row another
-// transaction holds locked: a write of the previous holder that passed
-// its fence and has not committed yet (or a concurrent takeover). The
-// acquisition does not wait for it and acquires nothing; try again later
-// (the server ends a writer idle in its transaction after
-// [WithIdleInTransactionTimeout]).
-var ErrLeaseBusy = errors.New("pgstore: the lease row is locked by another transaction")
 
 // leaseRow is a shard's lease row as a lease statement reads it.
 type leaseRow struct {
