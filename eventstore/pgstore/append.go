@@ -15,11 +15,13 @@ import (
 // The statements of an append. The first batch takes the locks and reads;
 // Go decides; the second batch writes and commits.
 const (
-	// The lease row of the workflow's shard, locked shared: a takeover
-	// (an UPDATE of that row) waits until this transaction ends, and this
-	// one sees a takeover that committed first. No row: never acquired.
-	qFenceRow = `SELECT owner, epoch, expires > coalesce($2::timestamptz, clock_timestamp())
-FROM {shards} WHERE shard = $1 FOR SHARE`
+	// The lease row of the workflow's shard, locked FOR KEY SHARE until the
+	// transaction ends: a takeover (FOR UPDATE NOWAIT) is refused while
+	// it runs, a renewal (an update of expires alone) does not conflict
+	// with it, and this transaction sees a takeover that committed first.
+	// Epoch 0: never acquired.
+	qFenceRow = `SELECT owner, life, epoch, epoch > 0 AND expires > coalesce($2::timestamptz, clock_timestamp())
+FROM {shards} WHERE shard = $1 FOR KEY SHARE`
 	// A first append creates the workflow's row, or waits for a concurrent
 	// creator and then does nothing.
 	qCreateWorkflow = `INSERT INTO {workflows} (workflow_id, shard, head, run_count) VALUES ($1, $2, 0, 0)
@@ -40,8 +42,8 @@ ON CONFLICT (workflow_id, run_id) DO UPDATE SET workflow_type = EXCLUDED.workflo
 	qUpdateWorkflow = `UPDATE {workflows} SET head = $2, run_count = $3, current_run = $4, workflow_type = $5, status = $6,
 	started_at = $7, started_s = $8, started_ns = $9, closed_at = $10, closed_s = $11, closed_ns = $12
 WHERE workflow_id = $1`
-	qStageRows = `INSERT INTO {outbox} (key_hash, dispatch_key, workflow_id, run_id, ordinal, activity_type, input_type, input_data, created_at, state)
-SELECT k, d, $1, r, o, a, it, idata, c, 1
+	qStageRows = `INSERT INTO {outbox} (key_hash, dispatch_key, workflow_id, run_id, ordinal, activity_type, input_type, input_data, created_at, state, shard)
+SELECT k, d, $1, r, o, a, it, idata, c, 1, $10
 FROM unnest($2::bytea[], $3::bytea[], $4::uuid[], $5::bigint[], $6::bytea[], $7::bytea[], $8::bytea[], $9::bytea[])
 	WITH ORDINALITY AS u(k, d, r, o, a, it, idata, c, ord)
 ORDER BY ord`
@@ -60,10 +62,16 @@ WHERE workflow_id = $1 AND state IN (1, 2) AND (run_id, ordinal) IN (SELECT * FR
 // a *[eventstore.SequenceConflictError] whose Found is the history length).
 // Nothing is written on any error.
 //
-// The transaction locks the shard's lease row shared and the workflow's row
-// exclusively: appends to one workflow run one at a time, appends to
-// different workflows in parallel, and a takeover of the shard waits for
-// the appends in progress. It costs two round trips (reads and locks, then
+// The transaction locks the shard's lease row FOR KEY SHARE and the
+// workflow's row exclusively: appends to one workflow run one at a time,
+// appends to different workflows in parallel, a takeover of the shard is
+// refused while appends are in progress (it does not wait: see
+// [ErrLeaseBusy]) and renewals go on. The fence compares the shard's
+// current epoch with the one this Store was granted, inside the
+// transaction that writes, so an append of a Store whose epoch is no longer
+// current, whatever its node name, writes nothing. A transaction left idle
+// (its process paused) is ended by the server after
+// [WithIdleInTransactionTimeout]. It costs two round trips (reads and locks, then
 // writes and commit) whatever the batch holds. A zero RecordedAt is set to
 // the [WithClock] clock, one reading per append. An append that returned
 // nil is committed (durable as far as the server's settings make a commit
@@ -182,6 +190,7 @@ func (a *appendPlan) run(ctx context.Context, p *pipeline) error {
 	var fence fenceResult
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	b.Queue(s.setIdle)
 	b.Queue(s.q.fenceRow, shard, s.leaseNow())
 	creates := len(a.events) > 0 && a.expected == 0
 	if creates {
@@ -195,8 +204,10 @@ func (a *appendPlan) run(ctx context.Context, p *pipeline) error {
 		b.Queue(s.q.stagedKeys, a.keyHash)
 	}
 	err := p.send(ctx, b, func(br pgx.BatchResults) error {
-		if _, err := br.Exec(); err != nil {
-			return err
+		for range 2 { // BEGIN, SET LOCAL
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
 		}
 		if err := fence.read(br); err != nil {
 			return err
@@ -360,7 +371,7 @@ func (a *appendPlan) queueRows(b *pgx.Batch) {
 		keys[i], runs[i], ords[i] = bs(r.DispatchKey), uuidArg(r.RunID), int64(r.Ordinal)
 		types[i], itypes[i], idata[i], created[i] = bs(r.ActivityType), bs(r.Input.ContentType), nullBytes(r.Input.Data), timeBytes(r.CreatedAt)
 	}
-	b.Queue(a.s.q.stageRows, uuidArg(a.wf), a.keyHash, keys, runs, ords, types, itypes, idata, created)
+	b.Queue(a.s.q.stageRows, uuidArg(a.wf), a.keyHash, keys, runs, ords, types, itypes, idata, created, a.s.shardOf(a.wf))
 }
 
 // queueEvents stamps the events, applies them to their runs as
@@ -488,33 +499,42 @@ func applyEvent(run *runState, ev eventstore.Event) (eventstore.ActivityID, bool
 	return 0, false
 }
 
-// fenceResult is what the fence statement read: the lease row of a shard,
-// if the shard was ever acquired.
+// fenceResult is what the fence statement read: the lease row of a shard.
 type fenceResult struct {
-	acquired bool
-	owner    string
-	epoch    int64
-	live     bool
+	owner string
+	life  int64
+	epoch int64 // 0: never acquired
+	live  bool
 }
 
 func (f *fenceResult) read(br pgx.BatchResults) error {
-	err := br.QueryRow().Scan(&f.owner, &f.epoch, &f.live)
+	err := br.QueryRow().Scan(&f.owner, &f.life, &f.epoch, &f.live)
 	if isNoRows(err) {
-		return nil
+		return nil // a database migrated without the shard's row: never acquired
 	}
-	f.acquired = err == nil
 	return err
 }
 
-// check returns nil when this node may write to the shard: nobody ever
-// acquired it, or this node holds it with a live lease.
+// check returns nil when this Store may write to the shard: nobody ever
+// acquired it, or the shard's current epoch is the one this Store was
+// granted, with the lease live.
 func (f *fenceResult) check(s *Store, shard int32, wf eventstore.WorkflowID) error {
+	mine := s.epochOf(shard)
 	switch {
-	case !f.acquired || (f.owner == s.cfg.node && f.live):
+	case f.epoch == 0 || (f.epoch == mine && f.live):
 		return nil
-	case f.owner == s.cfg.node:
-		return fmt.Errorf("%w: pgstore: workflow %s is in shard %d, whose lease node %q (epoch %d) no longer holds: it expired or was released", eventstore.ErrNotOwner, wf, shard, f.owner, f.epoch)
+	case f.epoch == mine:
+		return fmt.Errorf("%w: pgstore: workflow %s is in shard %d, whose lease this Store (node %q, epoch %d) no longer holds: it expired or was released", eventstore.ErrNotOwner, wf, shard, s.cfg.node, f.epoch)
+	case f.owner == s.cfg.node && f.life != s.life:
+		return fmt.Errorf("%w: pgstore: workflow %s is in shard %d, now in epoch %d of another life (%d) of node %q; this Store is life %d, epoch %s", eventstore.ErrNotOwner, wf, shard, f.epoch, f.life, f.owner, s.life, epochText(mine))
 	default:
-		return fmt.Errorf("%w: pgstore: workflow %s is in shard %d, held by node %q (epoch %d), not by %q", eventstore.ErrNotOwner, wf, shard, f.owner, f.epoch, s.cfg.node)
+		return fmt.Errorf("%w: pgstore: workflow %s is in shard %d, held by node %q in epoch %d, not by this Store (node %q, epoch %s)", eventstore.ErrNotOwner, wf, shard, f.owner, f.epoch, s.cfg.node, epochText(mine))
 	}
+}
+
+func epochText(e int64) string {
+	if e < 0 {
+		return "none"
+	}
+	return fmt.Sprint(e)
 }

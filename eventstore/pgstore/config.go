@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/aionotel/aionotel/eventstore"
 )
 
@@ -28,6 +30,9 @@ type config struct {
 	lease      time.Duration
 	leaseClock func() time.Time // nil: the database's clock
 	now        func() time.Time
+	leasePool  *pgxpool.Pool // nil: the store's pool
+	idle       time.Duration // 0: half the lease
+	ownClaims  bool
 }
 
 // DefaultLeaseDuration is how long an acquired or renewed shard lease lasts
@@ -104,9 +109,14 @@ func WithSchema(name string) Option {
 	return optionFunc(func(c *config) { c.schema = name })
 }
 
-// WithNode names this store's node: the identity that holds shard leases
-// (see [Store.AcquireOwnedShards]). Two Store values with the same name are
-// the same node to the database: give every process its own name. Without
+// WithNode names this store's node: the name that holds shard leases (see
+// [Store.AcquireOwnedShards]). A name may be reused: each [New] under a
+// name opens a new life of it, numbered in the database, and the Store of
+// a later life takes over, in a new epoch, the live leases of an earlier
+// one (a process restarted by its supervisor under the same name, while
+// the old one is paused or dead), which is then fenced; an earlier life
+// never takes them back. Two processes running at once under one name
+// therefore do not share its shards: give every process its own name. Without
 // this option (or with "") the name is the host name followed by a dash and
 // eight random hex digits, different for every [New]. A name must be valid
 // UTF-8 without NUL, at most 200 bytes, else New fails with an error
@@ -169,4 +179,53 @@ func WithClock(now func() time.Time) Option {
 			c.now = now
 		}
 	})
+}
+
+// WithLeasePool runs the lease statements ([Store.AcquireOwnedShards],
+// [Store.RenewOwnedShards], [Store.ReleaseShards], [Store.IsCurrentOwner],
+// [Store.PublishShardOwner], [Store.Leases]) on pool instead of the
+// store's, which the Store borrows (Close leaves it open): a workload that
+// fills the store's pool (slow appends, a locked workflow) then never
+// delays a renewal. Without this option (or with nil) they share the
+// store's pool.
+func WithLeasePool(pool *pgxpool.Pool) Option {
+	return optionFunc(func(c *config) { c.leasePool = pool })
+}
+
+// WithIdleInTransactionTimeout sets how long a transaction of this Store
+// may sit idle (its client sends nothing: the process is paused, stuck or
+// cut off) before the server ends its session
+// (PostgreSQL's idle_in_transaction_session_timeout, set on every
+// transaction the Store opens and, for a pool [Open] makes, on every
+// session). An append holds its shard's lease row locked until it commits,
+// and no takeover of the shard can happen meanwhile: the timeout bounds how
+// long a paused writer holds its shard. Without this option (or with d <=
+// 0) it is half the lease duration ([WithLeaseDuration]), at least one
+// millisecond.
+func WithIdleInTransactionTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.idle = d
+		}
+	})
+}
+
+// WithOwnedShardClaims makes [Store.ClaimOutboxRows] claim only rows of
+// workflows in shards this Store holds now (a live lease in its epoch), so
+// that a node's dispatcher never claims, and bounces, rows of shards
+// another node owns. A Store holding no shard then claims nothing. Without
+// this option claims are for every shard, as [eventstore.Memory] makes
+// them: what a single node, or a dispatcher serving the whole cluster,
+// wants.
+func WithOwnedShardClaims() Option {
+	return optionFunc(func(c *config) { c.ownClaims = true })
+}
+
+// idleTimeout is the idle_in_transaction_session_timeout of the Store's
+// transactions.
+func (c config) idleTimeout() time.Duration {
+	if c.idle > 0 {
+		return c.idle
+	}
+	return max(c.lease/2, time.Millisecond)
 }

@@ -34,6 +34,9 @@ func TestConformance(t *testing.T) {
 		return open(t, testSchema(t, pool), pgstore.WithLeaseDuration(time.Hour))
 	},
 		conformance.WithRequiredCapabilities(conformance.CapOutbox|conformance.CapShardOwner),
+		// Every append commits (a WAL flush): the rules of thousands of
+		// appends take most of the default 30 s on a loaded machine.
+		conformance.WithRuleTimeout(2*time.Minute),
 		conformance.WithNodes(func(t *testing.T) conformance.Nodes {
 			schema, clock := testSchema(t, pool), newFakeClock()
 			node := func(name string) *pgstore.Store {

@@ -34,15 +34,48 @@
 // # Nodes and shards
 //
 // Each Store is a node, named by [WithNode] (by default the host name and a
-// random suffix). Workflows fall into [Store.ShardCount] shards
+// random suffix), in a life of that name: [New] numbers the lives of each
+// name in the database. Workflows fall into [Store.ShardCount] shards
 // ([eventstore.ShardOf]); the database records the count, so every node
-// agrees. A node owns a shard by holding its lease ([Store.AcquireOwnedShards]):
-// one holder at a time, in epochs; a lease lasts [WithLeaseDuration] unless
-// renewed ([Store.RenewOwnedShards]) and can be handed over at once
-// ([Store.ReleaseShards]); [Store.Leases] lists them. Leases are timed
-// on the database's clock, or on [WithLeaseClock] in tests. Writes to a
-// shard's workflows are fenced: see [Store.AcquireOwnedShards]. The
-// enumeration scope ([Store.SetOwnedShards]) is per Store value.
+// agrees. A Store owns a shard by holding its lease
+// ([Store.AcquireOwnedShards]): one holder at a time, each grant in a new
+// epoch; a lease lasts [WithLeaseDuration] unless renewed
+// ([Store.RenewOwnedShards]) and can be handed over at once
+// ([Store.ReleaseShards]); [Store.Leases] lists them. Leases are timed on
+// the database's clock, or on [WithLeaseClock] in tests. The enumeration
+// scope ([Store.SetOwnedShards]) is per Store value.
+//
+// # Fencing
+//
+// Writes to a shard's workflows are fenced by epoch, not by name: a write
+// proves, inside its own transaction and with the lease row locked FOR KEY
+// SHARE until it commits, that the shard's current epoch is the one this
+// Store was granted; a Store with an older epoch, whatever its name, gets
+// [eventstore.ErrNotOwner] and writes nothing. A node name may be reused:
+// the Store of a later life takes the live leases of an earlier one at
+// once, in a new epoch, and the earlier one never takes them back (see
+// [WithNode]). [WithOwnedShardClaims] keeps a node's outbox claims within
+// the shards it holds.
+//
+// # Leases that cannot be held hostage
+//
+// No lease statement waits on another process's transaction: a takeover
+// locks the lease row FOR UPDATE NOWAIT and, while a write of the previous
+// holder is in progress, is refused at once ([ErrLeaseBusy]); a renewal
+// changes only the expiry, a lock that writers do not block, and skips a
+// row a takeover holds. Every transaction the Store opens sets
+// idle_in_transaction_session_timeout ([WithIdleInTransactionTimeout], half
+// the lease by default), so a process paused inside a write loses its
+// session, and its lock, within that time. A paused or dead holder
+// therefore loses its shards one lease duration after its last renewal at
+// the latest; a survivor that tries to acquire every interval R has them
+// within one lease plus R (plus a round trip) of the pause, and never
+// loses its own while it renews. [WithLeasePool] runs the lease statements
+// on a pool of their own, so that a full workload pool never delays a
+// renewal. Limit: the server's idle timer runs only between the client's
+// messages; a client stopped halfway through sending one message (a
+// pipelined batch larger than the socket buffer) holds its locks until the
+// connection breaks.
 //
 // # Concurrency
 //

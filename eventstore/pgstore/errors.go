@@ -17,4 +17,13 @@ var (
 	// created by a newer version of this package (see [SchemaVersion]).
 	// Nothing is changed.
 	ErrSchemaVersion = errors.New("pgstore: unsupported schema version")
+
+	// ErrLeaseBusy is wrapped, with [eventstore.ErrNotOwner], by the error of
+	// an acquisition that would take over a lease whose row another
+	// transaction holds locked: a write of the previous holder that passed
+	// its fence and has not committed yet (or a concurrent takeover). The
+	// acquisition does not wait for it and acquires nothing; try again later
+	// (the server ends a writer idle in its transaction after
+	// [WithIdleInTransactionTimeout]).
+	ErrLeaseBusy = errors.New("pgstore: the lease row is locked by another transaction")
 )

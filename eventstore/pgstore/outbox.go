@@ -19,6 +19,15 @@ const (
 	qClaim = `UPDATE {outbox} SET state = 2 WHERE id IN (
 	SELECT id FROM {outbox} WHERE state = 1 ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
 ) RETURNING id, dispatch_key, workflow_id, run_id, ordinal, activity_type, input_type, input_data, created_at`
+	// The same, among the rows of the shards this Store holds now ($2
+	// node, $3 life, $4 lease clock), whose lease rows it locks FOR KEY
+	// SHARE, as a write does, so that no takeover commits meanwhile.
+	qClaimOwned = `UPDATE {outbox} SET state = 2 WHERE id IN (
+	SELECT id FROM {outbox} WHERE state = 1 AND shard IN (
+		SELECT shard FROM {shards} WHERE owner = $2 AND life = $3 AND epoch > 0 AND expires > coalesce($4::timestamptz, clock_timestamp())
+		FOR KEY SHARE
+	) ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+) RETURNING id, dispatch_key, workflow_id, run_id, ordinal, activity_type, input_type, input_data, created_at`
 	qCountClaimed = `SELECT count(*) FROM {outbox} WHERE state = 2`
 	qLockKeys     = `SELECT key_hash FROM {outbox} WHERE key_hash = ANY($1) FOR UPDATE`
 	qRearm        = `UPDATE {outbox} SET state = 1 WHERE key_hash = ANY($1) AND state = 2`
@@ -40,8 +49,10 @@ SELECT ` + fenceCols + `, (SELECT coalesce(array_agg(dispatch_key ORDER BY id), 
 // (UPDATE ... FOR UPDATE SKIP LOCKED): concurrent claimers, on any node,
 // never claim the same row and do not wait for each other, so a row locked
 // by a concurrent claim or append may be passed over for a younger one.
-// Claims ignore the enumeration scope and are not fenced: a dispatcher
-// claims for every shard.
+// Claims ignore the enumeration scope. Without [WithOwnedShardClaims] they
+// are not fenced and a dispatcher claims for every shard; with it, only
+// rows of the shards this Store holds now, checked in the claiming
+// statement itself.
 func (s *Store) ClaimOutboxRows(ctx context.Context, limit int) ([]eventstore.OutboxRow, error) {
 	if err := s.enter(ctx); err != nil {
 		return nil, err
@@ -49,7 +60,15 @@ func (s *Store) ClaimOutboxRows(ctx context.Context, limit int) ([]eventstore.Ou
 	if limit <= 0 {
 		return nil, fmt.Errorf("%w: claim limit %d is not positive", eventstore.ErrInvalidArgument, limit)
 	}
-	rows, err := s.pool.Query(ctx, s.q.claim, int64(limit))
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	if s.cfg.ownClaims {
+		rows, err = s.pool.Query(ctx, s.q.claimOwned, int64(limit), s.cfg.node, s.life, s.leaseNow())
+	} else {
+		rows, err = s.pool.Query(ctx, s.q.claim, int64(limit))
+	}
 	if err != nil {
 		return nil, s.dbErr("claim outbox rows", err)
 	}
@@ -187,18 +206,16 @@ func (s *Store) SettleWorkflowOutboxRowsCancelled(ctx context.Context, workflowI
 	}
 	shard := s.shardOf(workflowID)
 	var (
-		ok    bool
-		owner *string
-		epoch *int64
-		live  *bool
-		keys  [][]byte
+		ok   bool
+		fr   fenceRead
+		keys [][]byte
 	)
-	err := s.pool.QueryRow(ctx, s.q.cancelWorkflow, shard, s.cfg.node, s.leaseNow(), uuidArg(workflowID)).
-		Scan(&ok, &owner, &epoch, &live, &keys)
+	err := s.pool.QueryRow(ctx, s.q.cancelWorkflow, shard, s.epochOf(shard), s.leaseNow(), uuidArg(workflowID)).
+		Scan(append(append([]any{&ok}, fr.dest()...), &keys)...)
 	if err != nil {
 		return nil, s.dbErr("settle workflow outbox rows", err)
 	}
-	if err := s.fenceErr(shard, workflowID, ok, owner, epoch, live); err != nil {
+	if err := s.fenceErr(shard, workflowID, ok, fr); err != nil {
 		return nil, err
 	}
 	out := make([]string, len(keys))

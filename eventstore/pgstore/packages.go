@@ -44,6 +44,9 @@ func checkPackageKey(workflowType, contentHash string) error {
 // delete can never leave a route dangling behind a concurrent re-route.
 func (s *Store) packageTx(ctx context.Context, op string, fn func(pgx.Tx) error) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.setIdle); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, s.q.packageLock, s.n.lockKey+1); err != nil {
 			return err
 		}

@@ -9,7 +9,8 @@ type queries struct {
 	packageLock, putPackage, putRoutes, listPackages, listRoutes            string
 	packageDeps, deletePackage, hashStored                                  string
 	claim, countClaimed, lockKeys, rearm, cancelRow, cancelWorkflow         string
-	acquire, holders, isOwner, publish, renew, release, leases              string
+	newLife, leaseRead, lockTake, lockKeep, grant                           string
+	isOwner, publish, renew, release, leases, claimOwned                    string
 	pruneClosed                                                             string
 }
 
@@ -27,7 +28,8 @@ func newQueries(n names) queries {
 		deletePackage: n.sql(qDeletePackage), hashStored: n.sql(qHashStored),
 		claim: n.sql(qClaim), countClaimed: n.sql(qCountClaimed), lockKeys: n.sql(qLockKeys), rearm: n.sql(qRearm),
 		cancelRow: n.sql(qCancelRow), cancelWorkflow: n.sql(qCancelWorkflow),
-		acquire: n.sql(qAcquire), holders: n.sql(qHolders), isOwner: n.sql(qIsOwner), publish: n.sql(qPublish),
+		newLife: n.sql(qNewLife), leaseRead: n.sql(qLeaseRead), lockTake: n.sql(qLockTake), lockKeep: n.sql(qLockKeep),
+		grant: n.sql(qGrant), isOwner: n.sql(qIsOwner), publish: n.sql(qPublish), claimOwned: n.sql(qClaimOwned),
 		renew: n.sql(qRenew), release: n.sql(qRelease), leases: n.sql(qLeases),
 		pruneClosed: n.sql(qPruneClosed),
 	}

@@ -46,6 +46,9 @@ func (s *Store) PruneClosed(ctx context.Context, before time.Time) (int, error) 
 	in := instantOf(before)
 	var n int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.setIdle); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, s.q.pruneClosed, in.sec, in.nsec)
 		if err != nil {
 			return err

@@ -57,7 +57,18 @@ import (
 // ([eventstore.OutboxState]). Lease times (expires, published_at) are
 // timestamptz, on the database's clock unless [WithLeaseClock] says
 // otherwise.
-const SchemaVersion = 1
+//
+// Version 2 (fencing by epoch) adds:
+//
+//	aionotel_shard_lives (node text PRIMARY KEY, life bigint)
+//	    -- how many Stores ever opened under each node name
+//	aionotel_shards.life -- the life of the node name that holds the lease
+//	aionotel_outbox.shard -- the row's workflow's shard, for owned-shard claims
+//
+// and one lease row per shard from the start, at epoch 0 (never acquired),
+// so that an acquisition only ever updates a row and never waits on another
+// process's insertion of it.
+const SchemaVersion = 2
 
 // migrations[i] takes the tables from version i to version i+1. Append a
 // step for a new version; never edit a released one.
@@ -156,29 +167,48 @@ CREATE TABLE {directory} (
 	epoch        bigint      NOT NULL,
 	published_at timestamptz NOT NULL
 );`,
+	// 2: fencing by epoch and life, owned-shard claims. The shard of an
+	// existing outbox row is eventstore.ShardOf of its workflow: the first
+	// 8 bytes of the UUID, big-endian, unsigned, modulo the shard count.
+	`ALTER TABLE {shards} DROP CONSTRAINT IF EXISTS aionotel_shards_epoch_check;
+ALTER TABLE {shards} ADD CONSTRAINT aionotel_shards_epoch_nonnegative CHECK (epoch >= 0);
+ALTER TABLE {shards} ADD COLUMN life bigint NOT NULL DEFAULT 0;
+CREATE TABLE {lives} (
+	node text   PRIMARY KEY,
+	life bigint NOT NULL
+);
+ALTER TABLE {outbox} ADD COLUMN shard integer;
+UPDATE {outbox} SET shard = (
+	(('x' || translate(left(workflow_id::text, 18), '-', ''))::bit(64)::bigint::numeric
+	 + CASE WHEN ('x' || translate(left(workflow_id::text, 18), '-', ''))::bit(64)::bigint < 0 THEN 18446744073709551616 ELSE 0 END)
+	% (SELECT value::numeric FROM {meta} WHERE key = 'shard_count'))::integer;
+ALTER TABLE {outbox} ALTER COLUMN shard SET NOT NULL;
+CREATE INDEX {outbox_shard_pending_idx} ON {outbox} (shard, id) WHERE state = 1;`,
 }
 
 // tableNames are the tables and indexes, by the placeholder the statements
 // use for them.
 var tableNames = map[string]string{
-	"meta":                  "aionotel_eventstore_meta",
-	"workflows":             "aionotel_workflows",
-	"workflows_shard_idx":   "aionotel_workflows_shard_idx",
-	"workflows_started_idx": "aionotel_workflows_started_idx",
-	"events":                "aionotel_events",
-	"runs":                  "aionotel_runs",
-	"timers":                "aionotel_timers",
-	"timers_due_idx":        "aionotel_timers_due_idx",
-	"packages":              "aionotel_packages",
-	"packages_hash_idx":     "aionotel_packages_hash_idx",
-	"routes":                "aionotel_routes",
-	"routes_hash_idx":       "aionotel_routes_hash_idx",
-	"outbox":                "aionotel_outbox",
-	"outbox_activity_idx":   "aionotel_outbox_activity_idx",
-	"outbox_pending_idx":    "aionotel_outbox_pending_idx",
-	"outbox_claimed_idx":    "aionotel_outbox_claimed_idx",
-	"shards":                "aionotel_shards",
-	"directory":             "aionotel_shard_directory",
+	"meta":                     "aionotel_eventstore_meta",
+	"workflows":                "aionotel_workflows",
+	"workflows_shard_idx":      "aionotel_workflows_shard_idx",
+	"workflows_started_idx":    "aionotel_workflows_started_idx",
+	"events":                   "aionotel_events",
+	"runs":                     "aionotel_runs",
+	"timers":                   "aionotel_timers",
+	"timers_due_idx":           "aionotel_timers_due_idx",
+	"packages":                 "aionotel_packages",
+	"packages_hash_idx":        "aionotel_packages_hash_idx",
+	"routes":                   "aionotel_routes",
+	"routes_hash_idx":          "aionotel_routes_hash_idx",
+	"outbox":                   "aionotel_outbox",
+	"outbox_activity_idx":      "aionotel_outbox_activity_idx",
+	"outbox_pending_idx":       "aionotel_outbox_pending_idx",
+	"outbox_claimed_idx":       "aionotel_outbox_claimed_idx",
+	"shards":                   "aionotel_shards",
+	"directory":                "aionotel_shard_directory",
+	"lives":                    "aionotel_shard_lives",
+	"outbox_shard_pending_idx": "aionotel_outbox_shard_pending_idx",
 }
 
 // names expands the {placeholders} of statements to quoted, schema-qualified
@@ -260,6 +290,12 @@ ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value WHERE m.key = 'schema_ver
 	}
 	if shards <= 0 {
 		return 0, fmt.Errorf("%w: the tables record shard count %d", ErrCorruptRecord, shards)
+	}
+	// Every shard has its lease row from the start (epoch 0: never
+	// acquired), so that acquisitions only update rows.
+	if _, err := tx.Exec(ctx, n.sql(`INSERT INTO {shards} (shard, owner, epoch, expires, life)
+SELECT g, '', 0, '-infinity', 0 FROM generate_series(0, $1::int - 1) AS g ON CONFLICT (shard) DO NOTHING`), shards); err != nil {
+		return 0, err
 	}
 	return shards, tx.Commit(ctx)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,7 +18,7 @@ import (
 
 var wantTables = []string{
 	"aionotel_eventstore_meta", "aionotel_events", "aionotel_outbox", "aionotel_packages", "aionotel_routes",
-	"aionotel_runs", "aionotel_shard_directory", "aionotel_shards", "aionotel_timers", "aionotel_workflows",
+	"aionotel_runs", "aionotel_shard_directory", "aionotel_shard_lives", "aionotel_shards", "aionotel_timers", "aionotel_workflows",
 }
 
 func tablesIn(t *testing.T, q interface {
@@ -121,5 +122,72 @@ func TestShardCountIsTheDatabases(t *testing.T) {
 	fresh, _, _ := newStore(t)
 	if fresh.ShardCount() != pgstore.DefaultShardCount {
 		t.Fatalf("a fresh database has %d shards, want %d", fresh.ShardCount(), pgstore.DefaultShardCount)
+	}
+}
+
+// TestMigrationFromVersion1: tables of layout version 1 with a shard lease
+// and outbox rows are migrated to the current one: each outbox row gets
+// its workflow's shard (eventstore.ShardOf, over UUIDs whose first bit is
+// set too), the lease keeps its holder and epoch, every other shard gets a
+// never-acquired lease row, and the stores work on them: the old holder's
+// name, reused, takes its live lease over in a new epoch.
+func TestMigrationFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	pool := testPool(t)
+	schema := testSchema(t, pool)
+	if err := pgstore.MigrateToForTest(ctx, pool, schema, 1, 16); err != nil {
+		t.Fatal(err)
+	}
+	outbox := table(schema, "aionotel_outbox")
+	want := map[eventstore.WorkflowID]int{}
+	for i := range 64 {
+		wf := eventstore.NewWorkflowID()
+		if i%2 == 0 {
+			wf[0] |= 0x80 // negative as a signed 64-bit prefix
+		}
+		want[wf] = eventstore.ShardOf(wf, 16)
+		_, err := pool.Exec(ctx, `INSERT INTO `+outbox+` (key_hash, dispatch_key, workflow_id, run_id, ordinal, activity_type, input_type, created_at, state)
+VALUES ($1, $1, $2, $2, 0, '', '', '', 1)`, []byte(wf.String()), wf)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO `+table(schema, "aionotel_shards")+` VALUES (3, 'a', 7, clock_timestamp() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema), pgstore.WithNode("a"), pgstore.WithLeaseDuration(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	rows, err := pool.Query(ctx, `SELECT workflow_id, shard FROM `+outbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var wf eventstore.WorkflowID
+		var shard int
+		if err := rows.Scan(&wf, &shard); err != nil {
+			t.Fatal(err)
+		}
+		if shard != want[wf] {
+			t.Errorf("outbox row of %s migrated to shard %d, want %d", wf, shard, want[wf])
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	leases, err := s.Leases(ctx)
+	if err != nil || len(leases) != 1 || leases[0].Shard != 3 || leases[0].Owner != "a" || leases[0].Epoch != 7 || !leases[0].Live {
+		t.Fatalf("leases after the migration = %+v, %v; want shard 3 held by a in epoch 7", leases, err)
+	}
+	if err := s.AcquireOwnedShards(ctx, []int{3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []struct{ shard, epoch int }{{3, 8}, {4, 1}} {
+		if got := lease(t, s, l.shard); got.Owner != "a" || got.Epoch != uint64(l.epoch) {
+			t.Fatalf("shard %d after acquiring: %+v, want epoch %d", l.shard, got, l.epoch)
+		}
 	}
 }

@@ -33,9 +33,18 @@ type Store struct {
 	cfg     config
 	shards  int // the shard count the database records
 	q       queries
+	lpool   *pgxpool.Pool // the lease statements' pool (WithLeasePool, else pool)
+	life    int64         // this Store's life of its node name
+	setIdle string        // SET LOCAL idle_in_transaction_session_timeout
 
-	mu    sync.Mutex
-	scope []int32 // enumeration scope; nil means every shard
+	// leaseMu serialises this Store's lease writes (acquire, renew,
+	// release), so that they never meet each other's row locks and every
+	// lock they skip or refuse is another process's.
+	leaseMu sync.Mutex
+
+	mu     sync.Mutex
+	scope  []int32         // enumeration scope; nil means every shard
+	epochs map[int32]int64 // the epochs this Store was granted, by shard
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -49,7 +58,7 @@ type testHooks struct {
 	// before its transaction starts.
 	beforeTx func()
 	// afterLock runs once an append's transaction holds its locks (the
-	// shard's lease row shared, the workflow's row exclusive) and has read
+	// shard's lease row FOR KEY SHARE, the workflow's row exclusive) and has read
 	// what it needs, before it writes; pid is its backend.
 	afterLock func(pid uint32)
 }
@@ -64,7 +73,7 @@ var (
 // New returns a Store on pool, which it borrows: [Store.Close] does not close
 // it. It first migrates the tables (creating what is missing; see
 // [SchemaVersion]) and fails with [ErrSchemaVersion] on tables of a newer
-// layout. A nil pool, an invalid [WithSchema] or [WithNode] name, or a
+// layout, then opens a new life of its node name (see [WithNode]). A nil pool, an invalid [WithSchema] or [WithNode] name, or a
 // [WithShardCount] other than the count the database records returns an
 // error wrapping [eventstore.ErrInvalidArgument].
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
@@ -83,16 +92,30 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	if cfg.shardCount != 0 && cfg.shardCount != shards {
 		return nil, fmt.Errorf("%w: pgstore: WithShardCount(%d), but the database was created with %d shards", eventstore.ErrInvalidArgument, cfg.shardCount, shards)
 	}
-	return &Store{pool: pool, n: n, cfg: cfg, shards: shards, q: newQueries(n)}, nil
+	s := &Store{pool: pool, lpool: pool, n: n, cfg: cfg, shards: shards, q: newQueries(n), epochs: map[int32]int64{},
+		setIdle: fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", max(cfg.idleTimeout().Milliseconds(), 1))}
+	if cfg.leasePool != nil {
+		s.lpool = cfg.leasePool
+	}
+	if err := pool.QueryRow(ctx, s.q.newLife, cfg.node).Scan(&s.life); err != nil {
+		return nil, fmt.Errorf("pgstore: registering node %q: %w", cfg.node, err)
+	}
+	return s, nil
 }
 
 // Open connects a new pool to dsn (a PostgreSQL URL or key=value string, as
 // pgxpool.ParseConfig reads it) and returns a Store that owns it:
-// [Store.Close] closes the pool. Otherwise it is [New].
+// [Store.Close] closes the pool. Its sessions get the
+// idle_in_transaction_session_timeout of [WithIdleInTransactionTimeout]
+// unless the DSN sets one. Otherwise it is [New].
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: pgstore: %w", eventstore.ErrInvalidArgument, err)
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		idle := newConfig(opts).idleTimeout()
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(max(idle.Milliseconds(), 1))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

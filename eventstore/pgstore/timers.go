@@ -11,19 +11,21 @@ import (
 )
 
 // fenceCTE is the shard fence of a one-statement write: $1 the shard, $2
-// this node, $3 the lease clock (NULL: the database's). ok is true when the
-// shard was never acquired or this node holds it with a live lease; the
-// lease row stays locked shared until the statement's transaction ends.
+// the epoch this Store was granted for it (-1: none), $3 the lease clock
+// (NULL: the database's). ok is true when the shard was never acquired
+// (epoch 0) or its current epoch is $2 with the lease live; the lease row
+// stays locked FOR KEY SHARE until the statement's transaction ends, so no
+// takeover commits between the check and the write.
 const fenceCTE = `fence AS MATERIALIZED (
-	SELECT owner, epoch, expires > coalesce($3::timestamptz, clock_timestamp()) AS live
-	FROM {shards} WHERE shard = $1 FOR SHARE
+	SELECT owner, life, epoch, epoch > 0 AND expires > coalesce($3::timestamptz, clock_timestamp()) AS live
+	FROM {shards} WHERE shard = $1 FOR KEY SHARE
 ), ok AS (
-	SELECT NOT EXISTS (SELECT 1 FROM fence WHERE NOT (live AND owner = $2)) AS ok
+	SELECT NOT EXISTS (SELECT 1 FROM fence WHERE epoch > 0 AND NOT (live AND epoch = $2)) AS ok
 )`
 
-// fenceCols returns what the fence read, for the error: ok, owner, epoch,
-// live (NULL when never acquired).
-const fenceCols = `(SELECT ok FROM ok), (SELECT owner FROM fence), (SELECT epoch FROM fence), (SELECT live FROM fence)`
+// fenceCols returns what the fence read, for the error: ok, owner, life,
+// epoch, live (NULL when the row is missing).
+const fenceCols = `(SELECT ok FROM ok), (SELECT owner FROM fence), (SELECT life FROM fence), (SELECT epoch FROM fence), (SELECT live FROM fence)`
 
 const (
 	// $4 workflow, $5 timer key, $6 timer id, $7 fire_s, $8 fire_ns, $9
@@ -63,16 +65,31 @@ func checkTimer(workflowID eventstore.WorkflowID, timerID eventstore.TimerID) er
 
 // fenceErr turns what fenceCols read into the fence's error, nil when the
 // write was allowed.
-func (s *Store) fenceErr(shard int32, wf eventstore.WorkflowID, ok bool, owner *string, epoch *int64, live *bool) error {
+func (s *Store) fenceErr(shard int32, wf eventstore.WorkflowID, ok bool, fr fenceRead) error {
 	if ok {
 		return nil
 	}
-	f := fenceResult{acquired: owner != nil}
-	if owner != nil {
-		f.owner, f.epoch, f.live = *owner, *epoch, *live
+	var f fenceResult
+	if fr.owner != nil {
+		f = fenceResult{owner: *fr.owner, life: *fr.life, epoch: *fr.epoch, live: *fr.live}
 	}
-	return f.check(s, shard, wf)
+	if err := f.check(s, shard, wf); err != nil {
+		return err
+	}
+	// The statement refused and the map says otherwise: the grant changed
+	// meanwhile (this Store re-acquired the shard). Refuse all the same.
+	return fmt.Errorf("%w: pgstore: workflow %s is in shard %d, whose epoch changed during the write", eventstore.ErrNotOwner, wf, shard)
 }
+
+// fenceRead receives fenceCols but ok.
+type fenceRead struct {
+	owner *string
+	life  *int64
+	epoch *int64
+	live  *bool
+}
+
+func (f *fenceRead) dest() []any { return []any{&f.owner, &f.life, &f.epoch, &f.live} }
 
 // ScheduleTimer arms the timer, replacing (re-arming) one already armed under
 // the same workflow and timer ID; the workflow need not have a history yet.
@@ -90,18 +107,16 @@ func (s *Store) ScheduleTimer(ctx context.Context, workflowID eventstore.Workflo
 	shard := s.shardOf(workflowID)
 	in := instantOf(fireAt)
 	var (
-		ok    bool
-		owner *string
-		epoch *int64
-		live  *bool
+		ok bool
+		fr fenceRead
 	)
-	err := s.pool.QueryRow(ctx, s.q.scheduleTimer, shard, s.cfg.node, s.leaseNow(),
+	err := s.pool.QueryRow(ctx, s.q.scheduleTimer, shard, s.epochOf(shard), s.leaseNow(),
 		uuidArg(workflowID), digest(string(timerID)), []byte(timerID), in.sec, in.nsec, timeBytes(fireAt), int64(armedSeq),
-	).Scan(&ok, &owner, &epoch, &live)
+	).Scan(append([]any{&ok}, fr.dest()...)...)
 	if err != nil {
 		return s.dbErr("schedule timer", err)
 	}
-	return s.fenceErr(shard, workflowID, ok, owner, epoch, live)
+	return s.fenceErr(shard, workflowID, ok, fr)
 }
 
 // ExpiredTimers returns the armed timers with FireAt <= asOf, within the
@@ -159,19 +174,17 @@ func (s *Store) RetireTimer(ctx context.Context, workflowID eventstore.WorkflowI
 	in := instantOf(fireAt)
 	var (
 		ok      bool
-		owner   *string
-		epoch   *int64
-		live    *bool
+		fr      fenceRead
 		deleted int64
 		exists  bool
 	)
-	err := s.pool.QueryRow(ctx, s.q.retireTimer, shard, s.cfg.node, s.leaseNow(),
+	err := s.pool.QueryRow(ctx, s.q.retireTimer, shard, s.epochOf(shard), s.leaseNow(),
 		uuidArg(workflowID), digest(string(timerID)), in.sec, in.nsec, int64(armedSeq),
-	).Scan(&ok, &owner, &epoch, &live, &deleted, &exists)
+	).Scan(append(append([]any{&ok}, fr.dest()...), &deleted, &exists)...)
 	if err != nil {
 		return 0, s.dbErr("retire timer", err)
 	}
-	if err := s.fenceErr(shard, workflowID, ok, owner, epoch, live); err != nil {
+	if err := s.fenceErr(shard, workflowID, ok, fr); err != nil {
 		return 0, err
 	}
 	switch {

@@ -229,8 +229,8 @@ func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
 	if o.shards < 0 || o.shards > 1<<16 {
 		errs = append(errs, fmt.Errorf("-shards %d: want 0 (the database's) to 65536", o.shards))
 	}
-	if o.lease <= 0 || o.renew <= 0 || 2*o.renew > o.lease {
-		errs = append(errs, fmt.Errorf("-lease %s, -renew %s: want both positive, renewing at least twice per lease", o.lease, o.renew))
+	if err := (cluster.Config{Lease: o.lease, Renew: o.renew}).Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("-lease, -renew: %w", err))
 	}
 	return o, set, errors.Join(errs...)
 }

@@ -78,6 +78,9 @@ func TestBadFlagsExit2(t *testing.T) {
 		{"negative shards", []string{"-store", "postgres:x", "-shards", "-1"}, "-shards"},
 		{"renewal too slow", []string{"-store", "postgres:x", "-lease", "2s", "-renew", "1500ms"}, "renewing at least twice per lease"},
 		{"zero lease", []string{"-store", "postgres:x", "-lease", "0s"}, "-lease"},
+		{"renewal overflowing twice", []string{"-store", "postgres:x", "-lease", "4s", "-renew", "2562047h"}, "renewing at least twice per lease"},
+		{"renewal of 1ns", []string{"-store", "postgres:x", "-lease", "4s", "-renew", "1ns"}, "renewal interval of at least"},
+		{"lease too long", []string{"-store", "postgres:x", "-lease", "1000h"}, "want a lease from"},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,10 +28,20 @@
 //
 // # Decisions
 //
-//   - The node name is the identity that holds leases: a process restarted
-//     under the same name within the lease takes its leases back (and
-//     resumes them through the decorator); Start refuses a name whose
-//     heartbeat another live process keeps fresh.
+//   - The node name holds leases, in lives: a process restarted under the
+//     same name within the lease takes its leases over at once in new
+//     epochs (pgstore fences the earlier process, which never takes them
+//     back) and resumes them through the decorator; Start refuses a name
+//     whose heartbeat another live process keeps fresh.
+//   - Renewal (with the heartbeat) and balancing run on tickers of their
+//     own, so that a slow acquisition or recovery never delays a renewal;
+//     the node's one Store runs its lease statements on the node's own
+//     pool (pgstore.WithLeasePool) and claims only its shards' outbox rows
+//     (pgstore.WithOwnedShardClaims).
+//   - Config.Validate refuses a lease outside [MinLease, MaxLease] and a
+//     renewal interval under MinRenew or over half the lease, with a
+//     *ConfigError (errors.Is ErrInvalidConfig); the demo's -lease and
+//     -renew flags go through it.
 //   - Membership is a heartbeat table rather than the leases alone, because
 //     a node that holds nothing has no lease through which the others could
 //     see it and hand it a share.

@@ -28,6 +28,48 @@ const (
 // heartbeat of the same node name.
 var ErrNodeRunning = errors.New("cluster: a node of this name is running")
 
+// The ranges Config.Validate accepts.
+const (
+	MinLease = 100 * time.Millisecond
+	MaxLease = 24 * time.Hour
+	MinRenew = 10 * time.Millisecond
+)
+
+// ErrInvalidConfig is matched (errors.Is) by every *ConfigError.
+var ErrInvalidConfig = errors.New("cluster: invalid configuration")
+
+// ConfigError is what Config.Validate and Open return for a lease or a
+// renewal interval the node could not keep.
+type ConfigError struct {
+	Lease, Renew time.Duration
+	Reason       string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("lease %s, renew %s: %s", e.Lease, e.Renew, e.Reason)
+}
+
+// Is makes every *ConfigError match ErrInvalidConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Validate checks the lease and the renewal interval as given (Open puts
+// the defaults in place of zeros first): the lease from MinLease to
+// MaxLease, the renewal from MinRenew to half the lease, so that a node
+// renews at least twice per lease (compared without overflow, whatever the
+// values).
+func (c Config) Validate() error {
+	bad := func(reason string) error { return &ConfigError{Lease: c.Lease, Renew: c.Renew, Reason: reason} }
+	switch {
+	case c.Lease < MinLease || c.Lease > MaxLease:
+		return bad(fmt.Sprintf("want a lease from %s to %s", MinLease, MaxLease))
+	case c.Renew < MinRenew:
+		return bad(fmt.Sprintf("want a renewal interval of at least %s", MinRenew))
+	case c.Renew > c.Lease/2:
+		return bad("want renewing at least twice per lease (a renewal interval of at most half the lease)")
+	}
+	return nil
+}
+
 // Config is what a node runs with.
 type Config struct {
 	// Node names the node: the identity that holds shard leases
@@ -61,9 +103,8 @@ type Config struct {
 // cluster, Maintain keeps its leases, Close leaves.
 type Node struct {
 	cfg      Config
-	store    *pgstore.Store // the histories, for the server
+	store    *pgstore.Store // the histories, for the server; its lease statements run on pool
 	workload *pgxpool.Pool  // store's
-	leases   *pgstore.Store // the same node, on the node's own pool
 	pool     *pgxpool.Pool  // leases and heartbeats
 	shards   int
 
@@ -98,8 +139,8 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Node, error) {
 	if cfg.Renew <= 0 {
 		cfg.Renew = DefaultRenew
 	}
-	if cfg.Renew*2 > cfg.Lease {
-		return nil, fmt.Errorf("cluster: renewing every %s is too slow for a %s lease: renew at least twice per lease", cfg.Renew, cfg.Lease)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
@@ -107,21 +148,23 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Node, error) {
 	if cfg.Node == "" {
 		cfg.Node = defaultNode()
 	}
-	opts := []pgstore.Option{pgstore.WithNode(cfg.Node), pgstore.WithShardCount(cfg.Shards),
-		pgstore.WithLeaseDuration(cfg.Lease), pgstore.WithLeaseClock(cfg.Now)}
 	n := &Node{cfg: cfg, pause: sleep, leaving: map[int]time.Time{}, held: map[int]bool{}, gone: map[int]bool{}}
 	var err error
-	if n.workload, err = newPool(ctx, dsn, cfg.Node, 0); err == nil {
-		n.store, err = pgstore.New(ctx, n.workload, opts...)
+	n.workload, err = newPool(ctx, dsn, cfg.Node, 0)
+	if err == nil {
+		n.pool, err = newPool(ctx, dsn, cfg.Node, 2)
+	}
+	if err == nil {
+		// One Store, so one life of the node name: its leases are renewed
+		// on the node's own pool, and it claims only its shards' rows.
+		n.store, err = pgstore.New(ctx, n.workload, pgstore.WithNode(cfg.Node), pgstore.WithShardCount(cfg.Shards),
+			pgstore.WithLeaseDuration(cfg.Lease), pgstore.WithLeaseClock(cfg.Now),
+			pgstore.WithLeasePool(n.pool), pgstore.WithOwnedShardClaims())
 	}
 	if err == nil {
 		n.cfg.Node = n.store.Node()
 		n.shards = n.store.ShardCount()
 		n.appends = make([]sync.RWMutex, n.shards)
-		n.pool, err = newPool(ctx, dsn, n.cfg.Node, 2)
-	}
-	if err == nil {
-		n.leases, err = pgstore.New(ctx, n.pool, append(opts, pgstore.WithNode(n.cfg.Node))...)
 	}
 	if err == nil {
 		err = createNodesTable(ctx, n.pool)
@@ -231,32 +274,58 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Maintain ticks every renewal interval until renew ends, balancing while
+// Maintain keeps the node's leases until renew ends, and balances while
 // balance has not ended: after balance ends (the server drains) the node
-// only keeps its leases.
+// only keeps its leases. Renewal (with the heartbeat) and balancing run on
+// schedules of their own, every renewal interval each, so that a slow
+// acquisition or orphan recovery never delays a renewal.
 func (n *Node) Maintain(balance, renew context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		n.every(renew, func() error { return n.renew(renew) })
+	})
+	wg.Go(func() {
+		n.every(balance, func() error { return n.balance(balance) })
+	})
+	wg.Wait()
+}
+
+// every runs step every renewal interval until ctx ends.
+func (n *Node) every(ctx context.Context, step func() error) {
 	t := time.NewTicker(n.cfg.Renew)
 	defer t.Stop()
 	for {
 		select {
-		case <-renew.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if err := n.Tick(renew, balance.Err() == nil); err != nil && renew.Err() == nil {
+		if err := step(); err != nil && ctx.Err() == nil {
 			n.logf("node %s: %v\n", n.cfg.Node, err)
 		}
 	}
 }
 
 // Tick writes the heartbeat, renews the leases and, with balance, takes or
-// hands over shards toward the node's share.
+// hands over shards toward the node's share: one step of Maintain's two
+// schedules, in order.
 func (n *Node) Tick(ctx context.Context, balance bool) error {
-	now := n.now()
-	if err := heartbeat(ctx, n.pool, n.cfg.Node, n.cfg.Instance, now); err != nil {
+	if err := n.renew(ctx); err != nil {
+		return err
+	}
+	if !balance {
+		return nil
+	}
+	return n.balance(ctx)
+}
+
+// renew writes the heartbeat and renews the leases; a held shard the
+// renewal did not return is lost, and given up.
+func (n *Node) renew(ctx context.Context) error {
+	if err := heartbeat(ctx, n.pool, n.cfg.Node, n.cfg.Instance, n.now()); err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
 	}
-	renewed, err := n.leases.RenewOwnedShards(ctx)
+	renewed, err := n.store.RenewOwnedShards(ctx)
 	if err != nil {
 		return fmt.Errorf("renewing the leases: %w", err)
 	}
@@ -270,16 +339,19 @@ func (n *Node) Tick(ctx context.Context, balance bool) error {
 	}
 	n.mu.Unlock()
 	if len(lost) > 0 {
-		n.handOver(ctx, lost, false, "lost (the lease expired before its renewal)")
+		n.handOver(ctx, lost, false, "lost (the lease expired before its renewal, or a later life of this node name took it)")
 	}
-	if !balance {
-		return nil
-	}
+	return nil
+}
+
+// balance takes or hands over shards toward the node's share.
+func (n *Node) balance(ctx context.Context) error {
+	now := n.now()
 	members, err := liveNodes(ctx, n.pool, n.cfg.Lease, now)
 	if err != nil {
 		return fmt.Errorf("listing the nodes: %w", err)
 	}
-	leases, err := n.leases.Leases(ctx)
+	leases, err := n.store.Leases(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the leases: %w", err)
 	}
@@ -332,7 +404,7 @@ func (n *Node) handOver(ctx context.Context, shards []int, release bool, why str
 			}
 		}()
 		if release {
-			if err := n.leases.ReleaseShards(ctx, shards); err != nil {
+			if err := n.store.ReleaseShards(ctx, shards); err != nil {
 				// Not released: they expire, and a renewal finds them lost.
 				n.logf("node %s: releasing shards %v: %v\n", n.cfg.Node, shards, err)
 			}
@@ -420,7 +492,7 @@ func (n *Node) Close(ctx context.Context) error {
 	for i := range all {
 		all[i] = i
 	}
-	err := errors.Join(n.leases.ReleaseShards(ctx, all), leave(ctx, n.pool, n.cfg.Node, n.cfg.Instance))
+	err := errors.Join(n.store.ReleaseShards(ctx, all), leave(ctx, n.pool, n.cfg.Node, n.cfg.Instance))
 	n.mu.Lock()
 	clear(n.held)
 	clear(n.leaving)
@@ -430,10 +502,8 @@ func (n *Node) Close(ctx context.Context) error {
 }
 
 func (n *Node) closeConns() {
-	for _, s := range []*pgstore.Store{n.leases, n.store} {
-		if s != nil {
-			s.Close()
-		}
+	if n.store != nil {
+		n.store.Close()
 	}
 	for _, p := range []*pgxpool.Pool{n.pool, n.workload} {
 		if p != nil {

@@ -307,7 +307,7 @@ func (c *cluster) inFlight() int64 {
 // owners returns the shards of each node with a live lease.
 func (c *cluster) owners(l *life) map[string][]int {
 	c.t.Helper()
-	leases, err := l.node.leases.Leases(c.t.Context())
+	leases, err := l.node.store.Leases(c.t.Context())
 	if err != nil {
 		c.t.Fatal(err)
 	}
