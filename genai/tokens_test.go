@@ -1,4 +1,4 @@
-package otelstore_test
+package genai_test
 
 import (
 	"context"
@@ -15,8 +15,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/genai"
+	"github.com/aionotel/aionotel/internal/version"
 	"github.com/aionotel/aionotel/keyspace"
-	"github.com/aionotel/aionotel/otelstore"
 )
 
 // TestGenAIImplausibleCountsAreRefused: a count above MaxTokenCount (an
@@ -28,12 +29,12 @@ func TestGenAIImplausibleCountsAreRefused(t *testing.T) {
 	for _, optIn := range []string{"", "gen_ai_latest_experimental"} {
 		t.Run(optIn, func(t *testing.T) {
 			h := newHarness(t)
-			ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithSemConvStabilityOptIn(optIn))
+			ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), genai.WithSemConvStabilityOptIn(optIn))
 			wf, run := ids()
 			minusOne := uint64(math.MaxUint64) // -1 cast
 			events := agentEvents(wf, run,
 				keyspace.Usage{InputTokens: minusOne, OutputTokens: 7, ReasoningOutputTokens: minusOne, RequestModel: "m"},
-				keyspace.Usage{InputTokens: otelstore.MaxTokenCount + 1, OutputTokens: otelstore.MaxTokenCount, CacheReadInputTokens: 1 << 63, RequestModel: "m"},
+				keyspace.Usage{InputTokens: genai.MaxTokenCount + 1, OutputTokens: genai.MaxTokenCount, CacheReadInputTokens: 1 << 63, RequestModel: "m"},
 				keyspace.Usage{InputTokens: 10, OutputTokens: 3, CacheReadInputTokens: 4, CacheCreationInputTokens: minusOne, RequestModel: "m"},
 			)
 			for i := range 3 { // the same three again: sums must keep growing exactly
@@ -45,7 +46,7 @@ func TestGenAIImplausibleCountsAreRefused(t *testing.T) {
 				}
 			}
 			m := h.metrics(t)
-			wantIn, wantOut := int64(3*10), int64(3*(7+otelstore.MaxTokenCount+3))
+			wantIn, wantOut := int64(3*10), int64(3*(7+genai.MaxTokenCount+3))
 			var gotIn, gotOut int64
 			if optIn == "" {
 				for _, dp := range m[tokenUsage].Data.(metricdata.Histogram[int64]).DataPoints {
@@ -73,10 +74,13 @@ func TestGenAIImplausibleCountsAreRefused(t *testing.T) {
 			if got := sumOne(t, m[cacheReadTokens]); got != 3*4 {
 				t.Errorf("cache read sum %d, want 12", got)
 			}
-			refused := sumPoints(t, m["aion.gen_ai.usage.refused"])
-			for typ, n := range map[string]int64{"input": 6, "reasoning": 3, "cache_read": 3, "cache_creation": 3} {
-				if got := refused[attribute.NewSet(ns, tokenType.String(typ))]; got != n {
-					t.Errorf("refused %s = %d, want %d (all: %v)", typ, got, n, refused)
+			refused := sums(t, m["aion.gen_ai.usage.refused"])
+			// Each by its own attribute: gen_ai.token.type's enum has only
+			// input and output.
+			for field, n := range map[string]int64{"input_tokens": 6, "reasoning.output_tokens": 3,
+				"cache_read.input_tokens": 3, "cache_write.input_tokens": 3} {
+				if got := refused[attribute.NewSet(ns, attribute.String("aion.gen_ai.usage.field", field))]; got != n {
+					t.Errorf("refused %s = %d, want %d (all: %v)", field, got, n, refused)
 				}
 			}
 			for _, sp := range h.spans.Ended() {
@@ -84,7 +88,7 @@ func TestGenAIImplausibleCountsAreRefused(t *testing.T) {
 					if kv.Value.Type() == attribute.INT64 && kv.Value.AsInt64() < 0 {
 						t.Errorf("span %s: %s = %d", sp.Name(), kv.Key, kv.Value.AsInt64())
 					}
-					if kv.Key == "gen_ai.usage.input_tokens" && kv.Value.AsInt64() > otelstore.MaxTokenCount {
+					if kv.Key == "gen_ai.usage.input_tokens" && kv.Value.AsInt64() > genai.MaxTokenCount {
 						t.Errorf("span %s carries an implausible count %d", sp.Name(), kv.Value.AsInt64())
 					}
 				}
@@ -96,7 +100,7 @@ func TestGenAIImplausibleCountsAreRefused(t *testing.T) {
 // sumOne returns the value of a counter with one point.
 func sumOne(t *testing.T, m metricdata.Metrics) int64 {
 	t.Helper()
-	points := sumPoints(t, m)
+	points := sums(t, m)
 	if len(points) != 1 {
 		t.Fatalf("%s has %d points, want 1", m.Name, len(points))
 	}
@@ -130,7 +134,7 @@ func TestGenAILatestExperimental(t *testing.T) {
 		"gen_ai.client.inference.usage.input_tokens": 150, "gen_ai.client.inference.usage.output_tokens": 35,
 		cacheReadTokens: 60, cacheWriteTok: 50, reasoningTokens: 10,
 	} {
-		if got := sumPoints(t, m[name]); len(got) != 1 || got[set] != want {
+		if got := sums(t, m[name]); len(got) != 1 || got[set] != want {
 			t.Errorf("%s = %v, want %d", name, got, want)
 		}
 		if unit := m[name].Unit; unit != "{token}" {
@@ -162,8 +166,8 @@ func TestGenAISchemaURLs(t *testing.T) {
 		for _, m := range sm.Metrics {
 			if w, ok := want[m.Name]; ok {
 				seen++
-				if sm.Scope.SchemaURL != w || sm.Scope.Name != otelstore.ScopeName || sm.Scope.Version != otelstore.Version() {
-					t.Errorf("%s in scope %+v, want %s schema %s", m.Name, sm.Scope, otelstore.ScopeName, w)
+				if sm.Scope.SchemaURL != w || sm.Scope.Name != genai.ScopeName || sm.Scope.Version != version.Version {
+					t.Errorf("%s in scope %+v, want %s schema %s", m.Name, sm.Scope, genai.ScopeName, w)
 				}
 			}
 		}
@@ -318,7 +322,7 @@ func TestGenAIOneAttemptConcurrentSafe(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ks.(interface{ EndAgentSpans() }).EndAgentSpans()
+	ks.EndAgentSpans()
 	agents := h.spansNamed("invoke_agent")
 	if len(agents) != 1 {
 		t.Fatalf("%d invoke_agent spans for one attempt, want 1", len(agents))
