@@ -1,6 +1,7 @@
 package genai
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"strings"
@@ -99,36 +100,34 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
+// unlessNil is an Option setting v through set, unless v is nil (also a
+// nil pointer in an interface).
+func unlessNil[T any](v T, set func(*config, T)) Option {
+	return optionFunc(func(c *config) {
+		if !guard.IsNil(v) {
+			set(c, v)
+		}
+	})
+}
+
 // WithMeterProvider sets the MeterProvider the instruments come from.
 // Without it, or given nil, the global provider (otel.GetMeterProvider).
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return optionFunc(func(c *config) {
-		if !guard.IsNil(mp) {
-			c.meterProvider = mp
-		}
-	})
+	return unlessNil(mp, func(c *config, mp metric.MeterProvider) { c.meterProvider = mp })
 }
 
 // WithTracerProvider sets the TracerProvider the spans come from. Without
 // it, or given nil, the global provider (otel.GetTracerProvider) at the
 // time New runs; a trace/noop provider makes no span.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return optionFunc(func(c *config) {
-		if !guard.IsNil(tp) {
-			c.tracerProvider = tp
-		}
-	})
+	return unlessNil(tp, func(c *config, tp trace.TracerProvider) { c.tracerProvider = tp })
 }
 
 // WithLoggerProvider sets the LoggerProvider of the log records
 // ([WithTranscriptLogs]). Without it, or given nil, the global provider
 // (otel.GetLoggerProvider). It emits nothing by itself.
 func WithLoggerProvider(lp log.LoggerProvider) Option {
-	return optionFunc(func(c *config) {
-		if !guard.IsNil(lp) {
-			c.loggerProvider = lp
-		}
-	})
+	return unlessNil(lp, func(c *config, lp log.LoggerProvider) { c.loggerProvider = lp })
 }
 
 // WithNamespace sets the aion.namespace attribute of every span, metric
@@ -137,11 +136,7 @@ func WithLoggerProvider(lp log.LoggerProvider) Option {
 // U+FFFD and the value is cut to 256 bytes. Without it, or given "", the
 // namespace is "default".
 func WithNamespace(namespace string) Option {
-	return optionFunc(func(c *config) {
-		if namespace != "" {
-			c.namespace = namespace
-		}
-	})
+	return optionFunc(func(c *config) { c.namespace = cmp.Or(namespace, c.namespace) })
 }
 
 // WithAttributes adds attributes to every span, metric point and log
@@ -192,11 +187,7 @@ type ActivitySpanSource interface {
 // its run's derived trace anchor (the parent the pairing timeline's run
 // span has), so it is in the run's trace either way.
 func WithActivitySpans(src ActivitySpanSource) Option {
-	return optionFunc(func(c *config) {
-		if !guard.IsNil(src) {
-			c.spans = src
-		}
-	})
+	return unlessNil(src, func(c *config, src ActivitySpanSource) { c.spans = src })
 }
 
 // WithAgentIdleTimeout sets how long an attempt's invoke_agent span stays
@@ -204,11 +195,7 @@ func WithActivitySpans(src ActivitySpanSource) Option {
 // ends it, at its last event's time. Without it, or given d <= 0,
 // [DefaultAgentIdleTimeout].
 func WithAgentIdleTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) {
-		if d > 0 {
-			c.idle = d
-		}
-	})
+	return optionFunc(func(c *config) { c.idle = cmp.Or(max(d, 0), c.idle) })
 }
 
 // WithSemConvStabilityOptIn sets the OTEL_SEMCONV_STABILITY_OPT_IN values

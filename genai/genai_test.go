@@ -21,16 +21,6 @@ import (
 	"github.com/aionotel/aionotel/pairing"
 )
 
-var (
-	tokenType     = attribute.Key("gen_ai.token.type")
-	opName        = attribute.Key("gen_ai.operation.name")
-	providerName  = attribute.Key("gen_ai.provider.name")
-	requestModel  = attribute.Key("gen_ai.request.model")
-	responseModel = attribute.Key("gen_ai.response.model")
-	toolName      = attribute.Key("gen_ai.tool.name")
-	errType       = attribute.Key("error.type")
-)
-
 func newLogs(t *testing.T) (*sdklog.LoggerProvider, *genaitest.Logs) { return genaitest.NewLogs(t) }
 
 var advisedTokenBounds = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
@@ -53,18 +43,18 @@ func TestGenAITokenUsageWithDefaultOptions(t *testing.T) {
 	if _, err := ks.AppendEvents(ctx, 0, events); err != nil {
 		t.Fatal(err)
 	}
-	m := h.metrics(t)[tokenUsage]
+	m := h.metrics(t)[genaitest.TokenUsage]
 	if m.Unit != "{token}" || m.Description == "" {
 		t.Errorf("unit %q description %q, want {token} and a description", m.Unit, m.Description)
 	}
-	gpt := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("openai"),
-		requestModel.String("gpt-4o"), responseModel.String("gpt-4o-2024-08-06")}
-	claude := []attribute.KeyValue{ns, opName.String("text_completion"), providerName.String("anthropic"), requestModel.String("claude-sonnet")}
-	unknown := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("_unknown")}
+	gpt := []attribute.KeyValue{ns, genaitest.OpName.String("chat"), genaitest.ProviderName.String("openai"),
+		genaitest.RequestModel.String("gpt-4o"), genaitest.ResponseModel.String("gpt-4o-2024-08-06")}
+	claude := []attribute.KeyValue{ns, genaitest.OpName.String("text_completion"), genaitest.ProviderName.String("anthropic"), genaitest.RequestModel.String("claude-sonnet")}
+	unknown := []attribute.KeyValue{ns, genaitest.OpName.String("chat"), genaitest.ProviderName.String("_unknown")}
 	with := func(base []attribute.KeyValue, typ string) attribute.Distinct {
-		return distinct(append(slices.Clone(base), tokenType.String(typ))...)
+		return distinct(append(slices.Clone(base), genaitest.TokenType.String(typ))...)
 	}
-	genaitest.AssertPoints(t, tokenUsage, histogram(t, h, tokenUsage, advisedTokenBounds), points{
+	genaitest.AssertPoints(t, genaitest.TokenUsage, histogram(t, h, genaitest.TokenUsage, advisedTokenBounds), points{
 		with(gpt, "input"):      {Count: 2, Sum: 150},
 		with(gpt, "output"):     {Count: 2, Sum: 25},
 		with(claude, "input"):   {Count: 1, Sum: 7},
@@ -100,12 +90,12 @@ func TestGenAIToolCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	exec := opName.String("execute_tool")
-	got := sums(t, h.metrics(t)[toolCalls])
+	exec := genaitest.OpName.String("execute_tool")
+	got := sums(t, h.metrics(t)[genaitest.ToolCalls])
 	want := map[attribute.Distinct]int64{
-		distinct(ns, exec, toolName.String("search")):                             1,
-		distinct(ns, exec, toolName.String("charge"), errType.String("_OTHER")):   2,
-		distinct(ns, exec, toolName.String("_unknown"), errType.String("_OTHER")): 1,
+		distinct(ns, exec, genaitest.ToolName.String("search")):                                       1,
+		distinct(ns, exec, genaitest.ToolName.String("charge"), genaitest.ErrType.String("_OTHER")):   2,
+		distinct(ns, exec, genaitest.ToolName.String("_unknown"), genaitest.ErrType.String("_OTHER")): 1,
 	}
 	if len(got) != len(want) {
 		t.Errorf("tool call points %v, want %v", got, want)
@@ -115,12 +105,12 @@ func TestGenAIToolCalls(t *testing.T) {
 			t.Errorf("tool calls %v = %d, want %d", set.ToSlice(), v, want[set.Equivalent()])
 		}
 	}
-	genaitest.AssertPoints(t, execDuration, histogram(t, h, execDuration, nil), points{
-		distinct(ns, toolName.String("search")):                           {Count: 1, Sum: 2},
-		distinct(ns, toolName.String("charge"), errType.String("_OTHER")): {Count: 2, Sum: 1},
+	genaitest.AssertPoints(t, genaitest.ExecDuration, histogram(t, h, genaitest.ExecDuration, nil), points{
+		distinct(ns, genaitest.ToolName.String("search")):                                     {Count: 1, Sum: 2},
+		distinct(ns, genaitest.ToolName.String("charge"), genaitest.ErrType.String("_OTHER")): {Count: 2, Sum: 1},
 	})
-	if _, ok := h.metrics(t)[callDuration]; ok {
-		t.Errorf("tool executions recorded on %s, which is for model calls", callDuration)
+	if _, ok := h.metrics(t)[genaitest.CallDuration]; ok {
+		t.Errorf("tool executions recorded on %s, which is for model calls", genaitest.CallDuration)
 	}
 	if n := len(h.spansNamed("execute_tool search")) + len(h.spansNamed("execute_tool charge")); n != 3 {
 		t.Errorf("%d execute_tool spans, want 3 (b never got its result)", n)
@@ -155,7 +145,7 @@ func TestGenAIHostileNames(t *testing.T) {
 				if !utf8.ValidString(s) || len(s) > 256 {
 					t.Fatalf("%s: %s = %q is not valid UTF-8 of at most 256 bytes", name, kv.Key, s)
 				}
-				if name == tokenUsage && kv.Key == requestModel {
+				if name == genaitest.TokenUsage && kv.Key == genaitest.RequestModel {
 					models[s] = true
 				}
 			}
@@ -326,11 +316,11 @@ func TestGenAILegacyLogRecords(t *testing.T) {
 			if !slices.Equal(names, want) {
 				t.Fatalf("records %v, want %v", names, want)
 			}
-			old := sums(t, h.metrics(t)[toolCalls])
-			durations := histogram(t, h, callDuration, nil)
-			oldDuration := distinct(ns, opName.String("execute_tool"), toolName.String("search"), errType.String("_OTHER"))
+			old := sums(t, h.metrics(t)[genaitest.ToolCalls])
+			durations := histogram(t, h, genaitest.CallDuration, nil)
+			oldDuration := distinct(ns, genaitest.OpName.String("execute_tool"), genaitest.ToolName.String("search"), genaitest.ErrType.String("_OTHER"))
 			if _, ok := durations[oldDuration]; ok != tc.dup {
-				t.Errorf("tool duration on %s: %v, want %v", callDuration, ok, tc.dup)
+				t.Errorf("tool duration on %s: %v, want %v", genaitest.CallDuration, ok, tc.dup)
 			}
 			if len(old) != 1 {
 				t.Errorf("tool calls %v", old)
@@ -518,13 +508,13 @@ func TestGenAIConcurrentSafe(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	base := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("_unknown"), requestModel.String("m")}
-	genaitest.AssertPoints(t, tokenUsage, histogram(t, h, tokenUsage, advisedTokenBounds), points{
-		distinct(append(slices.Clone(base), tokenType.String("input"))...):  {Count: workers * turns, Sum: 3 * workers * turns},
-		distinct(append(slices.Clone(base), tokenType.String("output"))...): {Count: workers * turns, Sum: workers * turns},
+	base := []attribute.KeyValue{ns, genaitest.OpName.String("chat"), genaitest.ProviderName.String("_unknown"), genaitest.RequestModel.String("m")}
+	genaitest.AssertPoints(t, genaitest.TokenUsage, histogram(t, h, genaitest.TokenUsage, advisedTokenBounds), points{
+		distinct(append(slices.Clone(base), genaitest.TokenType.String("input"))...):  {Count: workers * turns, Sum: 3 * workers * turns},
+		distinct(append(slices.Clone(base), genaitest.TokenType.String("output"))...): {Count: workers * turns, Sum: workers * turns},
 	})
-	paired := distinct(ns, toolName.String("t"))
-	genaitest.AssertPoints(t, execDuration, histogram(t, h, execDuration, nil), points{paired: {Count: workers * turns, Sum: workers * turns}})
+	paired := distinct(ns, genaitest.ToolName.String("t"))
+	genaitest.AssertPoints(t, genaitest.ExecDuration, histogram(t, h, genaitest.ExecDuration, nil), points{paired: {Count: workers * turns, Sum: workers * turns}})
 	if n := len(logs.Records()); n != workers*turns {
 		t.Errorf("%d log records, want %d (one per model call)", n, workers*turns)
 	}
@@ -611,8 +601,8 @@ func TestGenAIToolDurationSkewedClocks(t *testing.T) {
 	if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
 		t.Fatal(err)
 	}
-	genaitest.AssertPoints(t, execDuration, histogram(t, h, execDuration, nil), points{
-		distinct(ns, toolName.String("search")): {Count: 1, Sum: 0},
+	genaitest.AssertPoints(t, genaitest.ExecDuration, histogram(t, h, genaitest.ExecDuration, nil), points{
+		distinct(ns, genaitest.ToolName.String("search")): {Count: 1, Sum: 0},
 	})
 	if sp := h.spansNamed("execute_tool search"); len(sp) != 1 || !sp[0].EndTime().Equal(sp[0].StartTime()) {
 		t.Errorf("execute_tool spans %v, want one of no length", sp)

@@ -142,21 +142,6 @@ func sums(t *testing.T, m metricdata.Metrics) map[attribute.Set]int64 {
 	return out
 }
 
-// The instruments the tests read, by name.
-const (
-	tokenUsage      = "gen_ai.client.token.usage"
-	toolCalls       = "aion.gen_ai.tool.calls"
-	cacheReadTokens = "gen_ai.client.inference.usage.cache_read.input_tokens"
-	cacheWriteTok   = "gen_ai.client.inference.usage.cache_write.input_tokens"
-	reasoningTokens = "gen_ai.client.inference.usage.reasoning.output_tokens"
-	execDuration    = "gen_ai.execute_tool.duration"
-	agentDuration   = "gen_ai.invoke_agent.duration"
-	callDuration    = "gen_ai.client.operation.duration"
-	firstChunk      = "gen_ai.client.operation.time_to_first_chunk"
-)
-
-var modality = attribute.Key("gen_ai.token.modality").String("unknown")
-
 // scriptedAttempt is genaitest.ScriptedAttempt from t0.
 func scriptedAttempt(wf eventstore.WorkflowID, run eventstore.RunID) []keyspace.ActivityEvent {
 	return genaitest.ScriptedAttempt(wf, run, t0)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/genai"
+	"github.com/aionotel/aionotel/internal/genaitest"
 	"github.com/aionotel/aionotel/internal/version"
 	"github.com/aionotel/aionotel/keyspace"
 )
@@ -49,8 +50,8 @@ func TestGenAIImplausibleCountsAreRefused(t *testing.T) {
 			wantIn, wantOut := int64(3*10), int64(3*(7+genai.MaxTokenCount+3))
 			var gotIn, gotOut int64
 			if optIn == "" {
-				for _, dp := range m[tokenUsage].Data.(metricdata.Histogram[int64]).DataPoints {
-					typ, _ := dp.Attributes.Value(tokenType)
+				for _, dp := range m[genaitest.TokenUsage].Data.(metricdata.Histogram[int64]).DataPoints {
+					typ, _ := dp.Attributes.Value(genaitest.TokenType)
 					if lowest, ok := dp.Min.Value(); dp.Sum < 0 || ok && lowest < 0 {
 						t.Errorf("negative histogram point %+v", dp)
 					}
@@ -71,7 +72,7 @@ func TestGenAIImplausibleCountsAreRefused(t *testing.T) {
 			if gotIn != wantIn || gotOut != wantOut {
 				t.Errorf("input sum %d, output sum %d; want %d and %d", gotIn, gotOut, wantIn, wantOut)
 			}
-			if got := sumOne(t, m[cacheReadTokens]); got != 3*4 {
+			if got := sumOne(t, m[genaitest.CacheReadTokens]); got != 3*4 {
 				t.Errorf("cache read sum %d, want 12", got)
 			}
 			refused := sums(t, m["aion.gen_ai.usage.refused"])
@@ -126,13 +127,13 @@ func TestGenAILatestExperimental(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := h.metrics(t)
-	if _, ok := m[tokenUsage]; ok {
-		t.Errorf("%s recorded behind gen_ai_latest_experimental", tokenUsage)
+	if _, ok := m[genaitest.TokenUsage]; ok {
+		t.Errorf("%s recorded behind gen_ai_latest_experimental", genaitest.TokenUsage)
 	}
-	set := attribute.NewSet(ns, opName.String("chat"), providerName.String("openai"), requestModel.String("o3"), modality)
+	set := attribute.NewSet(ns, genaitest.OpName.String("chat"), genaitest.ProviderName.String("openai"), genaitest.RequestModel.String("o3"), genaitest.Modality)
 	for name, want := range map[string]int64{
 		"gen_ai.client.inference.usage.input_tokens": 150, "gen_ai.client.inference.usage.output_tokens": 35,
-		cacheReadTokens: 60, cacheWriteTok: 50, reasoningTokens: 10,
+		genaitest.CacheReadTokens: 60, genaitest.CacheWriteTokens: 50, genaitest.ReasoningTokens: 10,
 	} {
 		if got := sums(t, m[name]); len(got) != 1 || got[set] != want {
 			t.Errorf("%s = %v, want %d", name, got, want)
@@ -159,8 +160,8 @@ func TestGenAISchemaURLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	const released, dev = "https://opentelemetry.io/schemas/1.41.0", "https://opentelemetry.io/schemas/gen-ai-dev/1.42.0-dev"
-	want := map[string]string{tokenUsage: released, callDuration: released, firstChunk: released,
-		execDuration: dev, agentDuration: dev, cacheReadTokens: dev, cacheWriteTok: dev, reasoningTokens: dev}
+	want := map[string]string{genaitest.TokenUsage: released, genaitest.CallDuration: released, genaitest.FirstChunk: released,
+		genaitest.ExecDuration: dev, genaitest.AgentDuration: dev, genaitest.CacheReadTokens: dev, genaitest.CacheWriteTokens: dev, genaitest.ReasoningTokens: dev}
 	seen := 0
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
@@ -209,7 +210,7 @@ func TestGenAIOrderDoesNotMatter(t *testing.T) {
 		}
 		points := map[string]string{}
 		for name, m := range h.metrics(t) {
-			if name == "aion.keyspace.operation.duration" || name == agentDuration {
+			if name == "aion.keyspace.operation.duration" || name == genaitest.AgentDuration {
 				continue // call timings; the agent's start is its first commit's
 			}
 			switch d := m.Data.(type) {

@@ -18,18 +18,6 @@ import (
 	"github.com/aionotel/aionotel/pairing"
 )
 
-const (
-	cacheReadTokens = "gen_ai.client.inference.usage.cache_read.input_tokens"
-	cacheWriteTok   = "gen_ai.client.inference.usage.cache_write.input_tokens"
-	reasoningTokens = "gen_ai.client.inference.usage.reasoning.output_tokens"
-	execDuration    = "gen_ai.execute_tool.duration"
-	agentDuration   = "gen_ai.invoke_agent.duration"
-	callDuration    = "gen_ai.client.operation.duration"
-	firstChunk      = "gen_ai.client.operation.time_to_first_chunk"
-)
-
-var modality = attribute.Key("gen_ai.token.modality").String("unknown")
-
 // at is t0 plus d seconds.
 func at(d float64) time.Time { return t0.Add(time.Duration(d * float64(time.Second))) }
 
@@ -69,34 +57,34 @@ func TestGenAIScriptedAttempt(t *testing.T) {
 	}
 	w.append(w.completed(2, 9*time.Second))
 
-	model := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("anthropic"),
-		requestModel.String("claude-sonnet-4"), responseModel.String("claude-sonnet-4-20250514")}
+	model := []attribute.KeyValue{ns, genaitest.OpName.String("chat"), genaitest.ProviderName.String("anthropic"),
+		genaitest.RequestModel.String("claude-sonnet-4"), genaitest.ResponseModel.String("claude-sonnet-4-20250514")}
 	with := func(kvs ...attribute.KeyValue) attribute.Distinct {
 		return distinct(append(slices.Clone(model), kvs...)...)
 	}
-	assertPoints(t, tokenUsage, histogram(t, h, tokenUsage, advisedTokenBounds), points{
-		with(tokenType.String("input")):  {Count: 2, Sum: 1300},
-		with(tokenType.String("output")): {Count: 2, Sum: 250},
+	assertPoints(t, genaitest.TokenUsage, histogram(t, h, genaitest.TokenUsage, advisedTokenBounds), points{
+		with(genaitest.TokenType.String("input")):  {Count: 2, Sum: 1300},
+		with(genaitest.TokenType.String("output")): {Count: 2, Sum: 250},
 	})
 	m := h.metrics(t)
-	for name, want := range map[string]int64{cacheReadTokens: 600, cacheWriteTok: 100, reasoningTokens: 120} {
+	for name, want := range map[string]int64{genaitest.CacheReadTokens: 600, genaitest.CacheWriteTokens: 100, genaitest.ReasoningTokens: 120} {
 		got := sumPoints(t, m[name])
-		if len(got) != 1 || got[attribute.NewSet(append(slices.Clone(model), modality)...)] != want {
+		if len(got) != 1 || got[attribute.NewSet(append(slices.Clone(model), genaitest.Modality)...)] != want {
 			t.Errorf("%s = %v, want %d for the model", name, got, want)
 		}
 	}
-	assertPoints(t, callDuration, histogram(t, h, callDuration, nil), points{with(): {Count: 2, Sum: 2}})
-	assertPoints(t, firstChunk, histogram(t, h, firstChunk, nil), points{with(): {Count: 1, Sum: 0.5}})
-	search := distinct(ns, toolName.String("search"))
-	fetch := distinct(ns, toolName.String("fetch"), errType.String("_OTHER"))
-	assertPoints(t, execDuration, histogram(t, h, execDuration, nil), points{search: {Count: 2, Sum: 2}, fetch: {Count: 1, Sum: 1}})
-	exec := opName.String("execute_tool")
-	calls := sumPoints(t, m[toolCalls])
-	if len(calls) != 2 || calls[attribute.NewSet(ns, exec, toolName.String("search"))] != 2 ||
-		calls[attribute.NewSet(ns, exec, toolName.String("fetch"), errType.String("_OTHER"))] != 1 {
+	assertPoints(t, genaitest.CallDuration, histogram(t, h, genaitest.CallDuration, nil), points{with(): {Count: 2, Sum: 2}})
+	assertPoints(t, genaitest.FirstChunk, histogram(t, h, genaitest.FirstChunk, nil), points{with(): {Count: 1, Sum: 0.5}})
+	search := distinct(ns, genaitest.ToolName.String("search"))
+	fetch := distinct(ns, genaitest.ToolName.String("fetch"), genaitest.ErrType.String("_OTHER"))
+	assertPoints(t, genaitest.ExecDuration, histogram(t, h, genaitest.ExecDuration, nil), points{search: {Count: 2, Sum: 2}, fetch: {Count: 1, Sum: 1}})
+	exec := genaitest.OpName.String("execute_tool")
+	calls := sumPoints(t, m[genaitest.ToolCalls])
+	if len(calls) != 2 || calls[attribute.NewSet(ns, exec, genaitest.ToolName.String("search"))] != 2 ||
+		calls[attribute.NewSet(ns, exec, genaitest.ToolName.String("fetch"), genaitest.ErrType.String("_OTHER"))] != 1 {
 		t.Errorf("tool calls %v, want search 2 and fetch 1 failed", calls)
 	}
-	assertPoints(t, agentDuration, histogram(t, h, agentDuration, nil), points{distinct(ns): {Count: 1, Sum: 6}})
+	assertPoints(t, genaitest.AgentDuration, histogram(t, h, genaitest.AgentDuration, nil), points{distinct(ns): {Count: 1, Sum: 6}})
 	if _, ok := m["aion.gen_ai.usage.refused"]; ok {
 		t.Error("plausible counts were refused")
 	}
@@ -116,7 +104,7 @@ func TestGenAIScriptedAttempt(t *testing.T) {
 		t.Errorf("invoke_agent kind %v status %v, want internal and not Error", agent.SpanKind(), agent.Status())
 	}
 	for _, kv := range []attribute.KeyValue{
-		opName.String("invoke_agent"), providerName.String("anthropic"), requestModel.String("claude-sonnet-4"),
+		genaitest.OpName.String("invoke_agent"), genaitest.ProviderName.String("anthropic"), genaitest.RequestModel.String("claude-sonnet-4"),
 		attribute.String("gen_ai.agent.id", "planner-7"), attribute.String("aion.agent.role", "planner"),
 		otelstore.AttrWorkflowID.String(w.wf.String()), otelstore.AttrActivityID.Int64(2), otelstore.AttrAttempt.Int64(1),
 		attribute.Int64("aion.gen_ai.usage.total.input_tokens", 1300), attribute.Int64("aion.gen_ai.usage.total.output_tokens", 250),
@@ -196,7 +184,7 @@ func TestGenAIScriptedAttempt(t *testing.T) {
 			t.Errorf("tool span %s status %v, want Error %v", want.id, sp.Status(), want.failed)
 		}
 		if want.failed {
-			assertSpanAttr(t, sp, errType.String("_OTHER"))
+			assertSpanAttr(t, sp, genaitest.ErrType.String("_OTHER"))
 		}
 		if _, ok := attrOf(sp.Attributes(), "gen_ai.tool.call.arguments"); ok {
 			t.Errorf("tool span %s carries arguments with content capture off", want.id)

@@ -19,21 +19,6 @@ import (
 // are of the keyspace decorator's part: what it hands the tracker (only
 // committed batches), the options it passes on, its Keyspace type.
 
-const (
-	tokenUsage = "gen_ai.client.token.usage"
-	toolCalls  = "aion.gen_ai.tool.calls"
-)
-
-var (
-	tokenType     = attribute.Key("gen_ai.token.type")
-	opName        = attribute.Key("gen_ai.operation.name")
-	providerName  = attribute.Key("gen_ai.provider.name")
-	requestModel  = attribute.Key("gen_ai.request.model")
-	responseModel = attribute.Key("gen_ai.response.model")
-	toolName      = attribute.Key("gen_ai.tool.name")
-	errType       = attribute.Key("error.type")
-)
-
 var advisedTokenBounds = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
 
 // points are a histogram's points, as genaitest asserts them.
@@ -108,7 +93,7 @@ func TestGenAIRecordsOnlyCommittedEvents(t *testing.T) {
 				t.Fatal("the append succeeded; the case tests nothing")
 			}
 			m := h.metrics(t)
-			for _, name := range []string{tokenUsage, toolCalls, execDuration, cacheReadTokens, callDuration} {
+			for _, name := range []string{genaitest.TokenUsage, genaitest.ToolCalls, genaitest.ExecDuration, genaitest.CacheReadTokens, genaitest.CallDuration} {
 				if _, ok := m[name]; ok {
 					t.Errorf("%s recorded for a batch that did not commit", name)
 				}
@@ -159,13 +144,13 @@ func TestGenAIRedeliveryThroughSequencer(t *testing.T) {
 	if _, err := seq.Append(ctx, []keyspace.ActivityEvent{ephemeral, last[0]}); err != nil {
 		t.Fatal(err)
 	}
-	base := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("_unknown"), requestModel.String("m")}
-	assertPoints(t, tokenUsage, histogram(t, h, tokenUsage, advisedTokenBounds), points{
-		distinct(append(slices.Clone(base), tokenType.String("input"))...):  {Count: 3, Sum: 18},
-		distinct(append(slices.Clone(base), tokenType.String("output"))...): {Count: 3, Sum: 6},
+	base := []attribute.KeyValue{ns, genaitest.OpName.String("chat"), genaitest.ProviderName.String("_unknown"), genaitest.RequestModel.String("m")}
+	assertPoints(t, genaitest.TokenUsage, histogram(t, h, genaitest.TokenUsage, advisedTokenBounds), points{
+		distinct(append(slices.Clone(base), genaitest.TokenType.String("input"))...):  {Count: 3, Sum: 18},
+		distinct(append(slices.Clone(base), genaitest.TokenType.String("output"))...): {Count: 3, Sum: 6},
 	})
-	got := sumPoints(t, h.metrics(t)[toolCalls])
-	if len(got) != 1 || got[attribute.NewSet(ns, opName.String("execute_tool"), toolName.String("t"))] != 1 {
+	got := sumPoints(t, h.metrics(t)[genaitest.ToolCalls])
+	if len(got) != 1 || got[attribute.NewSet(ns, genaitest.OpName.String("execute_tool"), genaitest.ToolName.String("t"))] != 1 {
 		t.Errorf("tool calls %v, want one call of t", got)
 	}
 }

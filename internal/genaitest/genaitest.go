@@ -104,6 +104,33 @@ func ScriptedAttempt(wf eventstore.WorkflowID, run eventstore.RunID, t0 time.Tim
 	return out
 }
 
+// The instruments and attribute keys the tests read, spelled as the
+// conventions spell them (not taken from the catalog, so that a rename
+// there fails the tests).
+const (
+	TokenUsage       = "gen_ai.client.token.usage"
+	ToolCalls        = "aion.gen_ai.tool.calls"
+	CacheReadTokens  = "gen_ai.client.inference.usage.cache_read.input_tokens"
+	CacheWriteTokens = "gen_ai.client.inference.usage.cache_write.input_tokens"
+	ReasoningTokens  = "gen_ai.client.inference.usage.reasoning.output_tokens"
+	ExecDuration     = "gen_ai.execute_tool.duration"
+	AgentDuration    = "gen_ai.invoke_agent.duration"
+	CallDuration     = "gen_ai.client.operation.duration"
+	FirstChunk       = "gen_ai.client.operation.time_to_first_chunk"
+
+	TokenType     attribute.Key = "gen_ai.token.type"
+	OpName        attribute.Key = "gen_ai.operation.name"
+	ProviderName  attribute.Key = "gen_ai.provider.name"
+	RequestModel  attribute.Key = "gen_ai.request.model"
+	ResponseModel attribute.Key = "gen_ai.response.model"
+	ToolName      attribute.Key = "gen_ai.tool.name"
+	ErrType       attribute.Key = "error.type"
+)
+
+// Modality is the gen_ai.token.modality of every count: a Usage does not
+// break its tokens down.
+var Modality = attribute.String("gen_ai.token.modality", "unknown")
+
 // HistPoint is what a test asserts of one histogram point.
 type HistPoint struct {
 	Count uint64
