@@ -2,6 +2,7 @@ package genai_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,10 +21,12 @@ import (
 // harness is what the tests assert through: an SDK meter provider read by
 // a ManualReader and a tracer provider recording into a SpanRecorder.
 type harness struct {
-	reader *sdkmetric.ManualReader
+	// The meter provider and what reads it.
 	mp     *sdkmetric.MeterProvider
-	spans  *tracetest.SpanRecorder
-	tp     *sdktrace.TracerProvider
+	reader *sdkmetric.ManualReader
+	// The tracer provider and what records its spans.
+	tp    *sdktrace.TracerProvider
+	spans *tracetest.SpanRecorder
 }
 
 func newHarness(t *testing.T) *harness {
@@ -62,13 +65,7 @@ func (h *harness) metrics(t *testing.T) map[string]metricdata.Metrics {
 
 // spansNamed returns the ended spans called name, in end order.
 func (h *harness) spansNamed(name string) []sdktrace.ReadOnlySpan {
-	var named []sdktrace.ReadOnlySpan
-	for _, s := range h.spans.Ended() {
-		if s.Name() == name {
-			named = append(named, s)
-		}
-	}
-	return named
+	return slices.DeleteFunc(h.spans.Ended(), func(s sdktrace.ReadOnlySpan) bool { return s.Name() != name })
 }
 
 // fed is a keyspace that feeds a Tracker each batch it commits, the way an
@@ -149,20 +146,21 @@ func scriptedAttempt(wf eventstore.WorkflowID, run eventstore.RunID) []keyspace.
 
 // pointAttrs returns the attribute sets of m's points.
 func pointAttrs(m metricdata.Metrics) []attribute.Set {
-	var sets []attribute.Set
 	switch d := m.Data.(type) {
 	case metricdata.Sum[int64]:
-		for _, dp := range d.DataPoints {
-			sets = append(sets, dp.Attributes)
-		}
+		return setsOf(d.DataPoints, func(dp metricdata.DataPoint[int64]) attribute.Set { return dp.Attributes })
 	case metricdata.Histogram[int64]:
-		for _, dp := range d.DataPoints {
-			sets = append(sets, dp.Attributes)
-		}
+		return setsOf(d.DataPoints, func(dp metricdata.HistogramDataPoint[int64]) attribute.Set { return dp.Attributes })
 	case metricdata.Histogram[float64]:
-		for _, dp := range d.DataPoints {
-			sets = append(sets, dp.Attributes)
-		}
+		return setsOf(d.DataPoints, func(dp metricdata.HistogramDataPoint[float64]) attribute.Set { return dp.Attributes })
+	}
+	return nil
+}
+
+func setsOf[P any](dps []P, attrs func(P) attribute.Set) []attribute.Set {
+	sets := make([]attribute.Set, len(dps))
+	for i, dp := range dps {
+		sets[i] = attrs(dp)
 	}
 	return sets
 }

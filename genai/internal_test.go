@@ -3,6 +3,7 @@ package genai
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -74,13 +75,7 @@ func (p *probe) values(t *testing.T) map[string]any {
 
 // named returns the ended spans called name.
 func (p *probe) named(name string) []sdktrace.ReadOnlySpan {
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range p.spans.Ended() {
-		if s.Name() == name {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.DeleteFunc(p.spans.Ended(), func(s sdktrace.ReadOnlySpan) bool { return s.Name() != name })
 }
 
 func endOf(s sdktrace.ReadOnlySpan) string {

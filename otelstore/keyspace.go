@@ -13,15 +13,25 @@ import (
 	"github.com/aionotel/aionotel/keyspace"
 )
 
-// The bounds and defaults of the GenAI telemetry, kept here for the
-// programs that name them; they are the genai package's.
-const (
-	DefaultMaxPendingToolCalls = genai.DefaultMaxPendingToolCalls
-	DefaultMaxAgentInvocations = genai.DefaultMaxAgentInvocations
-	DefaultAgentIdleTimeout    = genai.DefaultAgentIdleTimeout
-	MaxTokenCount              = genai.MaxTokenCount
-	MaxContentLen              = genai.MaxContentLen
-)
+// DefaultMaxPendingToolCalls is [genai.DefaultMaxPendingToolCalls], the
+// bound of the tool calls and results waiting for their other half.
+const DefaultMaxPendingToolCalls = genai.DefaultMaxPendingToolCalls
+
+// DefaultMaxAgentInvocations is [genai.DefaultMaxAgentInvocations], the
+// bound of the attempts with an open invoke_agent span.
+const DefaultMaxAgentInvocations = genai.DefaultMaxAgentInvocations
+
+// DefaultAgentIdleTimeout is [genai.DefaultAgentIdleTimeout], the default
+// of [WithAgentIdleTimeout].
+const DefaultAgentIdleTimeout = genai.DefaultAgentIdleTimeout
+
+// MaxTokenCount is [genai.MaxTokenCount]: a larger count of a committed
+// Usage is refused and counted on aion.gen_ai.usage.refused.
+const MaxTokenCount = genai.MaxTokenCount
+
+// MaxContentLen is [genai.MaxContentLen], the bound of one captured content
+// text ([WithContentCapture]).
+const MaxContentLen = genai.MaxContentLen
 
 // Keyspace is a transcript keyspace decorated by [NewKeyspace]: the
 // keyspace.Store it wraps, with its telemetry.
