@@ -302,3 +302,43 @@ func TestGenAIPanicAfterCommitIsHandled(t *testing.T) {
 	}
 	ks.tracker.EndAgentSpans()
 }
+
+// TestBadAttributesAreDroppedAndReported: an attribute the Tracker cannot
+// record (a key it sets itself, also under another spelling of its label
+// name, or an invalid key) is dropped and reported to the error handler;
+// the others are recorded, and New never fails.
+func TestBadAttributesAreDroppedAndReported(t *testing.T) {
+	var reported []error
+	p := newProbe(t, func(c *config) { c.handle = func(err error) { reported = append(reported, err) } })
+	tracker := New(append(p.opts, WithAttributes(attribute.String("gen_ai.request.model", "spoof"),
+		attribute.String("aion_namespace", "x"), attribute.String("\xff", "bad"), attribute.String("deployment", "blue")))...)
+	ev := keyspace.ActivityEvent{WorkflowID: eventstore.NewWorkflowID(), RunID: eventstore.NewRunID(),
+		Content: keyspace.Usage{InputTokens: 1, RequestModel: "real"}}
+	tracker.Observe(context.Background(), 0, []keyspace.ActivityEvent{ev})
+	if len(reported) != 3 {
+		t.Errorf("%d reports, want 3 (one per dropped attribute): %v", len(reported), reported)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := p.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	points := 0
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[int64]); ok {
+				for _, dp := range h.DataPoints {
+					points++
+					model, _ := dp.Attributes.Value("gen_ai.request.model")
+					dep, _ := dp.Attributes.Value("deployment")
+					ns, _ := dp.Attributes.Value("aion.namespace")
+					if model.AsString() != "real" || dep.AsString() != "blue" || ns.AsString() != "default" {
+						t.Errorf("%s point %v, want the real model, deployment blue, the default namespace", m.Name, dp.Attributes.ToSlice())
+					}
+				}
+			}
+		}
+	}
+	if points == 0 {
+		t.Error("no token point read")
+	}
+}

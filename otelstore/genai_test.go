@@ -168,3 +168,60 @@ func TestGenAIKeysAreReserved(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyspaceNamespaceReachesEveryInstrument: WithNamespace, given to
+// NewKeyspace, is the aion.namespace of the keyspace's call metrics and of
+// every GenAI point and span (before, the GenAI ones stayed "default"); the
+// deprecated WithKeyspaceNamespace still says the same.
+func TestKeyspaceNamespaceReachesEveryInstrument(t *testing.T) {
+	for _, opt := range []otelstore.KeyspaceOption{otelstore.WithNamespace("shop"), otelstore.WithKeyspaceNamespace("shop")} {
+		h := newHarness(t)
+		ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), opt)
+		wf, run := ids()
+		if _, err := ks.AppendEvents(context.Background(), 0, genaitest.ScriptedAttempt(wf, run, t0)); err != nil {
+			t.Fatal(err)
+		}
+		ks.EndAgentSpans()
+		shop := otelstore.AttrNamespace.String("shop")
+		metrics := h.metrics(t)
+		for _, name := range []string{genaitest.TokenUsage, genaitest.ToolCalls, genaitest.AgentDuration, "aion.keyspace.operation.duration"} {
+			if _, ok := metrics[name]; !ok {
+				t.Errorf("%s not recorded", name)
+			}
+		}
+		for name, m := range metrics {
+			for _, set := range pointAttrs(m) {
+				if v, _ := set.Value(shop.Key); v != shop.Value {
+					t.Errorf("%s point %v: aion.namespace %q, want shop", name, set.ToSlice(), v.AsString())
+				}
+			}
+		}
+		for _, sp := range h.spans.Ended() {
+			assertSpanAttr(t, sp, shop)
+		}
+	}
+}
+
+// TestKeyspaceShutdownOnTheDocumentedType: the value NewKeyspace returns is
+// an otelstore.Keyspace, whose EndAgentSpans (no type assertion) ends the
+// open invoke_agent spans, and whose Unwrap returns the inner store.
+func TestKeyspaceShutdownOnTheDocumentedType(t *testing.T) {
+	h := newHarness(t)
+	inner := keyspace.NewMemory()
+	var ks otelstore.Keyspace = newGenAIKeyspace(t, h, inner)
+	wf, run := ids()
+	if _, err := ks.AppendEvents(context.Background(), 0, agentEvents(wf, run, keyspace.Usage{InputTokens: 1})); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.spansNamed("invoke_agent")); n != 0 {
+		t.Fatalf("%d invoke_agent spans ended before EndAgentSpans", n)
+	}
+	ks.EndAgentSpans()
+	ks.EndAgentSpans()
+	if n := len(h.spansNamed("invoke_agent")); n != 1 {
+		t.Errorf("%d invoke_agent spans ended, want 1", n)
+	}
+	if ks.Unwrap() != keyspace.Store(inner) {
+		t.Error("Unwrap does not return the inner keyspace")
+	}
+}
