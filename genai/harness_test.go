@@ -179,6 +179,6 @@ func spanAttr(sp sdktrace.ReadOnlySpan, key attribute.Key) (attribute.Value, boo
 func assertSpanAttr(t *testing.T, sp sdktrace.ReadOnlySpan, want attribute.KeyValue) {
 	t.Helper()
 	if got, ok := spanAttr(sp, want.Key); !ok || got != want.Value {
-		t.Errorf("span %s: %s = %s (set: %v), want %s", sp.Name(), want.Key, got.Emit(), ok, want.Value.Emit())
+		t.Errorf("span %s: %s = %s (set: %v), want %s", sp.Name(), want.Key, got.String(), ok, want.Value.String())
 	}
 }

@@ -64,7 +64,7 @@ func TestEverySignalCarriesNamespaceAndAttributes(t *testing.T) {
 				for _, set := range sets {
 					for _, want := range []attribute.KeyValue{shop, blue} {
 						if got, ok := set.Value(want.Key); !ok || got != want.Value {
-							t.Errorf("%s point %v lacks %s=%s", name, set.ToSlice(), want.Key, want.Value.Emit())
+							t.Errorf("%s point %v lacks %s=%s", name, set.ToSlice(), want.Key, want.Value.String())
 						}
 					}
 				}
@@ -137,7 +137,7 @@ func TestInvokeAgentProviderAndModelOnlyWhenAgreed(t *testing.T) {
 				}
 				for _, kv := range sp.attrs {
 					if kv.Key == genaitest.ProviderName || kv.Key == genaitest.RequestModel {
-						t.Errorf("invoke_agent started with %s = %s, before the calls were known", kv.Key, kv.Value.Emit())
+						t.Errorf("invoke_agent started with %s = %s, before the calls were known", kv.Key, kv.Value.String())
 					}
 				}
 			}
@@ -226,7 +226,7 @@ func TestSemConvOptInSwitching(t *testing.T) {
 			}
 			chat := h.spansNamed("chat claude-sonnet-4")[0]
 			if v, ok := spanAttr(chat, cacheWriteKey); !ok || v.AsInt64() != 100 {
-				t.Errorf("inference span %s = %v (set: %v), want 100: the name its counter has", cacheWriteKey, v.Emit(), ok)
+				t.Errorf("inference span %s = %v (set: %v), want 100: the name its counter has", cacheWriteKey, v.String(), ok)
 			}
 			if _, ok := spanAttr(chat, cacheCreationKey); ok != tc.dup {
 				t.Errorf("inference span has %s: %v, want %v", cacheCreationKey, ok, tc.dup)
@@ -293,7 +293,7 @@ func TestToolArgumentsAreStructured(t *testing.T) {
 	search := h.spansNamed("execute_tool search")[0]
 	args, _ := spanAttr(search, "gen_ai.tool.call.arguments")
 	if args.Type() != attribute.MAP {
-		t.Fatalf("arguments are %s %s, want a map", args.Type(), args.Emit())
+		t.Fatalf("arguments are %s %s, want a map", args.Type(), args.String())
 	}
 	want := map[string]attribute.Value{"q": attribute.StringValue("flights"), "max": attribute.Int64Value(3),
 		"ratio": attribute.Float64Value(0.5), "strict": attribute.BoolValue(true),
@@ -304,20 +304,20 @@ func TestToolArgumentsAreStructured(t *testing.T) {
 		members[string(kv.Key)] = kv.Value
 	}
 	if len(members) != len(want) {
-		t.Errorf("arguments %s, want the members %v (null left out)", args.Emit(), want)
+		t.Errorf("arguments %s, want the members %v (null left out)", args.String(), want)
 	}
 	for k, w := range want {
-		if got := members[k]; got.Emit() != w.Emit() || got.Type() != w.Type() {
-			t.Errorf("argument %s = %s %s, want %s %s", k, got.Type(), got.Emit(), w.Type(), w.Emit())
+		if got := members[k]; got.String() != w.String() || got.Type() != w.Type() {
+			t.Errorf("argument %s = %s %s, want %s %s", k, got.Type(), got.String(), w.Type(), w.String())
 		}
 	}
 	if res, _ := spanAttr(search, "gen_ai.tool.call.result"); res.Type() != attribute.MAP {
-		t.Errorf("result %s %s, want a map", res.Type(), res.Emit())
+		t.Errorf("result %s %s, want a map", res.Type(), res.String())
 	}
 	echo := h.spansNamed("execute_tool echo")[0]
 	for key, text := range map[attribute.Key]string{"gen_ai.tool.call.arguments": "plain text, not JSON", "gen_ai.tool.call.result": `["a JSON array"]`} {
 		if v, _ := spanAttr(echo, key); v.Type() != attribute.STRING || v.AsString() != text {
-			t.Errorf("%s = %s %s, want the string %q", key, v.Type(), v.Emit(), text)
+			t.Errorf("%s = %s %s, want the string %q", key, v.Type(), v.String(), text)
 		}
 	}
 	var out attribute.Value
@@ -338,7 +338,7 @@ func TestToolArgumentsAreStructured(t *testing.T) {
 		}
 	})
 	if !found {
-		t.Errorf("gen_ai.output.messages %s: no tool_call part with structured arguments", out.Emit())
+		t.Errorf("gen_ai.output.messages %s: no tool_call part with structured arguments", out.String())
 	}
 }
 

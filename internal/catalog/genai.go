@@ -133,13 +133,15 @@ var (
 // a model call was refused, named as the gen_ai.usage.* span attribute
 // that would have carried it, without the prefix (gen_ai.token.type's enum
 // has only input and output).
+const UsageField attribute.Key = "aion.gen_ai.usage.field"
+
+// The values of UsageField.
 const (
-	UsageField           attribute.Key = "aion.gen_ai.usage.field"
-	UsageFieldInput                    = "input_tokens"
-	UsageFieldOutput                   = "output_tokens"
-	UsageFieldCacheRead                = "cache_read.input_tokens"
-	UsageFieldCacheWrite               = "cache_write.input_tokens"
-	UsageFieldReasoning                = "reasoning.output_tokens"
+	UsageFieldInput      = "input_tokens"
+	UsageFieldOutput     = "output_tokens"
+	UsageFieldCacheRead  = "cache_read.input_tokens"
+	UsageFieldCacheWrite = "cache_write.input_tokens"
+	UsageFieldReasoning  = "reasoning.output_tokens"
 )
 
 // Attribute keys of aionotel's own.
