@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -15,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/aionotel/aionotel/genai"
 	"github.com/aionotel/aionotel/internal/attrvalue"
 	"github.com/aionotel/aionotel/internal/catalog"
 	"github.com/aionotel/aionotel/internal/guard"
@@ -68,10 +67,8 @@ type config struct {
 	contentCapture    bool
 	keyspaceNamespace string
 	activitySpans     ActivitySpanSource
-	maxPendingCalls   int
-	maxAttempts       int
 	agentIdle         time.Duration
-	optIn             semconvOptIn
+	optIn             *string // nil: the environment variable decides
 
 	// Seams for tests inside the package: now stands in for time.Now (and
 	// for time.Since); nil outside tests.
@@ -94,10 +91,7 @@ func newConfig(dbSystem string) config {
 
 		loggerProvider:    otel.GetLoggerProvider(),
 		keyspaceNamespace: catalog.DefaultNamespace,
-		maxPendingCalls:   DefaultMaxPendingToolCalls,
-		maxAttempts:       DefaultMaxAgentInvocations,
 		agentIdle:         DefaultAgentIdleTimeout,
-		optIn:             parseOptIn(os.Getenv(catalog.OptInEnv)),
 	}
 }
 
@@ -147,28 +141,23 @@ func (c *config) validate() error {
 	return nil
 }
 
-// reserved are the keys of the telemetry catalog: the decorators and the
-// pairing tracker set them, on metrics or spans.
-var reserved = map[attribute.Key]bool{
-	catalog.Namespace: true, catalog.OperationName: true, catalog.ErrorType: true,
-	catalog.WorkflowType: true, catalog.WorkflowStatus: true, catalog.SignalDelivery: true,
-	catalog.ActivityType: true, catalog.ActivityOutcome: true, catalog.WorkflowID: true,
-	catalog.RunID: true, catalog.ExpectedSeq: true, catalog.FoundSeq: true,
-	catalog.EventCount: true, catalog.OutboxRowCount: true, catalog.ActivityID: true,
-	catalog.Attempt: true, catalog.DBSystemName: true, catalog.RetryCount: true,
-	catalog.TimelineLink: true,
-	// The GenAI telemetry of NewKeyspace: metrics, spans and log records.
-	catalog.GenAIOperationName: true, catalog.GenAIProviderName: true, catalog.GenAIRequestModel: true,
-	catalog.GenAIResponseModel: true, catalog.GenAITokenType: true, catalog.GenAIToolName: true,
-	catalog.GenAITokenModality: true, catalog.GenAIToolCallID: true, catalog.GenAIToolCallArgs: true,
-	catalog.GenAIToolCallResult: true, catalog.GenAIAgentID: true, catalog.GenAIUsageInput: true,
-	catalog.GenAIUsageOutput: true, catalog.GenAIUsageCacheRead: true, catalog.GenAIUsageCacheCreation: true,
-	catalog.GenAIUsageReasoning: true, catalog.GenAITimeToFirstChunk: true, catalog.GenAIInputMessages: true,
-	catalog.GenAIOutputMessages: true, catalog.AgentRole: true, catalog.StoreSeq: true,
-	catalog.AgentTotalInput: true, catalog.AgentTotalOutput: true, catalog.AgentTotalCacheRead: true,
-	catalog.AgentTotalCacheCreation: true, catalog.AgentTotalReasoning: true, catalog.AgentModelCalls: true,
-	catalog.AgentToolCalls: true, catalog.AgentEnd: true,
-}
+// reserved are the keys of the telemetry catalog: the decorators, the
+// pairing tracker and the GenAI telemetry set them, on metrics or spans.
+var reserved = func() map[attribute.Key]bool {
+	m := map[attribute.Key]bool{
+		catalog.Namespace: true, catalog.OperationName: true, catalog.ErrorType: true,
+		catalog.WorkflowType: true, catalog.WorkflowStatus: true, catalog.SignalDelivery: true,
+		catalog.ActivityType: true, catalog.ActivityOutcome: true, catalog.WorkflowID: true,
+		catalog.RunID: true, catalog.ExpectedSeq: true, catalog.FoundSeq: true,
+		catalog.EventCount: true, catalog.OutboxRowCount: true, catalog.ActivityID: true,
+		catalog.Attempt: true, catalog.DBSystemName: true, catalog.RetryCount: true,
+		catalog.TimelineLink: true,
+	}
+	for _, k := range catalog.GenAIKeys {
+		m[k] = true
+	}
+	return m
+}()
 
 // reservedLabels are the Prometheus label names of the reserved keys: a key
 // such as "error_type" would share a label with error.type.
@@ -233,14 +222,17 @@ func WithTracerProvider(tp trace.TracerProvider) SharedOption {
 	})
 }
 
-// WithNamespace sets the aion.namespace attribute of every metric and span,
-// and the namespace of the activity pairing keys. Invalid UTF-8 is replaced
-// by U+FFFD and the value is cut to 256 bytes. Without it, or given "", the
-// namespace is "default".
-func WithNamespace(namespace string) Option {
-	return optionFunc(func(c *config) {
+// WithNamespace sets the aion.namespace attribute of every metric point,
+// span and log record the decorator records, and the namespace of the
+// activity pairing keys; given to [NewKeyspace], of its call metrics and of
+// all its GenAI telemetry (see [genai.WithNamespace]). Invalid UTF-8 is
+// replaced by U+FFFD and the value is cut to 256 bytes. Without it, or
+// given "", the namespace is "default".
+func WithNamespace(namespace string) SharedOption {
+	return sharedFunc(func(c *config) {
 		if namespace != "" {
 			c.namespace = namespace
+			c.keyspaceNamespace = namespace
 		}
 	})
 }
@@ -415,12 +407,8 @@ func WithExceptionEvents(on bool) SharedOption {
 
 // ActivitySpanSource gives the span context of an activity's span, so that
 // [NewKeyspace]'s invoke_agent spans are its children and its log records
-// join the activity's trace. It returns an invalid span context when it
-// holds no span for the key. A *pairing.Tracker is one; the source must be
-// safe for concurrent use.
-type ActivitySpanSource interface {
-	ActivitySpanContext(key pairing.Key) trace.SpanContext
-}
+// join the activity's trace: [genai.ActivitySpanSource].
+type ActivitySpanSource = genai.ActivitySpanSource
 
 // keyspaceFunc is a KeyspaceOption that only [NewKeyspace] takes.
 type keyspaceFunc func(*config)
@@ -464,13 +452,11 @@ func WithContentCapture(enabled bool) KeyspaceOption {
 	return keyspaceFunc(func(c *config) { c.contentCapture = enabled })
 }
 
-// WithKeyspaceNamespace sets the namespace of the runs whose transcripts
-// the keyspace holds: the aion.namespace attribute of every metric the
-// keyspace decorator records (the call metrics aion.keyspace.* and the
-// GenAI ones) and of its GenAI spans and log records, and the namespace of
-// the activity keys asked of [WithActivitySpans] and of the run's trace
-// anchor. Invalid UTF-8 is replaced by U+FFFD and the value is cut to 256
-// bytes. Without it, or given "", the namespace is "default".
+// WithKeyspaceNamespace sets the namespace of [NewKeyspace] alone, as
+// [WithNamespace] does.
+//
+// Deprecated: WithNamespace applies to NewKeyspace too (it did not before);
+// give the namespace once with it.
 func WithKeyspaceNamespace(namespace string) KeyspaceOption {
 	return keyspaceFunc(func(c *config) {
 		if namespace != "" {
@@ -511,33 +497,11 @@ func WithAgentIdleTimeout(d time.Duration) KeyspaceOption {
 // WithSemConvStabilityOptIn sets the OTEL_SEMCONV_STABILITY_OPT_IN values
 // the GenAI telemetry follows (a comma-separated list, as in the variable),
 // in place of the variable's: "gen_ai_latest_experimental" records the
-// newest token counters instead of gen_ai.client.token.usage, and
-// "gen_ai/dup" adds the names earlier aionotel builds emitted (see
-// [NewKeyspace]). Other values are ignored. Without it the environment
+// newest names where the conventions still move, and "gen_ai/dup" adds
+// the names earlier aionotel builds emitted (the table of the genai
+// package doc says which). Other values are ignored. Without it the environment
 // variable, read when NewKeyspace runs, decides; given "", neither value is
 // on.
 func WithSemConvStabilityOptIn(values string) KeyspaceOption {
-	return keyspaceFunc(func(c *config) { c.optIn = parseOptIn(values) })
-}
-
-// semconvOptIn is what OTEL_SEMCONV_STABILITY_OPT_IN asks of the GenAI
-// telemetry.
-type semconvOptIn struct {
-	latest bool // gen_ai_latest_experimental
-	dup    bool // gen_ai/dup
-}
-
-// parseOptIn reads a comma-separated OTEL_SEMCONV_STABILITY_OPT_IN value;
-// spaces around a value are ignored, and so are values of other domains.
-func parseOptIn(values string) semconvOptIn {
-	var o semconvOptIn
-	for v := range strings.SplitSeq(values, ",") {
-		switch strings.TrimSpace(v) {
-		case catalog.OptInLatest:
-			o.latest = true
-		case catalog.OptInDup:
-			o.dup = true
-		}
-	}
-	return o
+	return keyspaceFunc(func(c *config) { c.optIn = &values })
 }

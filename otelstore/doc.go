@@ -24,8 +24,8 @@
 // committed agent transcripts into GenAI telemetry by the GenAI
 // conventions: token usage, tool calls, one invoke_agent span per attempt
 // with its model-call and tool spans, and, opt-in, log records (see
-// [NewKeyspace]); these carry the schema URL of the conventions' version
-// that defines them. IDs go on spans only, never on metrics; no payload,
+// [NewKeyspace]; package genai makes them and documents them); these
+// carry the schema URL of the conventions' version that defines them. IDs go on spans only, never on metrics; no payload,
 // input, result or transcript text goes into an attribute unless
 // [WithContentCapture] lets it onto a tool span.
 //

@@ -12,57 +12,18 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/genaitest"
 	"github.com/aionotel/aionotel/keyspace"
 	"github.com/aionotel/aionotel/otelstore"
 	"github.com/aionotel/aionotel/pairing"
 )
 
-const (
-	cacheReadTokens = "gen_ai.client.inference.usage.cache_read.input_tokens"
-	cacheWriteTok   = "gen_ai.client.inference.usage.cache_write.input_tokens"
-	reasoningTokens = "gen_ai.client.inference.usage.reasoning.output_tokens"
-	execDuration    = "gen_ai.execute_tool.duration"
-	agentDuration   = "gen_ai.invoke_agent.duration"
-	callDuration    = "gen_ai.client.operation.duration"
-	firstChunk      = "gen_ai.client.operation.time_to_first_chunk"
-)
-
-var modality = attribute.Key("gen_ai.token.modality").String("unknown")
-
 // at is t0 plus d seconds.
 func at(d float64) time.Time { return t0.Add(time.Duration(d * float64(time.Second))) }
 
-// scriptedAttempt is one attempt of an agent activity: two model calls, the
-// first with cached input and reasoning and streamed, three tool calls, the
-// second failing, then a terminal status. The activity (2) is scheduled at
-// t0+1s; the transcript runs from t0+2s to t0+8s.
+// scriptedAttempt is genaitest.ScriptedAttempt from t0.
 func scriptedAttempt(wf eventstore.WorkflowID, run eventstore.RunID) []keyspace.ActivityEvent {
-	type step struct {
-		at float64
-		c  keyspace.Content
-	}
-	steps := []step{
-		{2, keyspace.Message{Role: "user", Text: "plan my trip"}},
-		{3, keyspace.Usage{InputTokens: 1000, OutputTokens: 200, CacheReadInputTokens: 600, CacheCreationInputTokens: 100,
-			ReasoningOutputTokens: 120, Provider: "anthropic", RequestModel: "claude-sonnet-4", ResponseModel: "claude-sonnet-4-20250514",
-			StartedAt: at(2), FirstChunkAt: at(2.5)}},
-		{3, keyspace.ToolCall{CallID: "a", Name: "search", Arguments: `{"q":"flights"}`}},
-		{3.5, keyspace.ToolCall{CallID: "b", Name: "fetch", Arguments: `{"url":"x"}`}},
-		{4, keyspace.ToolResult{CallID: "a", Output: "3 flights"}},
-		{4.5, keyspace.ToolResult{CallID: "b", Output: "timeout", IsError: true}},
-		{5, keyspace.ToolCall{CallID: "c", Name: "search", Arguments: `{"q":"hotels"}`}},
-		{6, keyspace.ToolResult{CallID: "c", Output: "2 hotels"}},
-		{7, keyspace.Usage{InputTokens: 300, OutputTokens: 50, Provider: "anthropic", RequestModel: "claude-sonnet-4",
-			ResponseModel: "claude-sonnet-4-20250514", StartedAt: at(6)}},
-		{7, keyspace.Message{Role: "assistant", Text: "booked"}},
-		{8, keyspace.Status{State: "completed"}},
-	}
-	out := make([]keyspace.ActivityEvent, len(steps))
-	for i, s := range steps {
-		out[i] = keyspace.ActivityEvent{WorkflowID: wf, RunID: run, ActivityID: 2, Attempt: 1, AgentID: "planner-7",
-			AgentRole: "planner", WorkerSeq: uint64(i + 1), EmittedAt: at(s.at), Content: s.c}
-	}
-	return out
+	return genaitest.ScriptedAttempt(wf, run, t0)
 }
 
 // TestGenAIScriptedAttempt is the attempt a user of agent telemetry looks
@@ -96,34 +57,34 @@ func TestGenAIScriptedAttempt(t *testing.T) {
 	}
 	w.append(w.completed(2, 9*time.Second))
 
-	model := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("anthropic"),
-		requestModel.String("claude-sonnet-4"), responseModel.String("claude-sonnet-4-20250514")}
+	model := []attribute.KeyValue{ns, genaitest.OpName.String("chat"), genaitest.ProviderName.String("anthropic"),
+		genaitest.RequestModel.String("claude-sonnet-4"), genaitest.ResponseModel.String("claude-sonnet-4-20250514")}
 	with := func(kvs ...attribute.KeyValue) attribute.Distinct {
 		return distinct(append(slices.Clone(model), kvs...)...)
 	}
-	assertPoints(t, tokenUsage, intHistogram(t, h, tokenUsage, advisedTokenBounds), map[attribute.Distinct]histPoint{
-		with(tokenType.String("input")):  {2, 1300},
-		with(tokenType.String("output")): {2, 250},
+	assertPoints(t, genaitest.TokenUsage, histogram(t, h, genaitest.TokenUsage, advisedTokenBounds), points{
+		with(genaitest.TokenType.String("input")):  {Count: 2, Sum: 1300},
+		with(genaitest.TokenType.String("output")): {Count: 2, Sum: 250},
 	})
 	m := h.metrics(t)
-	for name, want := range map[string]int64{cacheReadTokens: 600, cacheWriteTok: 100, reasoningTokens: 120} {
+	for name, want := range map[string]int64{genaitest.CacheReadTokens: 600, genaitest.CacheWriteTokens: 100, genaitest.ReasoningTokens: 120} {
 		got := sumPoints(t, m[name])
-		if len(got) != 1 || got[attribute.NewSet(append(slices.Clone(model), modality)...)] != want {
+		if len(got) != 1 || got[attribute.NewSet(append(slices.Clone(model), genaitest.Modality)...)] != want {
 			t.Errorf("%s = %v, want %d for the model", name, got, want)
 		}
 	}
-	assertPoints(t, callDuration, floatHistogram(t, h, callDuration), map[attribute.Distinct]histPoint{with(): {2, 2}})
-	assertPoints(t, firstChunk, floatHistogram(t, h, firstChunk), map[attribute.Distinct]histPoint{with(): {1, 0.5}})
-	search := distinct(ns, toolName.String("search"))
-	fetch := distinct(ns, toolName.String("fetch"), errType.String("_OTHER"))
-	assertPoints(t, execDuration, floatHistogram(t, h, execDuration), map[attribute.Distinct]histPoint{search: {2, 2}, fetch: {1, 1}})
-	exec := opName.String("execute_tool")
-	calls := sumPoints(t, m[toolCalls])
-	if len(calls) != 2 || calls[attribute.NewSet(ns, exec, toolName.String("search"))] != 2 ||
-		calls[attribute.NewSet(ns, exec, toolName.String("fetch"), errType.String("_OTHER"))] != 1 {
+	assertPoints(t, genaitest.CallDuration, histogram(t, h, genaitest.CallDuration, nil), points{with(): {Count: 2, Sum: 2}})
+	assertPoints(t, genaitest.FirstChunk, histogram(t, h, genaitest.FirstChunk, nil), points{with(): {Count: 1, Sum: 0.5}})
+	search := distinct(ns, genaitest.ToolName.String("search"))
+	fetch := distinct(ns, genaitest.ToolName.String("fetch"), genaitest.ErrType.String("_OTHER"))
+	assertPoints(t, genaitest.ExecDuration, histogram(t, h, genaitest.ExecDuration, nil), points{search: {Count: 2, Sum: 2}, fetch: {Count: 1, Sum: 1}})
+	exec := genaitest.OpName.String("execute_tool")
+	calls := sumPoints(t, m[genaitest.ToolCalls])
+	if len(calls) != 2 || calls[attribute.NewSet(ns, exec, genaitest.ToolName.String("search"))] != 2 ||
+		calls[attribute.NewSet(ns, exec, genaitest.ToolName.String("fetch"), genaitest.ErrType.String("_OTHER"))] != 1 {
 		t.Errorf("tool calls %v, want search 2 and fetch 1 failed", calls)
 	}
-	assertPoints(t, agentDuration, floatHistogram(t, h, agentDuration), map[attribute.Distinct]histPoint{distinct(ns): {1, 6}})
+	assertPoints(t, genaitest.AgentDuration, histogram(t, h, genaitest.AgentDuration, nil), points{distinct(ns): {Count: 1, Sum: 6}})
 	if _, ok := m["aion.gen_ai.usage.refused"]; ok {
 		t.Error("plausible counts were refused")
 	}
@@ -143,12 +104,12 @@ func TestGenAIScriptedAttempt(t *testing.T) {
 		t.Errorf("invoke_agent kind %v status %v, want internal and not Error", agent.SpanKind(), agent.Status())
 	}
 	for _, kv := range []attribute.KeyValue{
-		opName.String("invoke_agent"), providerName.String("anthropic"), requestModel.String("claude-sonnet-4"),
+		genaitest.OpName.String("invoke_agent"), genaitest.ProviderName.String("anthropic"), genaitest.RequestModel.String("claude-sonnet-4"),
 		attribute.String("gen_ai.agent.id", "planner-7"), attribute.String("aion.agent.role", "planner"),
 		otelstore.AttrWorkflowID.String(w.wf.String()), otelstore.AttrActivityID.Int64(2), otelstore.AttrAttempt.Int64(1),
 		attribute.Int64("aion.gen_ai.usage.total.input_tokens", 1300), attribute.Int64("aion.gen_ai.usage.total.output_tokens", 250),
 		attribute.Int64("aion.gen_ai.usage.total.cache_read.input_tokens", 600),
-		attribute.Int64("aion.gen_ai.usage.total.cache_creation.input_tokens", 100),
+		attribute.Int64("aion.gen_ai.usage.total.cache_write.input_tokens", 100),
 		attribute.Int64("aion.gen_ai.usage.total.reasoning.output_tokens", 120),
 		attribute.Int64("aion.gen_ai.invocation.model_calls", 2), attribute.Int64("aion.gen_ai.invocation.tool_calls", 3),
 		attribute.String("aion.gen_ai.invocation.end", "status"),
@@ -191,7 +152,7 @@ func TestGenAIScriptedAttempt(t *testing.T) {
 		assertSpanAttr(t, sp, attribute.Int64("gen_ai.usage.input_tokens", want.input))
 		assertSpanAttr(t, sp, attribute.Int64("gen_ai.usage.output_tokens", want.output))
 		for key, v := range map[string]int64{"gen_ai.usage.cache_read.input_tokens": want.cacheRead,
-			"gen_ai.usage.cache_creation.input_tokens": want.cacheCreate, "gen_ai.usage.reasoning.output_tokens": want.reasoning} {
+			"gen_ai.usage.cache_write.input_tokens": want.cacheCreate, "gen_ai.usage.reasoning.output_tokens": want.reasoning} {
 			if v > 0 {
 				assertSpanAttr(t, sp, attribute.Int64(key, v))
 			} else if _, ok := attrOf(sp.Attributes(), attribute.Key(key)); ok {
@@ -223,7 +184,7 @@ func TestGenAIScriptedAttempt(t *testing.T) {
 			t.Errorf("tool span %s status %v, want Error %v", want.id, sp.Status(), want.failed)
 		}
 		if want.failed {
-			assertSpanAttr(t, sp, errType.String("_OTHER"))
+			assertSpanAttr(t, sp, genaitest.ErrType.String("_OTHER"))
 		}
 		if _, ok := attrOf(sp.Attributes(), "gen_ai.tool.call.arguments"); ok {
 			t.Errorf("tool span %s carries arguments with content capture off", want.id)

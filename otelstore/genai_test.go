@@ -3,73 +3,30 @@ package otelstore_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
-	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
-	"github.com/aionotel/aionotel/internal/timeline"
+	"github.com/aionotel/aionotel/internal/genaitest"
 	"github.com/aionotel/aionotel/keyspace"
 	"github.com/aionotel/aionotel/otelstore"
-	"github.com/aionotel/aionotel/pairing"
 )
 
-const (
-	tokenUsage = "gen_ai.client.token.usage"
-	toolCalls  = "aion.gen_ai.tool.calls"
-)
+// The GenAI telemetry itself is tested in the genai package; these tests
+// are of the keyspace decorator's part: what it hands the tracker (only
+// committed batches), the options it passes on, its Keyspace type.
 
-var (
-	tokenType     = attribute.Key("gen_ai.token.type")
-	opName        = attribute.Key("gen_ai.operation.name")
-	providerName  = attribute.Key("gen_ai.provider.name")
-	requestModel  = attribute.Key("gen_ai.request.model")
-	responseModel = attribute.Key("gen_ai.response.model")
-	toolName      = attribute.Key("gen_ai.tool.name")
-	errType       = attribute.Key("error.type")
-)
+var advisedTokenBounds = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
 
-// memLogs is an in-memory log exporter: every record the SDK exports.
-type memLogs struct {
-	mu   sync.Mutex
-	recs []sdklog.Record
-}
+// points are a histogram's points, as genaitest asserts them.
+type points = genaitest.Points
 
-func (m *memLogs) Export(_ context.Context, recs []sdklog.Record) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, r := range recs {
-		m.recs = append(m.recs, r.Clone())
-	}
-	return nil
-}
-func (m *memLogs) Shutdown(context.Context) error   { return nil }
-func (m *memLogs) ForceFlush(context.Context) error { return nil }
+func newLogs(t *testing.T) (*sdklog.LoggerProvider, *genaitest.Logs) { return genaitest.NewLogs(t) }
 
-func (m *memLogs) records() []sdklog.Record {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.recs)
-}
-
-// newLogs returns a logger provider exporting synchronously into a memLogs.
-func newLogs(t *testing.T) (*sdklog.LoggerProvider, *memLogs) {
-	t.Helper()
-	exp := &memLogs{}
-	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewSimpleProcessor(exp)))
-	t.Cleanup(func() { _ = lp.Shutdown(context.Background()) })
-	return lp, exp
-}
-
-func newGenAIKeyspace(t *testing.T, h *harness, inner keyspace.Store, extra ...otelstore.KeyspaceOption) keyspace.Store {
+func newGenAIKeyspace(t *testing.T, h *harness, inner keyspace.Store, extra ...otelstore.KeyspaceOption) otelstore.Keyspace {
 	t.Helper()
 	ks, err := otelstore.NewKeyspace(inner, h.keyspaceOptions(extra...)...)
 	if err != nil {
@@ -81,130 +38,19 @@ func newGenAIKeyspace(t *testing.T, h *harness, inner keyspace.Store, extra ...o
 // agentEvents turns contents into events of one stream, emitted a second
 // apart from t0.
 func agentEvents(wf eventstore.WorkflowID, run eventstore.RunID, contents ...keyspace.Content) []keyspace.ActivityEvent {
-	out := make([]keyspace.ActivityEvent, len(contents))
-	for i, c := range contents {
-		out[i] = keyspace.ActivityEvent{WorkflowID: wf, RunID: run, ActivityID: 2, Attempt: 1, AgentID: "agent-1",
-			AgentRole: "planner", WorkerSeq: uint64(i + 1), EmittedAt: t0.Add(time.Duration(i) * time.Second), Content: c}
-	}
-	return out
+	return genaitest.Events(wf, run, t0, contents...)
 }
 
-// intHistogram returns an int64 histogram's points by attribute set, after
-// checking its bounds.
-func intHistogram(t *testing.T, h *harness, name string, bounds []float64) map[attribute.Distinct]histPoint {
+// histogram returns the named histogram's points, checking its bounds
+// unless bounds is nil.
+func histogram(t *testing.T, h *harness, name string, bounds []float64) points {
 	t.Helper()
-	return histogramPoints[int64](t, h, name, bounds)
+	return genaitest.HistogramPoints(t, h.metrics(t)[name], bounds)
 }
 
-func floatHistogram(t *testing.T, h *harness, name string) map[attribute.Distinct]histPoint {
+func assertPoints(t *testing.T, name string, got, want points) {
 	t.Helper()
-	return histogramPoints[float64](t, h, name, nil)
-}
-
-func assertPoints(t *testing.T, name string, got, want map[attribute.Distinct]histPoint) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("%s has %d attribute sets, want %d: %v", name, len(got), len(want), got)
-	}
-	for k, w := range want {
-		if g, ok := got[k]; !ok || g != w {
-			t.Errorf("%s point %v = %+v (present %v), want %+v", name, k, g, ok, w)
-		}
-	}
-}
-
-var advisedTokenBounds = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
-
-// TestGenAITokenUsageWithDefaultOptions is what a user gets without asking:
-// one gen_ai.client.token.usage point per token type for every committed
-// Usage, with exact sums per model, the advised boundaries and the unit.
-func TestGenAITokenUsageWithDefaultOptions(t *testing.T) {
-	h := newHarness(t)
-	ks := newGenAIKeyspace(t, h, keyspace.NewMemory())
-	ctx := context.Background()
-	wf, run := ids()
-	events := agentEvents(wf, run,
-		keyspace.Message{Role: "user", Text: "hi"},
-		keyspace.Usage{InputTokens: 100, OutputTokens: 20, Provider: "openai", RequestModel: "gpt-4o", ResponseModel: "gpt-4o-2024-08-06"},
-		&keyspace.Usage{InputTokens: 50, OutputTokens: 5, Provider: "openai", RequestModel: "gpt-4o", ResponseModel: "gpt-4o-2024-08-06"},
-		keyspace.Usage{InputTokens: 7, OutputTokens: 3, Provider: "anthropic", RequestModel: "claude-sonnet", Operation: "text_completion"},
-		keyspace.Usage{InputTokens: 1},
-	)
-	if _, err := ks.AppendEvents(ctx, 0, events); err != nil {
-		t.Fatal(err)
-	}
-	m := h.metrics(t)[tokenUsage]
-	if m.Unit != "{token}" || m.Description == "" {
-		t.Errorf("unit %q description %q, want {token} and a description", m.Unit, m.Description)
-	}
-	gpt := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("openai"),
-		requestModel.String("gpt-4o"), responseModel.String("gpt-4o-2024-08-06")}
-	claude := []attribute.KeyValue{ns, opName.String("text_completion"), providerName.String("anthropic"), requestModel.String("claude-sonnet")}
-	unknown := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("_unknown")}
-	with := func(base []attribute.KeyValue, typ string) attribute.Distinct {
-		return distinct(append(slices.Clone(base), tokenType.String(typ))...)
-	}
-	assertPoints(t, tokenUsage, intHistogram(t, h, tokenUsage, advisedTokenBounds), map[attribute.Distinct]histPoint{
-		with(gpt, "input"):      {2, 150},
-		with(gpt, "output"):     {2, 25},
-		with(claude, "input"):   {1, 7},
-		with(claude, "output"):  {1, 3},
-		with(unknown, "input"):  {1, 1},
-		with(unknown, "output"): {1, 0},
-	})
-}
-
-// TestGenAIToolCalls counts a tool execution when both its call and its
-// result have committed, in either order and over several commits, and
-// records its gen_ai.execute_tool.duration; a result whose call never
-// commits is counted as a call of "_unknown" when its attempt ends.
-func TestGenAIToolCalls(t *testing.T) {
-	h := newHarness(t)
-	ks := newGenAIKeyspace(t, h, keyspace.NewMemory())
-	ctx := context.Background()
-	wf, run := ids()
-	events := agentEvents(wf, run,
-		keyspace.ToolCall{CallID: "a", Name: "search", Arguments: "{}"}, // t0
-		keyspace.ToolCall{CallID: "b", Name: "search"},                  // t0+1s
-		keyspace.ToolResult{CallID: "a", Output: "ok"},                  // t0+2s: 2s
-		keyspace.ToolResult{CallID: "c", IsError: true},                 // t0+3s, before its call
-		keyspace.ToolCall{CallID: "c", Name: "charge"},                  // t0+4s: result first, 0s, failed
-		keyspace.ToolResult{CallID: "nobody", IsError: true},            // no call
-		keyspace.ToolCall{CallID: "d", Name: "charge"},                  // t0+6s
-		keyspace.ToolResult{CallID: "d", IsError: true},                 // t0+7s: 1s, failed
-		keyspace.Status{State: "completed"},                             // the attempt ends
-	)
-	// Over three commits: pairing spans batches.
-	for _, part := range [][2]int{{0, 3}, {3, 6}, {6, len(events)}} {
-		if _, err := ks.AppendEvents(ctx, uint64(part[0]), events[part[0]:part[1]]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exec := opName.String("execute_tool")
-	got := sumPoints(t, h.metrics(t)[toolCalls])
-	want := map[attribute.Distinct]int64{
-		distinct(ns, exec, toolName.String("search")):                             1,
-		distinct(ns, exec, toolName.String("charge"), errType.String("_OTHER")):   2,
-		distinct(ns, exec, toolName.String("_unknown"), errType.String("_OTHER")): 1,
-	}
-	if len(got) != len(want) {
-		t.Errorf("tool call points %v, want %v", got, want)
-	}
-	for set, v := range got {
-		if want[set.Equivalent()] != v {
-			t.Errorf("tool calls %v = %d, want %d", set.ToSlice(), v, want[set.Equivalent()])
-		}
-	}
-	assertPoints(t, execDuration, floatHistogram(t, h, execDuration), map[attribute.Distinct]histPoint{
-		distinct(ns, toolName.String("search")):                           {1, 2},
-		distinct(ns, toolName.String("charge"), errType.String("_OTHER")): {2, 1},
-	})
-	if _, ok := h.metrics(t)[callDuration]; ok {
-		t.Errorf("tool executions recorded on %s, which is for model calls", callDuration)
-	}
-	if n := len(h.spansNamed("execute_tool search")) + len(h.spansNamed("execute_tool charge")); n != 3 {
-		t.Errorf("%d execute_tool spans, want 3 (b never got its result)", n)
-	}
+	genaitest.AssertPoints(t, name, got, want)
 }
 
 // brokenKeyspace commits nothing and fails every append.
@@ -247,7 +93,7 @@ func TestGenAIRecordsOnlyCommittedEvents(t *testing.T) {
 				t.Fatal("the append succeeded; the case tests nothing")
 			}
 			m := h.metrics(t)
-			for _, name := range []string{tokenUsage, toolCalls, execDuration, cacheReadTokens, callDuration} {
+			for _, name := range []string{genaitest.TokenUsage, genaitest.ToolCalls, genaitest.ExecDuration, genaitest.CacheReadTokens, genaitest.CallDuration} {
 				if _, ok := m[name]; ok {
 					t.Errorf("%s recorded for a batch that did not commit", name)
 				}
@@ -257,7 +103,7 @@ func TestGenAIRecordsOnlyCommittedEvents(t *testing.T) {
 					t.Errorf("span %q for a batch that did not commit", sp.Name())
 				}
 			}
-			if n := len(logs.records()); n != 0 {
+			if n := len(logs.Records()); n != 0 {
 				t.Errorf("%d log records for a batch that did not commit", n)
 			}
 		})
@@ -298,420 +144,14 @@ func TestGenAIRedeliveryThroughSequencer(t *testing.T) {
 	if _, err := seq.Append(ctx, []keyspace.ActivityEvent{ephemeral, last[0]}); err != nil {
 		t.Fatal(err)
 	}
-	base := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("_unknown"), requestModel.String("m")}
-	assertPoints(t, tokenUsage, intHistogram(t, h, tokenUsage, advisedTokenBounds), map[attribute.Distinct]histPoint{
-		distinct(append(slices.Clone(base), tokenType.String("input"))...):  {3, 18},
-		distinct(append(slices.Clone(base), tokenType.String("output"))...): {3, 6},
+	base := []attribute.KeyValue{ns, genaitest.OpName.String("chat"), genaitest.ProviderName.String("_unknown"), genaitest.RequestModel.String("m")}
+	assertPoints(t, genaitest.TokenUsage, histogram(t, h, genaitest.TokenUsage, advisedTokenBounds), points{
+		distinct(append(slices.Clone(base), genaitest.TokenType.String("input"))...):  {Count: 3, Sum: 18},
+		distinct(append(slices.Clone(base), genaitest.TokenType.String("output"))...): {Count: 3, Sum: 6},
 	})
-	got := sumPoints(t, h.metrics(t)[toolCalls])
-	if len(got) != 1 || got[attribute.NewSet(ns, opName.String("execute_tool"), toolName.String("t"))] != 1 {
+	got := sumPoints(t, h.metrics(t)[genaitest.ToolCalls])
+	if len(got) != 1 || got[attribute.NewSet(ns, genaitest.OpName.String("execute_tool"), genaitest.ToolName.String("t"))] != 1 {
 		t.Errorf("tool calls %v, want one call of t", got)
-	}
-}
-
-// TestGenAIHostileNames: model, provider, operation and tool names are made
-// valid UTF-8 and cut to 256 bytes, and past 512 distinct values of one key
-// further ones are recorded as _other; every exported string stays valid.
-func TestGenAIHostileNames(t *testing.T) {
-	h := newHarness(t)
-	ks := newGenAIKeyspace(t, h, keyspace.NewMemory())
-	ctx := context.Background()
-	wf, run := ids()
-	hostile := "m\xff\xfe" + strings.Repeat("é", 300)
-	contents := []keyspace.Content{
-		keyspace.Usage{InputTokens: 1, Provider: hostile, RequestModel: hostile, ResponseModel: hostile, Operation: hostile},
-		keyspace.ToolCall{CallID: hostile, Name: hostile},
-		keyspace.ToolResult{CallID: hostile},
-	}
-	for i := range 600 {
-		contents = append(contents, keyspace.Usage{InputTokens: 1, RequestModel: fmt.Sprintf("model-%d", i)})
-	}
-	if _, err := ks.AppendEvents(ctx, 0, agentEvents(wf, run, contents...)); err != nil {
-		t.Fatal(err)
-	}
-	models := map[string]bool{}
-	for name, m := range h.metrics(t) {
-		for _, set := range pointAttrs(m) {
-			for _, kv := range set.ToSlice() {
-				s := kv.Value.String()
-				if !utf8.ValidString(s) || len(s) > 256 {
-					t.Fatalf("%s: %s = %q is not valid UTF-8 of at most 256 bytes", name, kv.Key, s)
-				}
-				if name == tokenUsage && kv.Key == requestModel {
-					models[s] = true
-				}
-			}
-		}
-	}
-	if !models["_other"] || len(models) != 512+1 {
-		t.Errorf("%d distinct request models recorded (_other among them: %v), want 512 and _other", len(models), models["_other"])
-	}
-}
-
-// TestGenAILogsOffByDefault: a logger provider alone emits nothing.
-func TestGenAILogsOffByDefault(t *testing.T) {
-	h := newHarness(t)
-	lp, logs := newLogs(t)
-	ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp))
-	wf, run := ids()
-	if _, err := ks.AppendEvents(context.Background(), 0, agentEvents(wf, run, keyspace.Message{Role: "user", Text: "x"})); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(logs.records()); n != 0 {
-		t.Fatalf("%d log records without WithTranscriptLogs, want 0", n)
-	}
-}
-
-// spanSource is an ActivitySpanSource knowing one activity.
-type spanSource struct {
-	key pairing.Key
-	sc  trace.SpanContext
-}
-
-func (s spanSource) ActivitySpanContext(key pairing.Key) trace.SpanContext {
-	if key == s.key {
-		return s.sc
-	}
-	return trace.SpanContext{}
-}
-
-// TestGenAILogRecords: one gen_ai.client.inference.operation.details
-// record per committed model call, at its time, in the context of its
-// inference span, in the activity's trace (its span's when the source
-// knows it, else the run's anchor's), with the call's names and counts and
-// the stream's coordinates; no record for the other events.
-func TestGenAILogRecords(t *testing.T) {
-	wf, run := ids()
-	live := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled})
-	anchor := timeline.Anchor("payments", wf, run)
-	testCases := []struct {
-		name   string
-		source otelstore.ActivitySpanSource
-		want   trace.SpanContext
-	}{
-		{"no-source", nil, anchor},
-		{"source-without-span", spanSource{}, anchor},
-		{"live-span", spanSource{key: pairing.Key{Namespace: "payments", WorkflowID: wf, RunID: run, ActivityID: 2}, sc: live}, live},
-	}
-	for _, tc := range testCases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t)
-			lp, logs := newLogs(t)
-			ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp), otelstore.WithTranscriptLogs(true),
-				otelstore.WithKeyspaceNamespace("payments"), otelstore.WithActivitySpans(tc.source))
-			events := agentEvents(wf, run,
-				keyspace.Message{Role: "user", Text: "a"},
-				keyspace.ToolCall{CallID: "1", Name: "search", Arguments: "{}"},
-				keyspace.ToolResult{CallID: "1", Output: "r", IsError: true},
-				keyspace.Status{State: "s"},
-				keyspace.Usage{InputTokens: 4, OutputTokens: 2, CacheReadInputTokens: 3, Provider: "openai", RequestModel: "gpt"},
-				nil,
-				keyspace.Usage{InputTokens: 5, OutputTokens: 1, Provider: "openai", RequestModel: "gpt"},
-			)
-			if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
-				t.Fatal(err)
-			}
-			recs := logs.records()
-			inference := h.spansNamed("chat gpt")
-			if len(recs) != 2 || len(inference) != 2 {
-				t.Fatalf("%d records and %d inference spans, want 2 and 2 (one per model call)", len(recs), len(inference))
-			}
-			for i, r := range recs {
-				ev := events[4+2*i]
-				if r.EventName() != "gen_ai.client.inference.operation.details" {
-					t.Errorf("record %d is %q", i, r.EventName())
-				}
-				sp := inference[i].SpanContext()
-				if r.TraceID() != tc.want.TraceID() || r.SpanID() != sp.SpanID() {
-					t.Errorf("record %d in trace %s span %s, want trace %s, the inference span %s", i, r.TraceID(), r.SpanID(), tc.want.TraceID(), sp.SpanID())
-				}
-				if !r.Timestamp().Equal(ev.EmittedAt) {
-					t.Errorf("record %d timestamp %v, want the usage's %v", i, r.Timestamp(), ev.EmittedAt)
-				}
-				attrs := recordAttrs(r)
-				for k, v := range map[string]string{"aion.namespace": "payments", "aion.workflow.id": wf.String(),
-					"aion.run.id": run.String(), "aion.activity.id": "2", "aion.activity.attempt": "1",
-					"aion.keyspace.store_seq": fmt.Sprint(4 + 2*i), "gen_ai.agent.id": "agent-1", "aion.agent.role": "planner",
-					"gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt", "gen_ai.operation.name": "chat"} {
-					if attrs[k] != v {
-						t.Errorf("record %d: %s = %q, want %q", i, k, attrs[k], v)
-					}
-				}
-				for _, k := range []string{"gen_ai.input.messages", "gen_ai.output.messages"} {
-					if _, ok := attrs[k]; ok {
-						t.Errorf("record %d has %s with content capture off", i, k)
-					}
-				}
-			}
-			first, second := recordAttrs(recs[0]), recordAttrs(recs[1])
-			if first["gen_ai.usage.input_tokens"] != "4" || first["gen_ai.usage.output_tokens"] != "2" || first["gen_ai.usage.cache_read.input_tokens"] != "3" {
-				t.Errorf("first record's usage %v", first)
-			}
-			if second["gen_ai.usage.input_tokens"] != "5" || second["gen_ai.usage.cache_read.input_tokens"] != "" {
-				t.Errorf("second record's usage %v", second)
-			}
-		})
-	}
-}
-
-// TestGenAILegacyLogRecords: behind OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai/dup
-// every committed event with a content also gets the record earlier builds
-// emitted (the v1.36 per-message events), and tool durations also go on
-// gen_ai.client.operation.duration with gen_ai.operation.name execute_tool;
-// the option and the variable set it alike, and without it neither comes.
-func TestGenAILegacyLogRecords(t *testing.T) {
-	testCases := []struct {
-		name string
-		env  string
-		opts []otelstore.KeyspaceOption
-		dup  bool
-	}{
-		{"default", "", nil, false},
-		{"environment", "http, gen_ai/dup", nil, true},
-		{"option", "", []otelstore.KeyspaceOption{otelstore.WithSemConvStabilityOptIn("gen_ai/dup")}, true},
-		{"option overrides the environment", "gen_ai/dup", []otelstore.KeyspaceOption{otelstore.WithSemConvStabilityOptIn("")}, false},
-	}
-	for _, tc := range testCases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("OTEL_SEMCONV_STABILITY_OPT_IN", tc.env)
-			h := newHarness(t)
-			lp, logs := newLogs(t)
-			ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), append([]otelstore.KeyspaceOption{otelstore.WithLoggerProvider(lp),
-				otelstore.WithTranscriptLogs(true)}, tc.opts...)...)
-			wf, run := ids()
-			events := agentEvents(wf, run,
-				keyspace.Message{Role: "user", Text: "a"},
-				keyspace.Message{Role: "system", Text: "b"},
-				keyspace.Message{Role: "assistant", Text: "c"},
-				keyspace.ToolCall{CallID: "1", Name: "search", Arguments: "{}"},
-				keyspace.ToolResult{CallID: "1", Output: "r", IsError: true},
-				keyspace.Status{State: "s"},
-				keyspace.Usage{InputTokens: 4, OutputTokens: 2, Provider: "openai", RequestModel: "gpt"},
-				nil,
-			)
-			if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			var legacy []sdklog.Record
-			for _, r := range logs.records() {
-				names = append(names, r.EventName())
-				if r.EventName() != "gen_ai.client.inference.operation.details" {
-					legacy = append(legacy, r)
-				}
-			}
-			want := []string{"gen_ai.client.inference.operation.details"}
-			if tc.dup {
-				want = []string{"gen_ai.user.message", "gen_ai.system.message", "gen_ai.assistant.message",
-					"gen_ai.assistant.message", "gen_ai.tool.message", "aion.gen_ai.status", "gen_ai.client.inference.operation.details", "aion.gen_ai.usage"}
-			}
-			if !slices.Equal(names, want) {
-				t.Fatalf("records %v, want %v", names, want)
-			}
-			old := sumPoints(t, h.metrics(t)[toolCalls])
-			durations := floatHistogram(t, h, callDuration)
-			oldDuration := distinct(ns, opName.String("execute_tool"), toolName.String("search"), errType.String("_OTHER"))
-			if _, ok := durations[oldDuration]; ok != tc.dup {
-				t.Errorf("tool duration on %s: %v, want %v", callDuration, ok, tc.dup)
-			}
-			if len(old) != 1 {
-				t.Errorf("tool calls %v", old)
-			}
-			if !tc.dup {
-				return
-			}
-			for k, v := range map[string]string{"gen_ai.tool.name": "search", "gen_ai.tool.call.id": "1", "error.type": "_OTHER"} {
-				if got := recordAttrs(legacy[4])[k]; got != v {
-					t.Errorf("tool result record: %s = %q, want %q", k, got, v)
-				}
-			}
-			for k, v := range map[string]string{"gen_ai.usage.input_tokens": "4", "gen_ai.usage.output_tokens": "2",
-				"gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt", "gen_ai.operation.name": "chat"} {
-				if got := recordAttrs(legacy[6])[k]; got != v {
-					t.Errorf("usage record: %s = %q, want %q", k, got, v)
-				}
-			}
-		})
-	}
-}
-
-func recordAttrs(r sdklog.Record) map[string]string {
-	out := map[string]string{}
-	r.WalkAttributes(func(kv attribute.KeyValue) bool {
-		out[string(kv.Key)] = kv.Value.String()
-		return true
-	})
-	return out
-}
-
-// recordStrings returns every string in a record: event name, body (walked
-// through maps and slices) and attributes.
-func recordStrings(r sdklog.Record) []string {
-	out := []string{r.EventName(), r.SeverityText()}
-	var walk func(v attribute.Value)
-	walk = func(v attribute.Value) {
-		switch v.Type() {
-		case attribute.MAP:
-			for _, kv := range v.AsMap() {
-				out = append(out, string(kv.Key))
-				walk(kv.Value)
-			}
-		case attribute.SLICE:
-			for _, e := range v.AsSlice() {
-				walk(e)
-			}
-		default:
-			out = append(out, v.String())
-		}
-	}
-	walk(r.Body())
-	r.WalkAttributes(func(kv attribute.KeyValue) bool {
-		out = append(out, string(kv.Key))
-		walk(kv.Value)
-		return true
-	})
-	return out
-}
-
-// TestGenAIContentCapture puts a secret in every content field, in both
-// semconv modes (and the old records behind gen_ai/dup): with capture off
-// it is in no log record, span or metric point; with capture on the message
-// texts, tool arguments and outputs are in the inference-details record's
-// messages (and the old records), and the arguments and outputs of a paired
-// tool call on its execute_tool span. A status's text leaves only in the
-// old records, and only with capture on.
-func TestGenAIContentCapture(t *testing.T) {
-	for _, capture := range []bool{false, true} {
-		for _, optIn := range []string{"", "gen_ai/dup"} {
-			t.Run(fmt.Sprintf("capture=%v/optin=%q", capture, optIn), func(t *testing.T) {
-				h := newHarness(t)
-				lp, logs := newLogs(t)
-				ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp),
-					otelstore.WithTranscriptLogs(true), otelstore.WithContentCapture(capture), otelstore.WithSemConvStabilityOptIn(optIn))
-				wf, run := ids()
-				fields := []string{"user text", "assistant text", "arguments", "output", "error output", "state", "detail"}
-				secretOf := func(field string) string { return secret + "/" + field }
-				events := agentEvents(wf, run,
-					keyspace.Message{Role: "user", Text: secretOf("user text")},
-					keyspace.Message{Role: "assistant", Text: secretOf("assistant text")},
-					keyspace.ToolCall{CallID: "1", Name: "search", Arguments: secretOf("arguments")},
-					keyspace.ToolResult{CallID: "1", Output: secretOf("output")},
-					keyspace.ToolResult{CallID: "2", Output: secretOf("error output"), IsError: true},
-					keyspace.Status{State: secretOf("state"), Detail: secretOf("detail")},
-					keyspace.Usage{InputTokens: 1, OutputTokens: 1, RequestModel: "m"},
-					keyspace.Status{State: "completed"},
-				)
-				ctx := context.Background()
-				if _, err := ks.AppendEvents(ctx, 0, events); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := ks.ReadFrom(ctx, keyspace.KeyOf(events[0]), 0, 0); err != nil {
-					t.Fatal(err)
-				}
-				found := map[string][]string{}
-				scanned := 0
-				scan := func(where string, strs ...string) {
-					for _, s := range strs {
-						scanned++
-						for _, f := range fields {
-							if strings.Contains(s, secretOf(f)) {
-								found[f] = append(found[f], where)
-								if !capture {
-									t.Errorf("%s carries the %s with content capture off", where, f)
-								}
-							}
-						}
-					}
-				}
-				recs := logs.records()
-				if len(recs) == 0 {
-					t.Fatal("no records")
-				}
-				for _, r := range recs {
-					scan("record "+r.EventName(), recordStrings(r)...)
-				}
-				for _, sp := range h.spans.Ended() {
-					scan("span "+sp.Name(), sp.Name(), sp.Status().Description)
-					for _, kv := range sp.Attributes() {
-						scan("span "+sp.Name(), kv.Value.String())
-					}
-					for _, ev := range sp.Events() {
-						for _, kv := range ev.Attributes {
-							scan("span event", kv.Value.String())
-						}
-					}
-				}
-				for name, m := range h.metrics(t) {
-					for _, set := range pointAttrs(m) {
-						for _, kv := range set.ToSlice() {
-							scan("metric "+name, kv.Value.String())
-						}
-					}
-				}
-				if scanned < 60 {
-					t.Fatalf("scanned only %d strings; the scan is not looking at the telemetry", scanned)
-				}
-				if !capture {
-					return
-				}
-				details := "record gen_ai.client.inference.operation.details"
-				for _, f := range []string{"user text", "assistant text", "arguments", "output", "error output"} {
-					if !slices.Contains(found[f], details) {
-						t.Errorf("the %s is not in the inference-details record with content capture on (found in %v)", f, found[f])
-					}
-				}
-				for _, f := range []string{"arguments", "output"} {
-					if !slices.Contains(found[f], "span execute_tool search") {
-						t.Errorf("the %s is not on the execute_tool span with content capture on (found in %v)", f, found[f])
-					}
-				}
-				for _, f := range []string{"state", "detail"} {
-					if (len(found[f]) > 0) != (optIn != "") {
-						t.Errorf("the status %s is in %v; want it only in the old records", f, found[f])
-					}
-				}
-			})
-		}
-	}
-}
-
-// TestGenAIConcurrentSafe appends transcripts to many streams at once: the
-// sums are exact and every tool call pairs with its result.
-func TestGenAIConcurrentSafe(t *testing.T) {
-	h := newHarness(t)
-	lp, logs := newLogs(t)
-	ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp), otelstore.WithTranscriptLogs(true))
-	const workers, turns = 8, 20
-	var wg sync.WaitGroup
-	for range workers {
-		wf, run := ids()
-		wg.Go(func() {
-			var seq uint64
-			for i := range turns {
-				id := fmt.Sprint(i)
-				events := agentEvents(wf, run, keyspace.Usage{InputTokens: 3, OutputTokens: 1, RequestModel: "m"},
-					keyspace.ToolCall{CallID: id, Name: "t"}, keyspace.ToolResult{CallID: id})
-				if _, err := ks.AppendEvents(context.Background(), seq, events); err != nil {
-					t.Error(err)
-					return
-				}
-				seq += uint64(len(events))
-			}
-		})
-	}
-	wg.Wait()
-	base := []attribute.KeyValue{ns, opName.String("chat"), providerName.String("_unknown"), requestModel.String("m")}
-	assertPoints(t, tokenUsage, intHistogram(t, h, tokenUsage, advisedTokenBounds), map[attribute.Distinct]histPoint{
-		distinct(append(slices.Clone(base), tokenType.String("input"))...):  {workers * turns, 3 * workers * turns},
-		distinct(append(slices.Clone(base), tokenType.String("output"))...): {workers * turns, workers * turns},
-	})
-	paired := distinct(ns, toolName.String("t"))
-	assertPoints(t, execDuration, floatHistogram(t, h, execDuration), map[attribute.Distinct]histPoint{paired: {workers * turns, workers * turns}})
-	if n := len(logs.records()); n != workers*turns {
-		t.Errorf("%d log records, want %d (one per model call)", n, workers*turns)
-	}
-	if n := len(h.spansNamed("execute_tool t")); n != workers*turns {
-		t.Errorf("%d execute_tool spans, want %d", n, workers*turns)
 	}
 }
 
@@ -729,88 +169,59 @@ func TestGenAIKeysAreReserved(t *testing.T) {
 	}
 }
 
-// TestGenAILogValuesExportable puts hostile strings (invalid UTF-8, NUL,
-// huge) in every field with content capture on and the old records too:
-// every string of every record and span is valid UTF-8, content is cut to
-// MaxContentLen and every other value to 256 bytes.
-func TestGenAILogValuesExportable(t *testing.T) {
-	h := newHarness(t)
-	lp, logs := newLogs(t)
-	ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithLoggerProvider(lp),
-		otelstore.WithTranscriptLogs(true), otelstore.WithContentCapture(true), otelstore.WithSemConvStabilityOptIn("gen_ai/dup"))
-	wf, run := ids()
-	bad := "x\xff\x00\xc3" + strings.Repeat("ü", otelstore.MaxContentLen)
-	events := agentEvents(wf, run,
-		keyspace.Message{Role: bad, Text: bad},
-		keyspace.ToolCall{CallID: bad, Name: bad, Arguments: bad},
-		keyspace.ToolResult{CallID: bad, Output: bad, IsError: true},
-		keyspace.Status{State: bad, Detail: bad},
-		keyspace.Usage{Provider: bad, RequestModel: bad, ResponseModel: bad, Operation: bad},
-	)
-	for i := range events {
-		events[i].AgentID, events[i].AgentRole = bad, bad
-	}
-	if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
-		t.Fatal(err)
-	}
-	ks.(interface{ EndAgentSpans() }).EndAgentSpans()
-	recs := logs.records()
-	if len(recs) != len(events)+1 {
-		t.Fatalf("%d records, want %d", len(recs), len(events)+1)
-	}
-	long := 0
-	check := func(where, s string) {
-		if !utf8.ValidString(s) || len(s) > otelstore.MaxContentLen {
-			t.Fatalf("%s: a string of %d bytes, valid UTF-8 %v", where, len(s), utf8.ValidString(s))
+// TestKeyspaceNamespaceReachesEveryInstrument: WithNamespace, given to
+// NewKeyspace, is the aion.namespace of the keyspace's call metrics and of
+// every GenAI point and span (before, the GenAI ones stayed "default"); the
+// deprecated WithKeyspaceNamespace still says the same.
+func TestKeyspaceNamespaceReachesEveryInstrument(t *testing.T) {
+	for _, opt := range []otelstore.KeyspaceOption{otelstore.WithNamespace("shop"), otelstore.WithKeyspaceNamespace("shop")} {
+		h := newHarness(t)
+		ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), opt)
+		wf, run := ids()
+		if _, err := ks.AppendEvents(context.Background(), 0, genaitest.ScriptedAttempt(wf, run, t0)); err != nil {
+			t.Fatal(err)
 		}
-		if len(s) > 256 {
-			long++
+		ks.EndAgentSpans()
+		shop := otelstore.AttrNamespace.String("shop")
+		metrics := h.metrics(t)
+		for _, name := range []string{genaitest.TokenUsage, genaitest.ToolCalls, genaitest.AgentDuration, "aion.keyspace.operation.duration"} {
+			if _, ok := metrics[name]; !ok {
+				t.Errorf("%s not recorded", name)
+			}
 		}
-	}
-	for _, r := range recs {
-		for _, s := range recordStrings(r) {
-			check(r.EventName(), s)
+		for name, m := range metrics {
+			for _, set := range pointAttrs(m) {
+				if v, _ := set.Value(shop.Key); v != shop.Value {
+					t.Errorf("%s point %v: aion.namespace %q, want shop", name, set.ToSlice(), v.AsString())
+				}
+			}
 		}
-	}
-	// The content: the old records' message text, arguments, output, state
-	// and detail; the details record's user text, arguments and output.
-	if long != 8 {
-		t.Errorf("%d record strings longer than 256 bytes, want the 8 content texts only", long)
-	}
-	long = 0
-	spans := h.spans.Ended()
-	if len(spans) != 4 { // append_events, invoke_agent, the tool and the model call
-		t.Fatalf("%d spans, want 4", len(spans))
-	}
-	for _, sp := range spans {
-		if !utf8.ValidString(sp.Name()) || len(sp.Name()) > 2*256+len("execute_tool ") {
-			t.Errorf("span name of %d bytes, valid UTF-8 %v", len(sp.Name()), utf8.ValidString(sp.Name()))
+		for _, sp := range h.spans.Ended() {
+			assertSpanAttr(t, sp, shop)
 		}
-		for _, kv := range sp.Attributes() {
-			check("span "+sp.Name(), kv.Value.String())
-		}
-	}
-	if long != 2 { // the tool's arguments and result
-		t.Errorf("%d span strings longer than 256 bytes, want the tool's arguments and result only", long)
 	}
 }
 
-// A result stamped before its call (two workers' clocks apart) is a call of
-// no measurable time, not a call without duration: every paired call has
-// its point.
-func TestGenAIToolDurationSkewedClocks(t *testing.T) {
+// TestKeyspaceShutdownOnTheDocumentedType: the value NewKeyspace returns is
+// an otelstore.Keyspace, whose EndAgentSpans (no type assertion) ends the
+// open invoke_agent spans, and whose Unwrap returns the inner store.
+func TestKeyspaceShutdownOnTheDocumentedType(t *testing.T) {
 	h := newHarness(t)
-	ks := newGenAIKeyspace(t, h, keyspace.NewMemory())
+	inner := keyspace.NewMemory()
+	var ks otelstore.Keyspace = newGenAIKeyspace(t, h, inner)
 	wf, run := ids()
-	events := agentEvents(wf, run, keyspace.ToolCall{CallID: "a", Name: "search"}, keyspace.ToolResult{CallID: "a"})
-	events[1].EmittedAt = events[0].EmittedAt.Add(-time.Second)
-	if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
+	if _, err := ks.AppendEvents(context.Background(), 0, agentEvents(wf, run, keyspace.Usage{InputTokens: 1})); err != nil {
 		t.Fatal(err)
 	}
-	assertPoints(t, execDuration, floatHistogram(t, h, execDuration), map[attribute.Distinct]histPoint{
-		distinct(ns, toolName.String("search")): {1, 0},
-	})
-	if sp := h.spansNamed("execute_tool search"); len(sp) != 1 || !sp[0].EndTime().Equal(sp[0].StartTime()) {
-		t.Errorf("execute_tool spans %v, want one of no length", sp)
+	if n := len(h.spansNamed("invoke_agent")); n != 0 {
+		t.Fatalf("%d invoke_agent spans ended before EndAgentSpans", n)
+	}
+	ks.EndAgentSpans()
+	ks.EndAgentSpans()
+	if n := len(h.spansNamed("invoke_agent")); n != 1 {
+		t.Errorf("%d invoke_agent spans ended, want 1", n)
+	}
+	if ks.Unwrap() != keyspace.Store(inner) {
+		t.Error("Unwrap does not return the inner keyspace")
 	}
 }

@@ -242,7 +242,7 @@ func TestTranscriptLogsJoinActivitySpan(t *testing.T) {
 	ks.(interface{ EndAgentSpans() }).EndAgentSpans()
 
 	acts, agents, calls := h.spansNamed("activity plan"), h.spansNamed("invoke_agent"), h.spansNamed("chat")
-	recs := logs.records()
+	recs := logs.Records()
 	if len(acts) != 1 || len(agents) != 1 || len(calls) != 2 || len(recs) != 2 {
 		t.Fatalf("%d activity, %d invoke_agent and %d inference spans, %d records; want 1, 1, 2, 2", len(acts), len(agents), len(calls), len(recs))
 	}

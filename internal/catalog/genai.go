@@ -53,12 +53,23 @@ const (
 	// breakdowns are parts of the input and output counts. Input and output
 	// replace gen_ai.client.token.usage behind OptInLatest; the breakdowns
 	// are recorded by default (no v1.41.0 instrument counts them).
-	GenAIInferenceInputTokens                    = "gen_ai.client.inference.usage.input_tokens"
-	GenAIInferenceOutputTokens                   = "gen_ai.client.inference.usage.output_tokens"
-	GenAIInferenceCacheReadTokens                = "gen_ai.client.inference.usage.cache_read.input_tokens"
-	GenAIInferenceCacheWriteTokens               = "gen_ai.client.inference.usage.cache_write.input_tokens"
-	GenAIInferenceReasoningTokens                = "gen_ai.client.inference.usage.reasoning.output_tokens"
-	GenAITokenModality             attribute.Key = "gen_ai.token.modality"
+	GenAIInferenceInputTokens      = "gen_ai.client.inference.usage.input_tokens"
+	GenAIInferenceOutputTokens     = "gen_ai.client.inference.usage.output_tokens"
+	GenAIInferenceCacheReadTokens  = "gen_ai.client.inference.usage.cache_read.input_tokens"
+	GenAIInferenceCacheWriteTokens = "gen_ai.client.inference.usage.cache_write.input_tokens"
+	GenAIInferenceReasoningTokens  = "gen_ai.client.inference.usage.reasoning.output_tokens"
+	// The model-call durations of the current text, which take the
+	// inference case over from gen_ai.client.operation.duration and its
+	// time to first chunk (recorded instead of them behind OptInLatest).
+	GenAIClientInferenceDuration    = "gen_ai.client.inference.duration"
+	GenAIClientInferenceTimeToFirst = "gen_ai.client.inference.time_to_first_chunk"
+	// GenAIUsageCacheWrite is the current text's name of the input tokens
+	// written to a provider-managed cache, on spans and records, the
+	// concept its counter GenAIInferenceCacheWriteTokens counts (v1.41.0
+	// called it GenAIUsageCacheCreation, emitted beside it behind
+	// OptInDup).
+	GenAIUsageCacheWrite attribute.Key = "gen_ai.usage.cache_write.input_tokens"
+	GenAITokenModality   attribute.Key = "gen_ai.token.modality"
 	// GenAIModalityUnknown is the modality of every count: a Usage does not
 	// break its tokens down by modality.
 	GenAIModalityUnknown = "unknown"
@@ -76,8 +87,7 @@ const (
 	// memory bound ended before their attempt did.
 	GenAIAgentPairingEvicted = "aion.gen_ai.agent.pairing.evicted"
 	// GenAIUsageRefused counts token counts above the plausibility bound,
-	// by the field (gen_ai.token.type: input, output, cache_read,
-	// cache_creation, reasoning); they are recorded nowhere.
+	// by the count that held it (UsageField); they are recorded nowhere.
 	GenAIUsageRefused = "aion.gen_ai.usage.refused"
 )
 
@@ -119,12 +129,19 @@ var (
 	GenAITokenOutput          = semconv141.GenAITokenTypeOutput.Value.AsString()
 )
 
-// The gen_ai.token.type values of aion.gen_ai.usage.refused beyond input and
-// output: which breakdown held the refused count.
+// UsageField is aion.gen_ai.usage.refused's own attribute: which count of
+// a model call was refused, named as the gen_ai.usage.* span attribute
+// that would have carried it, without the prefix (gen_ai.token.type's enum
+// has only input and output).
+const UsageField attribute.Key = "aion.gen_ai.usage.field"
+
+// The values of UsageField.
 const (
-	TokenFieldCacheRead     = "cache_read"
-	TokenFieldCacheCreation = "cache_creation"
-	TokenFieldReasoning     = "reasoning"
+	UsageFieldInput      = "input_tokens"
+	UsageFieldOutput     = "output_tokens"
+	UsageFieldCacheRead  = "cache_read.input_tokens"
+	UsageFieldCacheWrite = "cache_write.input_tokens"
+	UsageFieldReasoning  = "reasoning.output_tokens"
 )
 
 // Attribute keys of aionotel's own.
@@ -134,13 +151,13 @@ const (
 	// The attempt's totals on its invoke_agent span, apart from the
 	// conventions' gen_ai.usage.* keys so that a backend summing those over
 	// spans counts each model call once (on its inference span).
-	AgentTotalInput         attribute.Key = "aion.gen_ai.usage.total.input_tokens"
-	AgentTotalOutput        attribute.Key = "aion.gen_ai.usage.total.output_tokens"
-	AgentTotalCacheRead     attribute.Key = "aion.gen_ai.usage.total.cache_read.input_tokens"
-	AgentTotalCacheCreation attribute.Key = "aion.gen_ai.usage.total.cache_creation.input_tokens"
-	AgentTotalReasoning     attribute.Key = "aion.gen_ai.usage.total.reasoning.output_tokens"
-	AgentModelCalls         attribute.Key = "aion.gen_ai.invocation.model_calls"
-	AgentToolCalls          attribute.Key = "aion.gen_ai.invocation.tool_calls"
+	AgentTotalInput      attribute.Key = "aion.gen_ai.usage.total.input_tokens"
+	AgentTotalOutput     attribute.Key = "aion.gen_ai.usage.total.output_tokens"
+	AgentTotalCacheRead  attribute.Key = "aion.gen_ai.usage.total.cache_read.input_tokens"
+	AgentTotalCacheWrite attribute.Key = "aion.gen_ai.usage.total.cache_write.input_tokens"
+	AgentTotalReasoning  attribute.Key = "aion.gen_ai.usage.total.reasoning.output_tokens"
+	AgentModelCalls      attribute.Key = "aion.gen_ai.invocation.model_calls"
+	AgentToolCalls       attribute.Key = "aion.gen_ai.invocation.tool_calls"
 	// AgentEnd says what ended an invoke_agent span: one of the End* values.
 	AgentEnd attribute.Key = "aion.gen_ai.invocation.end"
 )
@@ -239,3 +256,15 @@ var GenAIDurationBoundaries = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64
 // InvokeAgentBoundaries are the explicit bucket boundaries, in seconds, the
 // conventions advise for gen_ai.invoke_agent.duration.
 var InvokeAgentBoundaries = []float64{0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 51.2, 102.4, 204.8, 409.6}
+
+// GenAIKeys are the attribute keys the GenAI telemetry sets itself, on
+// metrics, spans or log records: a WithAttributes attribute may not use
+// one (nor aion.namespace and the stream's coordinates).
+var GenAIKeys = []attribute.Key{
+	GenAIOperationName, GenAIProviderName, GenAIRequestModel, GenAIResponseModel, GenAITokenType,
+	GenAIToolName, GenAITokenModality, GenAIToolCallID, GenAIToolCallArgs, GenAIToolCallResult,
+	GenAIAgentID, GenAIUsageInput, GenAIUsageOutput, GenAIUsageCacheRead, GenAIUsageCacheCreation,
+	GenAIUsageCacheWrite, GenAIUsageReasoning, GenAITimeToFirstChunk, GenAIInputMessages,
+	GenAIOutputMessages, AgentRole, StoreSeq, AgentTotalInput, AgentTotalOutput, AgentTotalCacheRead,
+	AgentTotalCacheWrite, AgentTotalReasoning, AgentModelCalls, AgentToolCalls, AgentEnd, UsageField,
+}

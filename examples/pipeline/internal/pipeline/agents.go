@@ -18,11 +18,11 @@ func isGenAISpan(s span) bool { return s.Attrs["gen_ai.operation.name"] != "" }
 // agentTotals are the attempt totals an invoke_agent span carries, by the
 // usage attribute of its model calls that they sum.
 var agentTotals = map[string]string{
-	"aion.gen_ai.usage.total.input_tokens":                "gen_ai.usage.input_tokens",
-	"aion.gen_ai.usage.total.output_tokens":               "gen_ai.usage.output_tokens",
-	"aion.gen_ai.usage.total.cache_read.input_tokens":     "gen_ai.usage.cache_read.input_tokens",
-	"aion.gen_ai.usage.total.cache_creation.input_tokens": "gen_ai.usage.cache_creation.input_tokens",
-	"aion.gen_ai.usage.total.reasoning.output_tokens":     "gen_ai.usage.reasoning.output_tokens",
+	"aion.gen_ai.usage.total.input_tokens":             "gen_ai.usage.input_tokens",
+	"aion.gen_ai.usage.total.output_tokens":            "gen_ai.usage.output_tokens",
+	"aion.gen_ai.usage.total.cache_read.input_tokens":  "gen_ai.usage.cache_read.input_tokens",
+	"aion.gen_ai.usage.total.cache_write.input_tokens": "gen_ai.usage.cache_write.input_tokens",
+	"aion.gen_ai.usage.total.reasoning.output_tokens":  "gen_ai.usage.reasoning.output_tokens",
 }
 
 // agentCounts are what checkAgentSpans saw.
@@ -34,7 +34,8 @@ type agentCounts struct {
 }
 
 // checkAgentSpans checks the GenAI spans of a run's trace against what
-// otelstore.NewKeyspace promises: each invoke_agent span (internal, with
+// the genai package (through otelstore.NewKeyspace) promises: every GenAI
+// span carries the run span's aion.namespace; each invoke_agent span (internal, with
 // gen_ai.agent.id and what ended it) is the child of one of the trace's
 // activity spans, its model calls ("{gen_ai.operation.name}
 // {gen_ai.request.model}", client, with their token counts) and tool
@@ -61,6 +62,9 @@ func checkAgentSpans(rt runTrace) (problems []string, n agentCounts) {
 	children := map[pcommon.SpanID][]span{}
 	for _, s := range rt.Agents {
 		op := s.Attrs["gen_ai.operation.name"]
+		if ns := rt.Run.Attrs["aion.namespace"]; s.Attrs["aion.namespace"] != ns {
+			bad("%s span %q (%s): aion.namespace %q, the run span's is %q", op, s.Name, s.SpanID, s.Attrs["aion.namespace"], ns)
+		}
 		switch {
 		case s.Name == "invoke_agent":
 			n.Invocations++

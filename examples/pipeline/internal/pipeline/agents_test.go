@@ -10,7 +10,7 @@ import (
 )
 
 // agentFixture is one run's trace with an agent attempt as
-// otelstore.NewKeyspace makes it: an activity span, its invoke_agent span,
+// otelstore.NewKeyspace makes it (namespace "default"): an activity span, its invoke_agent span,
 // two model calls (the first with cached input and reasoning) and two tool
 // executions (the second failed).
 func agentFixture(mutate func(agent *span, kids []*span)) runTrace {
@@ -21,19 +21,20 @@ func agentFixture(mutate func(agent *span, kids []*span)) runTrace {
 		return span{TraceID: trace, SpanID: pcommon.SpanID{id}, ParentID: parent, Name: name, Kind: kind,
 			Start: at(start), End: at(end), Attrs: attrs, hasParent: true}
 	}
-	run := mk(1, pcommon.SpanID{}, "workflow trip", ptrace.SpanKindInternal, 0, 20, map[string]string{})
+	run := mk(1, pcommon.SpanID{}, "workflow trip", ptrace.SpanKindInternal, 0, 20, map[string]string{"aion.namespace": "default"})
 	run.hasParent = false // the trace's root (pairing.NewIDGenerator)
 	act := mk(2, run.SpanID, "activity agent", ptrace.SpanKindInternal, 1, 12, map[string]string{})
 	agent := mk(3, act.SpanID, "invoke_agent", ptrace.SpanKindInternal, 2, 10, map[string]string{
-		"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "anthropic", "gen_ai.agent.id": "planner",
+		"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "anthropic", "gen_ai.agent.id": "planner", "aion.namespace": "default",
 		"aion.gen_ai.invocation.end": "status", "aion.activity.id": "2", "aion.activity.attempt": "1",
 		"aion.gen_ai.usage.total.input_tokens": "1300", "aion.gen_ai.usage.total.output_tokens": "250",
-		"aion.gen_ai.usage.total.cache_read.input_tokens": "600", "aion.gen_ai.usage.total.cache_creation.input_tokens": "0",
+		"aion.gen_ai.usage.total.cache_read.input_tokens": "600", "aion.gen_ai.usage.total.cache_write.input_tokens": "0",
 		"aion.gen_ai.usage.total.reasoning.output_tokens": "120",
 		"aion.gen_ai.invocation.model_calls":              "2", "aion.gen_ai.invocation.tool_calls": "2",
 	})
 	call := func(id byte, start, end float64, extra map[string]string) span {
-		attrs := map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic", "gen_ai.request.model": "claude"}
+		attrs := map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic", "gen_ai.request.model": "claude",
+			"aion.namespace": "default"}
 		for k, v := range extra {
 			attrs[k] = v
 		}
@@ -41,7 +42,8 @@ func agentFixture(mutate func(agent *span, kids []*span)) runTrace {
 	}
 	tool := func(id byte, name string, start, end float64, failed bool) span {
 		s := mk(id, agent.SpanID, "execute_tool "+name, ptrace.SpanKindInternal, start, end, map[string]string{
-			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": "c" + string('0'+id)})
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": "c" + string('0'+id),
+			"aion.namespace": "default"})
 		if failed {
 			s.StatusCode = ptrace.StatusCodeError
 			s.Attrs["error.type"] = "_OTHER"
@@ -98,6 +100,9 @@ func TestCheckAgentSpansFindsEachProblem(t *testing.T) {
 		{"error.type on a good tool", func(_ *span, k []*span) { k[1].Attrs["error.type"] = "_OTHER" }, "a failed tool has both"},
 		{"tool under the activity", func(_ *span, k []*span) { k[1].ParentID = pcommon.SpanID{2} }, "not an invoke_agent span"},
 		{"call outside the agent's time", func(_ *span, k []*span) { k[3].End = k[3].End.Add(time.Hour) }, "outside its invoke_agent span"},
+		{"agent span without the namespace", func(a *span, _ []*span) { delete(a.Attrs, "aion.namespace") }, `invoke_agent span "invoke_agent" (0300000000000000): aion.namespace ""`},
+		{"model call of another namespace", func(_ *span, k []*span) { k[0].Attrs["aion.namespace"] = "other" }, `aion.namespace "other", the run span's is "default"`},
+		{"tool span without the namespace", func(_ *span, k []*span) { delete(k[1].Attrs, "aion.namespace") }, `execute_tool span "execute_tool search"`},
 		{"span ending before its start", func(_ *span, k []*span) { k[1].End = k[1].Start.Add(-time.Second) }, "ends before it starts"},
 	}
 	for _, tc := range testCases {

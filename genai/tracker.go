@@ -1,4 +1,4 @@
-package otelstore
+package genai
 
 import (
 	"context"
@@ -22,14 +22,14 @@ import (
 	"github.com/aionotel/aionotel/keyspace"
 )
 
-// DefaultMaxPendingToolCalls is how many tool calls and tool results
-// [NewKeyspace] remembers while the other half of their pair is
+// DefaultMaxPendingToolCalls is how many tool calls and tool results a
+// [Tracker] remembers while the other half of their pair is
 // outstanding. Past it the oldest is forgotten and counted on
 // aion.gen_ai.tool.pairing.evicted; a forgotten result is counted as a call
 // of gen_ai.tool.name "_unknown", without duration or span.
 const DefaultMaxPendingToolCalls = 1 << 14
 
-// DefaultMaxAgentInvocations is how many attempts [NewKeyspace] tracks with
+// DefaultMaxAgentInvocations is how many attempts a [Tracker] tracks with
 // an open invoke_agent span, and how many ended ones it remembers so that
 // their late events still join them. Past it the attempt committed to
 // least recently is ended (and counted on aion.gen_ai.agent.pairing.evicted),
@@ -37,8 +37,7 @@ const DefaultMaxPendingToolCalls = 1 << 14
 const DefaultMaxAgentInvocations = 1 << 12
 
 // DefaultAgentIdleTimeout is how long an attempt's invoke_agent span stays
-// open without a committed event, unless [WithAgentIdleTimeout] says
-// otherwise.
+// open without a new event, unless [WithAgentIdleTimeout] says otherwise.
 const DefaultAgentIdleTimeout = 10 * time.Minute
 
 // MaxTokenCount is the largest token count of one model call that the
@@ -55,17 +54,19 @@ const MaxTokenCount = 1 << 32
 // rune boundary; invalid UTF-8 becomes U+FFFD.
 const MaxContentLen = 64 << 10
 
-// genai turns committed transcript events into the GenAI telemetry: token
-// usage, model-call, tool and agent durations and spans, tool calls and,
-// when enabled, log records. It is safe for concurrent use.
-type genai struct {
+// Tracker turns transcript events into the GenAI telemetry: token usage,
+// model-call, tool and agent durations and spans, tool calls and, when
+// enabled, log records (see the package doc). It is safe for concurrent
+// use; its zero value is not ready (use [New]) and it must not be copied.
+type Tracker struct {
 	tokens        metric.Int64Histogram // gen_ai.client.token.usage; nil behind OptInLatest
 	inputTokens   metric.Int64Counter   // OptInLatest only
 	outputTokens  metric.Int64Counter   // OptInLatest only
 	cacheRead     metric.Int64Counter
 	cacheWrite    metric.Int64Counter
 	reasoning     metric.Int64Counter
-	callDuration  metric.Float64Histogram // model calls; tools too behind OptInDup
+	callDuration  metric.Float64Histogram // model calls (the opt-in's inference duration behind OptInLatest)
+	toolOld       metric.Float64Histogram // tools on gen_ai.client.operation.duration, behind OptInDup
 	firstChunk    metric.Float64Histogram
 	toolDuration  metric.Float64Histogram
 	agentDuration metric.Float64Histogram
@@ -100,42 +101,52 @@ type genai struct {
 	handle    func(error)
 }
 
-func newGenAI(cfg *config) *genai {
-	base := append([]attribute.KeyValue{catalog.Namespace.String(cfg.keyspaceNamespace)}, cfg.attributes...)
+// New returns a Tracker configured by opts. It cannot fail: an attribute
+// it cannot record is dropped and reported (see [WithAttributes]), and an
+// instrument the meter provider refuses is a no-op one, reported too.
+func New(opts ...Option) *Tracker {
+	cfg := newConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	cfg.clean()
+	return newTracker(&cfg)
+}
+
+func newTracker(cfg *config) *Tracker {
+	base := append([]attribute.KeyValue{catalog.Namespace.String(cfg.namespace)}, cfg.attributes...)
 	// The instruments of the current, unreleased text carry its schema URL
 	// (catalog.GenAIDevSchemaURL), the others v1.41.0's, whose gen_ai.*
 	// attribute keys they all use.
 	meterOf := func(schemaURL string) *instrument.Meter {
 		return instrument.New(cfg.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(version.Version),
-			metric.WithSchemaURL(schemaURL)), "otelstore", cfg.handle)
+			metric.WithSchemaURL(schemaURL)), "genai", cfg.handle)
 	}
 	meter, dev := meterOf(catalog.GenAISchemaURL), meterOf(catalog.GenAIDevSchemaURL)
 	same := func(recorded string) string { return recorded }
-	limit := cfg.typeLimit
+	limit := cfg.nameLimit
 	baseSet := attribute.NewSet(base...)
-	ga := &genai{
+	ga := &Tracker{
 		cacheRead: dev.Int64Counter(catalog.GenAIInferenceCacheReadTokens, catalog.UnitToken,
 			"The number of input tokens served from a provider-managed cache."),
 		cacheWrite: dev.Int64Counter(catalog.GenAIInferenceCacheWriteTokens, catalog.UnitToken,
 			"The number of input tokens written to a provider-managed cache."),
 		reasoning: dev.Int64Counter(catalog.GenAIInferenceReasoningTokens, catalog.UnitToken,
 			"The number of output tokens used for reasoning."),
-		callDuration: meter.Float64Histogram(catalog.GenAIClientOperationDuration, catalog.UnitSeconds,
-			"GenAI operation duration.", catalog.GenAIDurationBoundaries),
-		firstChunk: meter.Float64Histogram(catalog.GenAIClientTimeToFirstChunk, catalog.UnitSeconds,
-			"Time to receive the first chunk of a streamed response, from when the request was issued.", catalog.GenAIDurationBoundaries),
 		toolDuration: dev.Float64Histogram(catalog.GenAIExecuteToolDuration, catalog.UnitSeconds,
 			"The duration of a single tool execution.", catalog.GenAIDurationBoundaries),
 		agentDuration: dev.Float64Histogram(catalog.GenAIInvokeAgentDuration, catalog.UnitSeconds,
 			"The end-to-end duration of a single agent invocation.", catalog.InvokeAgentBoundaries),
 		toolCalls: meter.Int64Counter(catalog.GenAIToolCalls, catalog.UnitCall,
-			"Tool executions whose call and result were committed to the transcript keyspace."),
+			"Tool executions whose call and result were both observed."),
 		toolEvicted: meter.Int64Counter(catalog.GenAIToolPairingEvicted, catalog.UnitCall,
-			"Tool calls and results forgotten by the memory bound before the other half was committed."),
+			"Tool calls and results forgotten by the memory bound before the other half was observed."),
 		agentEvicted: meter.Int64Counter(catalog.GenAIAgentPairingEvicted, catalog.UnitCount,
 			"Agent invocations whose span the memory bound ended before their attempt ended."),
 		refused: meter.Int64Counter(catalog.GenAIUsageRefused, catalog.UnitCount,
-			"Token counts of a committed Usage above the plausible bound, recorded nowhere."),
+			"Token counts of a model call above the plausible bound, recorded nowhere."),
 		baseOpts:       []metric.AddOption{metric.WithAttributeSet(baseSet)},
 		agentOK:        []metric.RecordOption{metric.WithAttributeSet(baseSet)},
 		agentFailed:    []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(base), catalog.ErrorType.String(catalog.OtherError))...))},
@@ -149,31 +160,46 @@ func newGenAI(cfg *config) *genai {
 		}),
 		seed:      maphash.MakeSeed(),
 		agents:    newAgents(max(cfg.maxAttempts, 1), max(cfg.maxPendingCalls, 1)),
-		content:   cfg.contentCapture,
+		content:   cfg.content,
 		optIn:     cfg.optIn,
-		namespace: cfg.keyspaceNamespace,
-		spans:     cfg.activitySpans,
-		idle:      cfg.agentIdle,
+		namespace: cfg.namespace,
+		spans:     cfg.spans,
+		idle:      cfg.idle,
 		now:       cfg.now,
 		handle:    cfg.handle,
 	}
 	for f := range numTokenFields {
-		ga.refusedOpts[f] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(base), catalog.GenAITokenType.String(tokenFieldNames[f]))...))}
+		ga.refusedOpts[f] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(append(slices.Clone(base), catalog.UsageField.String(usageFieldNames[f]))...))}
 	}
 	if cfg.optIn.latest {
 		ga.inputTokens = dev.Int64Counter(catalog.GenAIInferenceInputTokens, catalog.UnitToken,
 			"The number of input (prompt) tokens used, including cached tokens.")
 		ga.outputTokens = dev.Int64Counter(catalog.GenAIInferenceOutputTokens, catalog.UnitToken,
 			"The number of output (completion) tokens used, including reasoning tokens.")
+		ga.callDuration = dev.Float64Histogram(catalog.GenAIClientInferenceDuration, catalog.UnitSeconds,
+			"GenAI inference operation duration.", catalog.GenAIDurationBoundaries)
+		ga.firstChunk = dev.Float64Histogram(catalog.GenAIClientInferenceTimeToFirst, catalog.UnitSeconds,
+			"Time to receive the first chunk of a streamed response, from when the request was issued.", catalog.GenAIDurationBoundaries)
 	} else {
 		ga.tokens = meter.Int64Histogram(catalog.GenAIClientTokenUsage, catalog.UnitToken,
 			"Number of input and output tokens used.", catalog.TokenUsageBoundaries)
+		ga.callDuration = meter.Float64Histogram(catalog.GenAIClientOperationDuration, catalog.UnitSeconds,
+			"GenAI operation duration.", catalog.GenAIDurationBoundaries)
+		ga.firstChunk = meter.Float64Histogram(catalog.GenAIClientTimeToFirstChunk, catalog.UnitSeconds,
+			"Time to receive the first chunk of a streamed response, from when the request was issued.", catalog.GenAIDurationBoundaries)
+	}
+	if cfg.optIn.dup {
+		ga.toolOld = ga.callDuration
+		if cfg.optIn.latest {
+			ga.toolOld = meter.Float64Histogram(catalog.GenAIClientOperationDuration, catalog.UnitSeconds,
+				"GenAI operation duration.", catalog.GenAIDurationBoundaries)
+		}
 	}
 	if _, noop := cfg.tracerProvider.(tracenoop.TracerProvider); !noop {
 		ga.tracer = cfg.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version),
 			trace.WithSchemaURL(catalog.GenAISchemaURL))
 	}
-	if cfg.transcriptLogs && cfg.loggerProvider != nil {
+	if cfg.logs && cfg.loggerProvider != nil {
 		ga.logger = cfg.loggerProvider.Logger(ScopeName, log.WithInstrumentationVersion(version.Version),
 			log.WithSchemaURL(catalog.GenAISchemaURL))
 	}
@@ -181,31 +207,41 @@ func newGenAI(cfg *config) *genai {
 }
 
 // clock returns the current time: the test seam's when set.
-func (g *genai) clock() time.Time {
+func (g *Tracker) clock() time.Time {
 	if g.now != nil {
 		return g.now()
 	}
 	return time.Now()
 }
 
-// observe records the telemetry of events, which the inner store has just
-// committed as one batch (so they are of one stream, none ephemeral). ctx
-// is the append_events call's: spans link to it and metric points without
-// a span of their own get it as exemplar.
+// Observe records the telemetry of events, a batch of transcript events
+// that has just been committed, in commit order: the i-th event is at
+// position firstSeq+i of its stream (aion.keyspace.store_seq on its log
+// records; a [keyspace.Store] commits AppendEvents(ctx, firstSeq, events)
+// there). An engine that keeps transcripts elsewhere calls it after each
+// of its own commits, with its own positions. A batch may hold events of
+// several streams; ephemeral events, and events whose Content is nil or of
+// a foreign type, record nothing. Each event should be observed once: the
+// Tracker does not deduplicate (a re-delivered event counts again). ctx
+// is the committing call's: metric points without a span of their own get
+// it as exemplar.
 //
 // The bookkeeping (pairing, totals, bounds) is done under one lock without
-// calling out; the spans, points and records are made after it is released.
-// A panic inside (of an [ActivitySpanSource], a sampler, a span or log
-// processor or an exporter) is reported to the error handler: the batch is
-// committed, and the caller gets the inner result.
-func (g *genai) observe(ctx context.Context, expectedSeq uint64, events []keyspace.ActivityEvent) {
+// calling out; the spans, points and records are made after it is
+// released. A panic inside (of an [ActivitySpanSource], a sampler, a span
+// or log processor or an exporter) is reported to the error handler, never
+// passed on. A nil Tracker records nothing.
+func (g *Tracker) Observe(ctx context.Context, firstSeq uint64, events []keyspace.ActivityEvent) {
+	if g == nil || len(events) == 0 {
+		return
+	}
 	defer func() {
 		if r := recover(); r != nil {
-			g.handle(fmt.Errorf("otelstore: GenAI telemetry of a committed batch: panic: %v", r))
+			g.handle(fmt.Errorf("genai: telemetry of an observed batch: panic: %v", r))
 		}
 	}()
 	buf := actionPool.Get().(*[]action)
-	acts := g.plan((*buf)[:0], expectedSeq, events)
+	acts := g.plan((*buf)[:0], firstSeq, events)
 	g.run(ctx, acts)
 	if cap(acts) <= maxPooledActions {
 		clear(acts) // drop the references to attempts and events
@@ -256,15 +292,15 @@ const (
 	fieldInput = iota
 	fieldOutput
 	fieldCacheRead
-	fieldCacheCreation
+	fieldCacheWrite
 	fieldReasoning
 	numTokenFields
 )
 
-// tokenFieldNames are the gen_ai.token.type values of
+// usageFieldNames are the aion.gen_ai.usage.field values of
 // aion.gen_ai.usage.refused.
-var tokenFieldNames = [numTokenFields]string{catalog.GenAITokenInput, catalog.GenAITokenOutput,
-	catalog.TokenFieldCacheRead, catalog.TokenFieldCacheCreation, catalog.TokenFieldReasoning}
+var usageFieldNames = [numTokenFields]string{catalog.UsageFieldInput, catalog.UsageFieldOutput,
+	catalog.UsageFieldCacheRead, catalog.UsageFieldCacheWrite, catalog.UsageFieldReasoning}
 
 // tokenCounts are a Usage's counts, each either plausible (at most
 // MaxTokenCount) or refused.
@@ -300,7 +336,7 @@ type usageKey struct {
 // always (the conventions require them: an empty operation is "chat", an
 // empty provider "_unknown"), each model when given ("_other" past the
 // limit).
-func (g *genai) usageKeyOf(u keyspace.Usage) usageKey {
+func (g *Tracker) usageKeyOf(u keyspace.Usage) usageKey {
 	k := usageKey{operation: g.operations.Get(u.Operation), provider: g.providers.Get(u.Provider)}
 	if u.RequestModel != "" {
 		k.requestModel = g.requestModels.Get(u.RequestModel)
@@ -351,7 +387,7 @@ type usageSet struct {
 }
 
 // usageSetOf returns the measurement options of a usage of key k.
-func (g *genai) usageSetOf(k usageKey) *usageSet {
+func (g *Tracker) usageSetOf(k usageKey) *usageSet {
 	if v, ok := g.usageOpts.Load(k); ok {
 		return v.(*usageSet)
 	}
@@ -368,7 +404,7 @@ func (g *genai) usageSetOf(k usageKey) *usageSet {
 		call:      []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))},
 		input:     []metric.RecordOption{with(catalog.GenAITokenType.String(catalog.GenAITokenInput))},
 		output:    []metric.RecordOption{with(catalog.GenAITokenType.String(catalog.GenAITokenOutput))},
-		spanStart: trace.WithAttributes(k.attrs()...),
+		spanStart: trace.WithAttributes(attrs...),
 		spanName:  k.spanName(),
 	}
 	if g.usageSets.Load() >= maxUsageSets {
@@ -385,7 +421,7 @@ func (g *genai) usageSetOf(k usageKey) *usageSet {
 // counts, refused ones counted apart, and, when the Usage says when the
 // call started, its duration and time to first chunk. ctx carries the
 // inference span, the points' exemplar.
-func (g *genai) recordUsage(ctx context.Context, u *usageAction) {
+func (g *Tracker) recordUsage(ctx context.Context, u *usageAction) {
 	set, c := u.set, &u.counts
 	if g.optIn.latest {
 		if !c.refused[fieldInput] {
@@ -405,8 +441,8 @@ func (g *genai) recordUsage(ctx context.Context, u *usageAction) {
 	if !c.refused[fieldCacheRead] {
 		g.cacheRead.Add(ctx, c.n[fieldCacheRead], set.counts...)
 	}
-	if !c.refused[fieldCacheCreation] {
-		g.cacheWrite.Add(ctx, c.n[fieldCacheCreation], set.counts...)
+	if !c.refused[fieldCacheWrite] {
+		g.cacheWrite.Add(ctx, c.n[fieldCacheWrite], set.counts...)
 	}
 	if !c.refused[fieldReasoning] {
 		g.reasoning.Add(ctx, c.n[fieldReasoning], set.counts...)
@@ -460,7 +496,7 @@ func newToolOpts(base []attribute.KeyValue, name string) *toolOpts {
 		oldFailed:   []metric.RecordOption{callsFailed},
 		exec:        []metric.RecordOption{set(tool)},
 		execFailed:  []metric.RecordOption{set(tool, failed)},
-		spanStart:   trace.WithAttributes(op, tool),
+		spanStart:   trace.WithAttributes(append(slices.Clone(base), op, tool)...),
 		spanName:    catalog.GenAIOperationExecuteTool + " " + name,
 	}
 }

@@ -1,4 +1,4 @@
-package otelstore_test
+package genai_test
 
 import (
 	"context"
@@ -12,25 +12,21 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/genai"
 	"github.com/aionotel/aionotel/keyspace"
-	"github.com/aionotel/aionotel/otelstore"
 )
 
-// The token usage of a committed transcript, by token type, with the
-// decorator's default options.
-func ExampleNewKeyspace_tokenUsage() {
+// The token usage of an observed transcript, by token type, with the
+// default options.
+func ExampleTracker_Observe() {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	ks, err := otelstore.NewKeyspace(keyspace.NewMemory(), otelstore.WithMeterProvider(mp))
-	if err != nil {
-		panic(err)
-	}
+	tracker := genai.New(genai.WithMeterProvider(mp), genai.WithNamespace("travel"))
 	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
 	ev := keyspace.ActivityEvent{WorkflowID: wf, RunID: run, AgentID: "agent",
 		Content: keyspace.Usage{InputTokens: 812, OutputTokens: 95, Provider: "openai", RequestModel: "gpt-4o"}}
-	if _, err := ks.AppendEvents(context.Background(), 0, []keyspace.ActivityEvent{ev}); err != nil {
-		panic(err)
-	}
+	// After the engine committed ev at position 0 of its stream:
+	tracker.Observe(context.Background(), 0, []keyspace.ActivityEvent{ev})
 
 	var rm metricdata.ResourceMetrics
 	_ = reader.Collect(context.Background(), &rm)
@@ -54,14 +50,10 @@ func ExampleNewKeyspace_tokenUsage() {
 // An agent attempt becomes an invoke_agent span with its model calls and
 // tool executions as children, at the transcript's times; the attempt's
 // "completed" status ends it.
-func ExampleNewKeyspace_agentSpans() {
+func ExampleNew_agentSpans() {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	ks, err := otelstore.NewKeyspace(keyspace.NewMemory(), otelstore.WithTracerProvider(tp),
-		otelstore.WithMeterProvider(metricnoop.NewMeterProvider()))
-	if err != nil {
-		panic(err)
-	}
+	tracker := genai.New(genai.WithTracerProvider(tp), genai.WithMeterProvider(metricnoop.NewMeterProvider()))
 	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
 	t0 := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
 	var events []keyspace.ActivityEvent
@@ -75,13 +67,8 @@ func ExampleNewKeyspace_agentSpans() {
 	add(3, keyspace.ToolCall{CallID: "c1", Name: "reserve"})
 	add(5, keyspace.ToolResult{CallID: "c1", Output: "no table", IsError: true})
 	add(6, keyspace.Status{State: "completed"})
-	if _, err := ks.AppendEvents(context.Background(), 0, events); err != nil {
-		panic(err)
-	}
+	tracker.Observe(context.Background(), 0, events)
 	for _, s := range rec.Ended() {
-		if s.Name() == "append_events" {
-			continue // the store call, at the wall clock's time
-		}
 		fmt.Printf("%-22s %s to %s, status %s\n", s.Name(), s.StartTime().Sub(t0), s.EndTime().Sub(t0), s.Status().Code)
 	}
 	// Output:

@@ -1,8 +1,9 @@
-package otelstore
+package genai
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +27,7 @@ import (
 type probe struct {
 	reader *sdkmetric.ManualReader
 	spans  *tracetest.SpanRecorder
-	opts   []KeyspaceOption
+	opts   []Option
 }
 
 func newProbe(t *testing.T, set func(*config)) *probe {
@@ -38,7 +39,7 @@ func newProbe(t *testing.T, set func(*config)) *probe {
 		_ = mp.Shutdown(context.Background())
 		_ = tp.Shutdown(context.Background())
 	})
-	p.opts = []KeyspaceOption{WithMeterProvider(mp), WithTracerProvider(tp), keyspaceFunc(set)}
+	p.opts = []Option{WithMeterProvider(mp), WithTracerProvider(tp), optionFunc(set)}
 	return p
 }
 
@@ -74,13 +75,7 @@ func (p *probe) values(t *testing.T) map[string]any {
 
 // named returns the ended spans called name.
 func (p *probe) named(name string) []sdktrace.ReadOnlySpan {
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range p.spans.Ended() {
-		if s.Name() == name {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.DeleteFunc(p.spans.Ended(), func(s sdktrace.ReadOnlySpan) bool { return s.Name() != name })
 }
 
 func endOf(s sdktrace.ReadOnlySpan) string {
@@ -115,6 +110,25 @@ func (s stream) events(contents ...keyspace.Content) []keyspace.ActivityEvent {
 	return out
 }
 
+// fed is a keyspace that feeds a Tracker each batch it commits: an
+// engine's own use of the package, without the otelstore decorator.
+type fed struct {
+	keyspace.Store
+	tracker *Tracker
+}
+
+func newFed(opts ...Option) *fed {
+	return &fed{Store: keyspace.NewMemory(), tracker: New(opts...)}
+}
+
+func (f *fed) AppendEvents(ctx context.Context, expectedSeq uint64, events []keyspace.ActivityEvent) (uint64, error) {
+	head, err := f.Store.AppendEvents(ctx, expectedSeq, events)
+	if err == nil {
+		f.tracker.Observe(ctx, expectedSeq, events)
+	}
+	return head, err
+}
+
 func mustAppend(t *testing.T, ks keyspace.Store, events []keyspace.ActivityEvent) {
 	t.Helper()
 	key := keyspace.KeyOf(events[0])
@@ -133,10 +147,7 @@ func mustAppend(t *testing.T, ks keyspace.Store, events []keyspace.ActivityEvent
 // ends; memory stays at the bound however many calls never end.
 func TestPendingToolCallsBounded(t *testing.T) {
 	p := newProbe(t, func(c *config) { c.maxPendingCalls = 4 })
-	ks, err := NewKeyspace(keyspace.NewMemory(), p.opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := newFed(p.opts...)
 	var contents []keyspace.Content
 	for i := range 10 {
 		contents = append(contents, keyspace.ToolCall{CallID: fmt.Sprint(i), Name: "t"})
@@ -147,7 +158,7 @@ func TestPendingToolCallsBounded(t *testing.T) {
 		keyspace.Status{State: "completed"},
 	)
 	mustAppend(t, ks, newStream(0, 1).events(contents...))
-	if n := ks.(*keyspaceStore).genai.agents.tools.Len(); n != 2 {
+	if n := ks.tracker.agents.tools.Len(); n != 2 {
 		t.Errorf("%d calls pending, want 2 (7 and 8: the bound 4, less 9 that ended and the result counted at the end)", n)
 	}
 	got := p.values(t)
@@ -169,16 +180,13 @@ func TestPendingToolCallsBounded(t *testing.T) {
 // bound of ended attempts is remembered.
 func TestAgentInvocationsBounded(t *testing.T) {
 	p := newProbe(t, func(c *config) { c.maxAttempts = 2 })
-	ks, err := NewKeyspace(keyspace.NewMemory(), p.opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := newFed(p.opts...)
 	streams := make([]stream, 6)
 	for i := range streams {
 		streams[i] = newStream(eventstore.ActivityID(i), 1)
 		mustAppend(t, ks, streams[i].events(keyspace.Message{Role: "user", Text: "x"}, keyspace.Usage{InputTokens: 1}))
 	}
-	g := ks.(*keyspaceStore).genai
+	g := ks.tracker
 	if live, ended, known := g.agents.live.Len(), g.agents.ended.Len(), len(g.agents.byKey); live != 2 || ended != 2 || known != 4 {
 		t.Errorf("%d live, %d ended, %d known attempts; want 2, 2, 4", live, ended, known)
 	}
@@ -203,10 +211,7 @@ func TestAgentIdle(t *testing.T) {
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	p := newProbe(t, func(c *config) { c.now = clock })
-	ks, err := NewKeyspace(keyspace.NewMemory(), append(p.opts, WithAgentIdleTimeout(time.Minute))...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := newFed(append(p.opts, WithAgentIdleTimeout(time.Minute))...)
 	a, b := newStream(1, 1), newStream(2, 1)
 	mustAppend(t, ks, a.events(keyspace.Usage{InputTokens: 1}, keyspace.Usage{InputTokens: 2}))
 	mu.Lock()
@@ -230,10 +235,7 @@ func TestAgentIdle(t *testing.T) {
 // its previous attempt is over.
 func TestNextAttemptEndsThePrevious(t *testing.T) {
 	p := newProbe(t, func(*config) {})
-	ks, err := NewKeyspace(keyspace.NewMemory(), p.opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := newFed(p.opts...)
 	first := newStream(3, 1)
 	second := first
 	second.attempt = 2
@@ -244,7 +246,7 @@ func TestNextAttemptEndsThePrevious(t *testing.T) {
 	if len(ended) != 1 || endOf(ended[0]) != "next_attempt" || !ended[0].EndTime().Equal(first.start.Add(time.Second)) {
 		t.Fatalf("ended %v, want attempt 1 ended by the next, at its last event", ended)
 	}
-	ks.(*keyspaceStore).EndAgentSpans()
+	ks.tracker.EndAgentSpans()
 	if ended = p.named("invoke_agent"); len(ended) != 2 || endOf(ended[1]) != "flushed" {
 		t.Fatalf("after EndAgentSpans: %d spans, the second ended by %q; want 2, flushed", len(ended), endOf(ended[1]))
 	}
@@ -254,16 +256,13 @@ func TestNextAttemptEndsThePrevious(t *testing.T) {
 // terminal status are parented to its (ended) span, and open no second one.
 func TestLateEventsJoinTheEndedSpan(t *testing.T) {
 	p := newProbe(t, func(*config) {})
-	ks, err := NewKeyspace(keyspace.NewMemory(), p.opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := newFed(p.opts...)
 	s := newStream(1, 1)
 	evs := s.events(keyspace.ToolCall{CallID: "1", Name: "t"}, keyspace.Status{State: "failed"},
 		keyspace.ToolResult{CallID: "1"}, keyspace.Usage{InputTokens: 1, RequestModel: "m"})
 	mustAppend(t, ks, evs[:2])
 	mustAppend(t, ks, evs[2:])
-	ks.(*keyspaceStore).EndAgentSpans()
+	ks.tracker.EndAgentSpans()
 	agents := p.named("invoke_agent")
 	if len(agents) != 1 || endOf(agents[0]) != "status" || agents[0].Status().Code.String() != "Error" {
 		t.Fatalf("invoke_agent spans %v, want one, ended by its failed status, status Error", agents)
@@ -288,11 +287,8 @@ func (panickingSpans) ActivitySpanContext(pairing.Key) trace.SpanContext { panic
 // handler; the caller gets the inner result, and later batches still work.
 func TestGenAIPanicAfterCommitIsHandled(t *testing.T) {
 	var handled []error
-	ks, err := NewKeyspace(keyspace.NewMemory(), WithLoggerProvider(noop.NewLoggerProvider()), WithTranscriptLogs(true),
-		WithActivitySpans(panickingSpans{}), sharedFunc(func(c *config) { c.handle = func(err error) { handled = append(handled, err) } }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := newFed(WithLoggerProvider(noop.NewLoggerProvider()), WithTranscriptLogs(true),
+		WithActivitySpans(panickingSpans{}), optionFunc(func(c *config) { c.handle = func(err error) { handled = append(handled, err) } }))
 	ev := keyspace.ActivityEvent{WorkflowID: eventstore.NewWorkflowID(), RunID: eventstore.NewRunID(), Content: keyspace.Usage{InputTokens: 1}}
 	head, err := ks.AppendEvents(context.Background(), 0, []keyspace.ActivityEvent{ev})
 	if head != 1 || err != nil {
@@ -304,5 +300,45 @@ func TestGenAIPanicAfterCommitIsHandled(t *testing.T) {
 	if _, err := ks.AppendEvents(context.Background(), 1, []keyspace.ActivityEvent{ev}); err != nil {
 		t.Fatal(err)
 	}
-	ks.(*keyspaceStore).EndAgentSpans()
+	ks.tracker.EndAgentSpans()
+}
+
+// TestBadAttributesAreDroppedAndReported: an attribute the Tracker cannot
+// record (a key it sets itself, also under another spelling of its label
+// name, or an invalid key) is dropped and reported to the error handler;
+// the others are recorded, and New never fails.
+func TestBadAttributesAreDroppedAndReported(t *testing.T) {
+	var reported []error
+	p := newProbe(t, func(c *config) { c.handle = func(err error) { reported = append(reported, err) } })
+	tracker := New(append(p.opts, WithAttributes(attribute.String("gen_ai.request.model", "spoof"),
+		attribute.String("aion_namespace", "x"), attribute.String("\xff", "bad"), attribute.String("deployment", "blue")))...)
+	ev := keyspace.ActivityEvent{WorkflowID: eventstore.NewWorkflowID(), RunID: eventstore.NewRunID(),
+		Content: keyspace.Usage{InputTokens: 1, RequestModel: "real"}}
+	tracker.Observe(context.Background(), 0, []keyspace.ActivityEvent{ev})
+	if len(reported) != 3 {
+		t.Errorf("%d reports, want 3 (one per dropped attribute): %v", len(reported), reported)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := p.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	points := 0
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[int64]); ok {
+				for _, dp := range h.DataPoints {
+					points++
+					model, _ := dp.Attributes.Value("gen_ai.request.model")
+					dep, _ := dp.Attributes.Value("deployment")
+					ns, _ := dp.Attributes.Value("aion.namespace")
+					if model.AsString() != "real" || dep.AsString() != "blue" || ns.AsString() != "default" {
+						t.Errorf("%s point %v, want the real model, deployment blue, the default namespace", m.Name, dp.Attributes.ToSlice())
+					}
+				}
+			}
+		}
+	}
+	if points == 0 {
+		t.Error("no token point read")
+	}
 }

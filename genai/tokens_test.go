@@ -1,4 +1,4 @@
-package otelstore_test
+package genai_test
 
 import (
 	"context"
@@ -15,8 +15,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/genai"
+	"github.com/aionotel/aionotel/internal/genaitest"
+	"github.com/aionotel/aionotel/internal/version"
 	"github.com/aionotel/aionotel/keyspace"
-	"github.com/aionotel/aionotel/otelstore"
 )
 
 // TestGenAIImplausibleCountsAreRefused: a count above MaxTokenCount (an
@@ -28,12 +30,12 @@ func TestGenAIImplausibleCountsAreRefused(t *testing.T) {
 	for _, optIn := range []string{"", "gen_ai_latest_experimental"} {
 		t.Run(optIn, func(t *testing.T) {
 			h := newHarness(t)
-			ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), otelstore.WithSemConvStabilityOptIn(optIn))
+			ks := newGenAIKeyspace(t, h, keyspace.NewMemory(), genai.WithSemConvStabilityOptIn(optIn))
 			wf, run := ids()
 			minusOne := uint64(math.MaxUint64) // -1 cast
 			events := agentEvents(wf, run,
 				keyspace.Usage{InputTokens: minusOne, OutputTokens: 7, ReasoningOutputTokens: minusOne, RequestModel: "m"},
-				keyspace.Usage{InputTokens: otelstore.MaxTokenCount + 1, OutputTokens: otelstore.MaxTokenCount, CacheReadInputTokens: 1 << 63, RequestModel: "m"},
+				keyspace.Usage{InputTokens: genai.MaxTokenCount + 1, OutputTokens: genai.MaxTokenCount, CacheReadInputTokens: 1 << 63, RequestModel: "m"},
 				keyspace.Usage{InputTokens: 10, OutputTokens: 3, CacheReadInputTokens: 4, CacheCreationInputTokens: minusOne, RequestModel: "m"},
 			)
 			for i := range 3 { // the same three again: sums must keep growing exactly
@@ -45,11 +47,11 @@ func TestGenAIImplausibleCountsAreRefused(t *testing.T) {
 				}
 			}
 			m := h.metrics(t)
-			wantIn, wantOut := int64(3*10), int64(3*(7+otelstore.MaxTokenCount+3))
+			wantIn, wantOut := int64(3*10), int64(3*(7+genai.MaxTokenCount+3))
 			var gotIn, gotOut int64
 			if optIn == "" {
-				for _, dp := range m[tokenUsage].Data.(metricdata.Histogram[int64]).DataPoints {
-					typ, _ := dp.Attributes.Value(tokenType)
+				for _, dp := range m[genaitest.TokenUsage].Data.(metricdata.Histogram[int64]).DataPoints {
+					typ, _ := dp.Attributes.Value(genaitest.TokenType)
 					if lowest, ok := dp.Min.Value(); dp.Sum < 0 || ok && lowest < 0 {
 						t.Errorf("negative histogram point %+v", dp)
 					}
@@ -70,13 +72,16 @@ func TestGenAIImplausibleCountsAreRefused(t *testing.T) {
 			if gotIn != wantIn || gotOut != wantOut {
 				t.Errorf("input sum %d, output sum %d; want %d and %d", gotIn, gotOut, wantIn, wantOut)
 			}
-			if got := sumOne(t, m[cacheReadTokens]); got != 3*4 {
+			if got := sumOne(t, m[genaitest.CacheReadTokens]); got != 3*4 {
 				t.Errorf("cache read sum %d, want 12", got)
 			}
-			refused := sumPoints(t, m["aion.gen_ai.usage.refused"])
-			for typ, n := range map[string]int64{"input": 6, "reasoning": 3, "cache_read": 3, "cache_creation": 3} {
-				if got := refused[attribute.NewSet(ns, tokenType.String(typ))]; got != n {
-					t.Errorf("refused %s = %d, want %d (all: %v)", typ, got, n, refused)
+			refused := sums(t, m["aion.gen_ai.usage.refused"])
+			// Each by its own attribute: gen_ai.token.type's enum has only
+			// input and output.
+			for field, n := range map[string]int64{"input_tokens": 6, "reasoning.output_tokens": 3,
+				"cache_read.input_tokens": 3, "cache_write.input_tokens": 3} {
+				if got := refused[attribute.NewSet(ns, attribute.String("aion.gen_ai.usage.field", field))]; got != n {
+					t.Errorf("refused %s = %d, want %d (all: %v)", field, got, n, refused)
 				}
 			}
 			for _, sp := range h.spans.Ended() {
@@ -84,7 +89,7 @@ func TestGenAIImplausibleCountsAreRefused(t *testing.T) {
 					if kv.Value.Type() == attribute.INT64 && kv.Value.AsInt64() < 0 {
 						t.Errorf("span %s: %s = %d", sp.Name(), kv.Key, kv.Value.AsInt64())
 					}
-					if kv.Key == "gen_ai.usage.input_tokens" && kv.Value.AsInt64() > otelstore.MaxTokenCount {
+					if kv.Key == "gen_ai.usage.input_tokens" && kv.Value.AsInt64() > genai.MaxTokenCount {
 						t.Errorf("span %s carries an implausible count %d", sp.Name(), kv.Value.AsInt64())
 					}
 				}
@@ -96,7 +101,7 @@ func TestGenAIImplausibleCountsAreRefused(t *testing.T) {
 // sumOne returns the value of a counter with one point.
 func sumOne(t *testing.T, m metricdata.Metrics) int64 {
 	t.Helper()
-	points := sumPoints(t, m)
+	points := sums(t, m)
 	if len(points) != 1 {
 		t.Fatalf("%s has %d points, want 1", m.Name, len(points))
 	}
@@ -122,15 +127,15 @@ func TestGenAILatestExperimental(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := h.metrics(t)
-	if _, ok := m[tokenUsage]; ok {
-		t.Errorf("%s recorded behind gen_ai_latest_experimental", tokenUsage)
+	if _, ok := m[genaitest.TokenUsage]; ok {
+		t.Errorf("%s recorded behind gen_ai_latest_experimental", genaitest.TokenUsage)
 	}
-	set := attribute.NewSet(ns, opName.String("chat"), providerName.String("openai"), requestModel.String("o3"), modality)
+	set := attribute.NewSet(ns, genaitest.OpName.String("chat"), genaitest.ProviderName.String("openai"), genaitest.RequestModel.String("o3"), genaitest.Modality)
 	for name, want := range map[string]int64{
 		"gen_ai.client.inference.usage.input_tokens": 150, "gen_ai.client.inference.usage.output_tokens": 35,
-		cacheReadTokens: 60, cacheWriteTok: 50, reasoningTokens: 10,
+		genaitest.CacheReadTokens: 60, genaitest.CacheWriteTokens: 50, genaitest.ReasoningTokens: 10,
 	} {
-		if got := sumPoints(t, m[name]); len(got) != 1 || got[set] != want {
+		if got := sums(t, m[name]); len(got) != 1 || got[set] != want {
 			t.Errorf("%s = %v, want %d", name, got, want)
 		}
 		if unit := m[name].Unit; unit != "{token}" {
@@ -155,15 +160,15 @@ func TestGenAISchemaURLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	const released, dev = "https://opentelemetry.io/schemas/1.41.0", "https://opentelemetry.io/schemas/gen-ai-dev/1.42.0-dev"
-	want := map[string]string{tokenUsage: released, callDuration: released, firstChunk: released,
-		execDuration: dev, agentDuration: dev, cacheReadTokens: dev, cacheWriteTok: dev, reasoningTokens: dev}
+	want := map[string]string{genaitest.TokenUsage: released, genaitest.CallDuration: released, genaitest.FirstChunk: released,
+		genaitest.ExecDuration: dev, genaitest.AgentDuration: dev, genaitest.CacheReadTokens: dev, genaitest.CacheWriteTokens: dev, genaitest.ReasoningTokens: dev}
 	seen := 0
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			if w, ok := want[m.Name]; ok {
 				seen++
-				if sm.Scope.SchemaURL != w || sm.Scope.Name != otelstore.ScopeName || sm.Scope.Version != otelstore.Version() {
-					t.Errorf("%s in scope %+v, want %s schema %s", m.Name, sm.Scope, otelstore.ScopeName, w)
+				if sm.Scope.SchemaURL != w || sm.Scope.Name != genai.ScopeName || sm.Scope.Version != version.Version {
+					t.Errorf("%s in scope %+v, want %s schema %s", m.Name, sm.Scope, genai.ScopeName, w)
 				}
 			}
 		}
@@ -205,7 +210,7 @@ func TestGenAIOrderDoesNotMatter(t *testing.T) {
 		}
 		points := map[string]string{}
 		for name, m := range h.metrics(t) {
-			if name == "aion.keyspace.operation.duration" || name == agentDuration {
+			if name == "aion.keyspace.operation.duration" || name == genaitest.AgentDuration {
 				continue // call timings; the agent's start is its first commit's
 			}
 			switch d := m.Data.(type) {
@@ -318,7 +323,7 @@ func TestGenAIOneAttemptConcurrentSafe(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ks.(interface{ EndAgentSpans() }).EndAgentSpans()
+	ks.EndAgentSpans()
 	agents := h.spansNamed("invoke_agent")
 	if len(agents) != 1 {
 		t.Fatalf("%d invoke_agent spans for one attempt, want 1", len(agents))

@@ -1,4 +1,4 @@
-package otelstore
+package genai
 
 import (
 	"context"
@@ -16,22 +16,12 @@ import (
 // names and plausible counts, the stream's coordinates and, with content
 // capture, the messages committed since the attempt's previous call
 // (gen_ai.input.messages) and the answer (gen_ai.output.messages).
-func (g *genai) emitDetails(ctx context.Context, a *attempt, u *usageAction) {
+func (g *Tracker) emitDetails(ctx context.Context, a *attempt, u *usageAction) {
 	if !g.logger.Enabled(ctx, log.EnabledParameters{Severity: log.SeverityInfo, EventName: catalog.EventInferenceDetails}) {
 		return
 	}
 	rec := g.record(u.ev, catalog.EventInferenceDetails, u.seq)
-	rec.AddAttributes(u.set.key.attrs()...)
-	c := &u.counts
-	for f, key := range [numTokenFields]attribute.Key{catalog.GenAIUsageInput, catalog.GenAIUsageOutput,
-		catalog.GenAIUsageCacheRead, catalog.GenAIUsageCacheCreation, catalog.GenAIUsageReasoning} {
-		if !c.refused[f] && (f <= fieldOutput || c.n[f] > 0) {
-			rec.AddAttributes(key.Int64(c.n[f]))
-		}
-	}
-	if !u.start.IsZero() && !u.firstChunk.IsZero() {
-		rec.AddAttributes(catalog.GenAITimeToFirstChunk.Float64(seconds(u.start, u.firstChunk)))
-	}
+	rec.AddAttributes(g.usageCounts(u.set.key.attrs(), u)...)
 	if len(u.in) > 0 {
 		rec.AddAttributes(attribute.Slice(string(catalog.GenAIInputMessages), u.in...))
 	}
@@ -44,7 +34,7 @@ func (g *genai) emitDetails(ctx context.Context, a *attempt, u *usageAction) {
 // record returns a record named name of the committed event ev at store
 // seq seq: severity INFO, timestamp its EmittedAt, the base attributes and
 // the stream's coordinates.
-func (g *genai) record(ev *keyspace.ActivityEvent, name string, seq uint64) log.Record {
+func (g *Tracker) record(ev *keyspace.ActivityEvent, name string, seq uint64) log.Record {
 	var rec log.Record
 	rec.SetEventName(name)
 	rec.SetSeverity(log.SeverityInfo)
@@ -54,12 +44,8 @@ func (g *genai) record(ev *keyspace.ActivityEvent, name string, seq uint64) log.
 	}
 	rec.SetObservedTimestamp(g.clock())
 	rec.AddAttributes(g.base...)
-	rec.AddAttributes(
-		catalog.WorkflowID.String(ev.WorkflowID.String()),
-		catalog.RunID.String(ev.RunID.String()),
-		catalog.ActivityID.Int64(attrvalue.Int64(uint64(ev.ActivityID))),
-		catalog.Attempt.Int64(int64(ev.Attempt)),
-		catalog.StoreSeq.Int64(attrvalue.Int64(seq)))
+	rec.AddAttributes(catalog.StreamAttrs(keyspace.KeyOf(*ev))...)
+	rec.AddAttributes(catalog.StoreSeq.Int64(attrvalue.Int64(seq)))
 	if ev.AgentID != "" {
 		rec.AddAttributes(catalog.GenAIAgentID.String(attrvalue.String(ev.AgentID)))
 	}
@@ -76,7 +62,7 @@ func (g *genai) record(ev *keyspace.ActivityEvent, name string, seq uint64) log.
 // the pairing found for a result. Content (message text, tool arguments and
 // output, status state and detail) goes into the body only with content
 // capture on.
-func (g *genai) emitLegacy(ctx context.Context, ev *keyspace.ActivityEvent, seq uint64, toolName string, paired bool) {
+func (g *Tracker) emitLegacy(ctx context.Context, ev *keyspace.ActivityEvent, seq uint64, toolName string, paired bool) {
 	var (
 		name  string
 		body  []attribute.KeyValue

@@ -1,4 +1,4 @@
-package otelstore_test
+package genai_test
 
 import (
 	"context"
@@ -11,21 +11,18 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/genai"
 	"github.com/aionotel/aionotel/keyspace"
-	"github.com/aionotel/aionotel/otelstore"
 )
 
-// benchTurn appends an agent's turn (two messages, a tool call and its
-// result, a usage with cached input and reasoning) per iteration through
-// NewKeyspace with its default options on an SDK meter provider and tp:
-// the cost the GenAI telemetry adds to a committed batch.
+// benchTurn observes an agent's turn (two messages, a tool call and its
+// result, a usage with cached input and reasoning) per iteration with a
+// Tracker's default options on an SDK meter provider and tp: the cost the
+// GenAI telemetry adds to a committed batch.
 func benchTurn(b *testing.B, tp trace.TracerProvider) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	defer mp.Shutdown(context.Background())
-	ks, err := otelstore.NewKeyspace(keyspace.NewMemory(), otelstore.WithMeterProvider(mp), otelstore.WithTracerProvider(tp))
-	if err != nil {
-		b.Fatal(err)
-	}
+	tracker := genai.New(genai.WithMeterProvider(mp), genai.WithTracerProvider(tp))
 	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	turn := []keyspace.Content{
@@ -44,21 +41,18 @@ func benchTurn(b *testing.B, tp trace.TracerProvider) {
 	var seq uint64
 	b.ReportAllocs()
 	for b.Loop() {
-		head, err := ks.AppendEvents(ctx, seq, events)
-		if err != nil {
-			b.Fatal(err)
-		}
-		seq = head
+		tracker.Observe(ctx, seq, events)
+		seq += uint64(len(events))
 	}
 }
 
-// BenchmarkKeyspaceAppendTurn: metrics only (a no-op tracer).
-func BenchmarkKeyspaceAppendTurn(b *testing.B) { benchTurn(b, noop.NewTracerProvider()) }
+// BenchmarkObserveTurn: metrics only (a no-op tracer).
+func BenchmarkObserveTurn(b *testing.B) { benchTurn(b, noop.NewTracerProvider()) }
 
-// BenchmarkKeyspaceAppendTurnSpans: metrics and sampled spans (an SDK
-// tracer provider without exporter): the append_events span and, since
-// this change, an inference and an execute_tool span per turn.
-func BenchmarkKeyspaceAppendTurnSpans(b *testing.B) {
+// BenchmarkObserveTurnSpans: metrics and sampled spans (an SDK
+// tracer provider without exporter): an inference and an execute_tool
+// span per turn.
+func BenchmarkObserveTurnSpans(b *testing.B) {
 	tp := sdktrace.NewTracerProvider()
 	defer tp.Shutdown(context.Background())
 	benchTurn(b, tp)

@@ -1,10 +1,11 @@
-package otelstore
+package genai
 
 import (
 	"container/list"
 	"context"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
@@ -63,7 +64,6 @@ type attempt struct {
 	// changed: what starting its span needs.
 	start         time.Time
 	agentID, role string
-	firstProvider string
 
 	// once starts the span; span and sc are set inside it and read after
 	// it by every goroutine.
@@ -92,8 +92,8 @@ type pendingTool struct {
 	tool    *toolOpts // a call's
 	callID  string    // cleaned
 	at      time.Time
-	isError bool   // a result's
-	content string // a call's arguments or a result's output, with content capture
+	isError bool            // a result's
+	content attribute.Value // a call's arguments or a result's output, with content capture
 }
 
 // The kinds of action.
@@ -145,12 +145,17 @@ type endInfo struct {
 
 // plan does the bookkeeping of a committed batch under the lock and
 // returns what run must do, appended to acts.
-func (g *genai) plan(acts []action, expectedSeq uint64, events []keyspace.ActivityEvent) []action {
+func (g *Tracker) plan(acts []action, expectedSeq uint64, events []keyspace.ActivityEvent) []action {
 	// Names are resolved before the lock: the caches have their own. A
 	// batch of a turn's size needs no heap allocation for them.
 	var setsBuf [16]*usageSet
 	var toolsBuf [16]*toolOpts
 	sets, tools := setsBuf[:0], toolsBuf[:0]
+	// With content capture, tool arguments and output are parsed here too.
+	var values []attribute.Value
+	if g.content {
+		values = make([]attribute.Value, len(events))
+	}
 	for i := range events {
 		var set *usageSet
 		var tool *toolOpts
@@ -159,6 +164,13 @@ func (g *genai) plan(acts []action, expectedSeq uint64, events []keyspace.Activi
 			set = g.usageSetOf(g.usageKeyOf(c))
 		case keyspace.ToolCall:
 			tool = g.tools.Get(c.Name)
+			if values != nil {
+				values[i] = structured(c.Arguments)
+			}
+		case keyspace.ToolResult:
+			if values != nil {
+				values[i] = structured(c.Output)
+			}
 		}
 		sets, tools = append(sets, set), append(tools, tool)
 	}
@@ -187,20 +199,20 @@ func (g *genai) plan(acts []action, expectedSeq uint64, events []keyspace.Activi
 			pt := &pendingTool{att: a, id: maphash.String(g.seed, c.CallID), isCall: true, tool: tools[i],
 				callID: attrvalue.String(c.CallID), at: ev.EmittedAt}
 			if g.content {
-				pt.content = content(c.Arguments)
+				pt.content = values[i]
 				a.msgs.addOutput(g.logger != nil, attribute.MapValue(
 					attribute.String(catalog.PartType, catalog.PartToolCall), attribute.String(catalog.PartID, pt.callID),
-					attribute.String(catalog.PartName, tools[i].name), attribute.String(catalog.PartArguments, pt.content)))
+					attribute.String(catalog.PartName, tools[i].name), attribute.KeyValue{Key: catalog.PartArguments, Value: pt.content}))
 			}
 			ag.toolCall(a, pt, &acts)
 		case keyspace.ToolResult:
 			pt := &pendingTool{att: a, id: maphash.String(g.seed, c.CallID), callID: attrvalue.String(c.CallID),
 				at: ev.EmittedAt, isError: c.IsError}
 			if g.content {
-				pt.content = content(c.Output)
+				pt.content = values[i]
 				a.msgs.addInput(g.logger != nil, "tool", attribute.MapValue(
 					attribute.String(catalog.PartType, catalog.PartToolResp), attribute.String(catalog.PartID, pt.callID),
-					attribute.String(catalog.PartResponse, pt.content)))
+					attribute.KeyValue{Key: catalog.PartResponse, Value: pt.content}))
 			}
 			toolName, paired = ag.toolResult(a, pt, &acts)
 		case keyspace.Message:
@@ -228,7 +240,7 @@ func (g *genai) plan(acts []action, expectedSeq uint64, events []keyspace.Activi
 
 // planUsage adds a model call to its attempt and returns what recording it
 // needs.
-func (g *genai) planUsage(ua *usageAction, a *attempt, ev *keyspace.ActivityEvent, seq uint64, u keyspace.Usage, set *usageSet) {
+func (g *Tracker) planUsage(ua *usageAction, a *attempt, ev *keyspace.ActivityEvent, seq uint64, u keyspace.Usage, set *usageSet) {
 	*ua = usageAction{ev: ev, seq: seq, set: set, counts: countsOf(u), end: ev.EmittedAt,
 		start: u.StartedAt, firstChunk: u.FirstChunkAt}
 	if ua.end.IsZero() {
@@ -271,7 +283,7 @@ func saturatingAdd(a, b int64) int64 {
 // touch returns the attempt of key, making it when it is new: the attempt
 // an activity had before it ends, and past the bound the live attempt
 // committed to least recently ends.
-func (ag *agents) touch(g *genai, key keyspace.StreamKey, events []keyspace.ActivityEvent, now time.Time, acts *[]action) *attempt {
+func (ag *agents) touch(g *Tracker, key keyspace.StreamKey, events []keyspace.ActivityEvent, now time.Time, acts *[]action) *attempt {
 	if a, ok := ag.byKey[key]; ok {
 		if !a.ended {
 			a.touched = now
@@ -280,7 +292,7 @@ func (ag *agents) touch(g *genai, key keyspace.StreamKey, events []keyspace.Acti
 		return a
 	}
 	a := &attempt{key: key, touched: now, tools: map[uint64]*list.Element{}}
-	a.start, a.agentID, a.role, a.firstProvider = batchStart(events, key)
+	a.start, a.agentID, a.role = batchStart(events, key)
 	if a.start.IsZero() {
 		a.start = now
 	}
@@ -304,9 +316,9 @@ func (ag *agents) touch(g *genai, key keyspace.StreamKey, events []keyspace.Acti
 }
 
 // batchStart returns the earliest time among the batch's events of key
-// (their EmittedAt, and a Usage's StartedAt), and the first agent ID,
-// agent role and provider they name.
-func batchStart(events []keyspace.ActivityEvent, key keyspace.StreamKey) (start time.Time, agentID, role, provider string) {
+// (their EmittedAt, and a Usage's StartedAt), and the first agent ID and
+// agent role they name.
+func batchStart(events []keyspace.ActivityEvent, key keyspace.StreamKey) (start time.Time, agentID, role string) {
 	for i := range events {
 		ev := &events[i]
 		if ev.Ephemeral || keyspace.KeyOf(*ev) != key {
@@ -315,9 +327,6 @@ func batchStart(events []keyspace.ActivityEvent, key keyspace.StreamKey) (start 
 		times := [2]time.Time{ev.EmittedAt}
 		if u, ok := contentOf(ev.Content).(keyspace.Usage); ok {
 			times[1] = u.StartedAt
-			if provider == "" {
-				provider = u.Provider
-			}
 		}
 		for _, t := range times {
 			if !t.IsZero() && (start.IsZero() || t.Before(start)) {
@@ -331,7 +340,7 @@ func batchStart(events []keyspace.ActivityEvent, key keyspace.StreamKey) (start 
 			role = ev.AgentRole
 		}
 	}
-	return start, agentID, role, provider
+	return start, agentID, role
 }
 
 // saw extends the attempt to t.
@@ -465,7 +474,7 @@ func (ag *agents) wait(a *attempt, pt *pendingTool, acts *[]action) {
 }
 
 // run does what plan decided, without any lock: spans, points, records.
-func (g *genai) run(ctx context.Context, acts []action) {
+func (g *Tracker) run(ctx context.Context, acts []action) {
 	var in *attempt // the attempt whose span inCtx carries
 	var inCtx context.Context
 	for i := range acts {
@@ -502,7 +511,7 @@ func (g *genai) run(ctx context.Context, acts []action) {
 
 // within returns ctx carrying the attempt's invoke_agent span (or, without
 // one, its parent), starting the span first if no one has.
-func (g *genai) within(ctx context.Context, a *attempt) context.Context {
+func (g *Tracker) within(ctx context.Context, a *attempt) context.Context {
 	a.once.Do(func() { g.startAttempt(ctx, a) })
 	sc := a.sc
 	if !sc.IsValid() {
@@ -514,7 +523,7 @@ func (g *genai) within(ctx context.Context, a *attempt) context.Context {
 // startAttempt starts the attempt's invoke_agent span at its start, as a
 // child of the activity's span ([WithActivitySpans]) or, when no valid one
 // is known, of its run's anchor.
-func (g *genai) startAttempt(ctx context.Context, a *attempt) {
+func (g *Tracker) startAttempt(ctx context.Context, a *attempt) {
 	var parent trace.SpanContext
 	if g.spans != nil {
 		parent = g.spans.ActivitySpanContext(pairing.Key{Namespace: g.namespace, WorkflowID: a.key.WorkflowID,
@@ -527,11 +536,11 @@ func (g *genai) startAttempt(ctx context.Context, a *attempt) {
 	if g.tracer == nil {
 		return
 	}
-	provider := g.providers.Get(a.firstProvider)
+	// The provider and model are not known yet: they are set at the end,
+	// when every model call of the attempt named the same one.
 	_, span := g.tracer.Start(trace.ContextWithSpanContext(ctx, parent), catalog.SpanInvokeAgent, internalSpan,
 		trace.WithTimestamp(a.start), trace.WithAttributes(
-			catalog.GenAIOperationName.String(catalog.GenAIOperationInvokeAgent),
-			catalog.GenAIProviderName.String(provider)))
+			catalog.GenAIOperationName.String(catalog.GenAIOperationInvokeAgent)))
 	a.span = span
 	if sc := span.SpanContext(); sc.IsValid() {
 		a.sc = sc
@@ -539,7 +548,7 @@ func (g *genai) startAttempt(ctx context.Context, a *attempt) {
 	if !span.IsRecording() {
 		return
 	}
-	attrs := append(append([]attribute.KeyValue(nil), g.base...), streamAttrs(a.key)...)
+	attrs := append(slices.Clone(g.base), catalog.StreamAttrs(a.key)...)
 	if a.agentID != "" {
 		attrs = append(attrs, catalog.GenAIAgentID.String(attrvalue.String(a.agentID)))
 	}
@@ -557,7 +566,7 @@ var (
 // runUsage records a model call: its inference span, from its StartedAt (or
 // its end, when unknown) to its EmittedAt, its metric points, with the span
 // as exemplar, and its details record. ctx carries the attempt's span.
-func (g *genai) runUsage(ctx context.Context, a *attempt, u *usageAction) {
+func (g *Tracker) runUsage(ctx context.Context, a *attempt, u *usageAction) {
 	end := u.end
 	if end.IsZero() {
 		end = g.clock()
@@ -570,7 +579,7 @@ func (g *genai) runUsage(ctx context.Context, a *attempt, u *usageAction) {
 		var span trace.Span
 		ctx, span = g.tracer.Start(ctx, u.set.spanName, clientSpanK, trace.WithTimestamp(start), u.set.spanStart)
 		if span.IsRecording() {
-			span.SetAttributes(usageSpanAttrs(u)...)
+			span.SetAttributes(g.usageCounts(nil, u)...)
 		}
 		span.End(trace.WithTimestamp(end))
 	}
@@ -580,19 +589,18 @@ func (g *genai) runUsage(ctx context.Context, a *attempt, u *usageAction) {
 	}
 }
 
-// usageSpanAttrs are an inference span's attributes beyond the sampling
-// ones: the response model, the plausible counts (a breakdown only when it
-// is not zero) and the time to first chunk.
-func usageSpanAttrs(u *usageAction) []attribute.KeyValue {
-	var attrs []attribute.KeyValue
-	if m := u.set.key.responseModel; m != "" {
-		attrs = append(attrs, catalog.GenAIResponseModel.String(m))
-	}
+// usageCounts appends a model call's plausible counts (a breakdown only
+// when it is not zero; the cache write also under v1.41.0's name behind
+// OptInDup) and its time to first chunk.
+func (g *Tracker) usageCounts(attrs []attribute.KeyValue, u *usageAction) []attribute.KeyValue {
 	c := &u.counts
 	for f, key := range [numTokenFields]attribute.Key{catalog.GenAIUsageInput, catalog.GenAIUsageOutput,
-		catalog.GenAIUsageCacheRead, catalog.GenAIUsageCacheCreation, catalog.GenAIUsageReasoning} {
+		catalog.GenAIUsageCacheRead, catalog.GenAIUsageCacheWrite, catalog.GenAIUsageReasoning} {
 		if !c.refused[f] && (f <= fieldOutput || c.n[f] > 0) {
 			attrs = append(attrs, key.Int64(c.n[f]))
+			if f == fieldCacheWrite && g.optIn.dup {
+				attrs = append(attrs, catalog.GenAIUsageCacheCreation.Int64(c.n[f]))
+			}
 		}
 	}
 	if !u.start.IsZero() && !u.firstChunk.IsZero() {
@@ -605,7 +613,7 @@ func usageSpanAttrs(u *usageAction) []attribute.KeyValue {
 // the call's EmittedAt to the result's (status Error for an error result),
 // and its duration when both times are known. ctx carries the attempt's
 // span.
-func (g *genai) runTool(ctx context.Context, call, result *pendingTool) {
+func (g *Tracker) runTool(ctx context.Context, call, result *pendingTool) {
 	tool := call.tool
 	calls, exec := tool.calls, tool.exec
 	if result.isError {
@@ -632,7 +640,8 @@ func (g *genai) runTool(ctx context.Context, call, result *pendingTool) {
 		if span.IsRecording() {
 			attrs := []attribute.KeyValue{catalog.GenAIToolCallID.String(call.callID)}
 			if g.content {
-				attrs = append(attrs, catalog.GenAIToolCallArgs.String(call.content), catalog.GenAIToolCallResult.String(result.content))
+				attrs = append(attrs, attribute.KeyValue{Key: catalog.GenAIToolCallArgs, Value: call.content},
+					attribute.KeyValue{Key: catalog.GenAIToolCallResult, Value: result.content})
 			}
 			if result.isError {
 				attrs = append(attrs, catalog.ErrorType.String(catalog.OtherError))
@@ -651,14 +660,14 @@ func (g *genai) runTool(ctx context.Context, call, result *pendingTool) {
 			if result.isError {
 				old = tool.oldFailed
 			}
-			g.callDuration.Record(ctx, d, old...)
+			g.toolOld.Record(ctx, d, old...)
 		}
 	}
 }
 
 // runEnd ends an attempt's invoke_agent span with the attempt's totals and
 // records its duration.
-func (g *genai) runEnd(ctx context.Context, a *attempt, e *endInfo) {
+func (g *Tracker) runEnd(ctx context.Context, a *attempt, e *endInfo) {
 	ctx = g.within(ctx, a)
 	if e.evicted {
 		g.agentEvicted.Add(ctx, 1, g.baseOpts...)
@@ -679,7 +688,7 @@ func (g *genai) runEnd(ctx context.Context, a *attempt, e *endInfo) {
 			catalog.AgentTotalInput.Int64(e.totals[fieldInput]),
 			catalog.AgentTotalOutput.Int64(e.totals[fieldOutput]),
 			catalog.AgentTotalCacheRead.Int64(e.totals[fieldCacheRead]),
-			catalog.AgentTotalCacheCreation.Int64(e.totals[fieldCacheCreation]),
+			catalog.AgentTotalCacheWrite.Int64(e.totals[fieldCacheWrite]),
 			catalog.AgentTotalReasoning.Int64(e.totals[fieldReasoning]),
 		}
 		if e.provider != "" {
@@ -697,11 +706,21 @@ func (g *genai) runEnd(ctx context.Context, a *attempt, e *endInfo) {
 	a.span.End(trace.WithTimestamp(e.at))
 }
 
-// endAll ends every open invoke_agent span (see keyspaceStore.EndAgentSpans).
-func (g *genai) endAll(ctx context.Context) {
+// EndAgentSpans ends the invoke_agent span of every attempt still open, at
+// its last event's time (aion.gen_ai.invocation.end "flushed"), and
+// records its gen_ai.invoke_agent.duration. A program that stops calls it
+// before it shuts its tracer and meter providers down, so that no agent
+// span is lost; events observed later open new spans. It is safe to call
+// at any time, from any goroutine, any number of times; on a nil Tracker
+// it does nothing.
+func (g *Tracker) EndAgentSpans() {
+	if g == nil {
+		return
+	}
+	ctx := context.Background()
 	defer func() {
 		if r := recover(); r != nil {
-			g.handle(fmt.Errorf("otelstore: ending the GenAI agent spans: panic: %v", r))
+			g.handle(fmt.Errorf("genai: ending the agent spans: panic: %v", r))
 		}
 	}()
 	var acts []action
@@ -726,12 +745,7 @@ type pendingMessages struct {
 const maxPendingContent = 4 * MaxContentLen
 
 func (m *pendingMessages) fits(part attribute.Value) bool {
-	n := 0
-	for _, kv := range part.AsMap() {
-		if kv.Value.Type() == attribute.STRING {
-			n += len(kv.Value.AsString())
-		}
-	}
+	n := textLen(part)
 	if m.bytes+n > maxPendingContent {
 		return false
 	}
@@ -777,4 +791,26 @@ func (m *pendingMessages) take() (in, out []attribute.Value) {
 	}
 	*m = pendingMessages{}
 	return in, out
+}
+
+// textLen is the length of the text in v: its strings, also inside maps
+// and slices.
+func textLen(v attribute.Value) int {
+	switch v.Type() {
+	case attribute.STRING:
+		return len(v.AsString())
+	case attribute.MAP:
+		n := 0
+		for _, kv := range v.AsMap() {
+			n += len(kv.Key) + textLen(kv.Value)
+		}
+		return n
+	case attribute.SLICE:
+		n := 0
+		for _, e := range v.AsSlice() {
+			n += textLen(e)
+		}
+		return n
+	}
+	return 0
 }
