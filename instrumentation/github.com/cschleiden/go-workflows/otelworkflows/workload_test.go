@@ -209,12 +209,12 @@ type truth struct {
 	closed     map[string]int64 // by status
 	dispatched map[string]int64 // by activity type
 	retried    map[string]int64
-	completed  map[[2]string]int64           // (type, outcome)
-	durations  map[[2]string][]float64       // (type, outcome) -> seconds
-	runs       map[string][2]time.Time       // execution key -> start, close
-	runType    map[string]string             // execution key -> workflow type
-	activities map[string][2]time.Time       // execution key/seid -> dispatch, settle
-	runDur     map[[2]string][]float64       // (type, status) -> seconds
+	completed  map[[2]string]int64               // (type, outcome)
+	durations  map[[2]string][]float64           // (type, outcome) -> seconds
+	runs       map[string][2]time.Time           // execution key -> start, close
+	runType    map[string]string                 // execution key -> workflow type
+	activities map[string][2]time.Time           // execution key/seid -> dispatch, settle
+	runDur     map[[2]string][]float64           // (type, status) -> seconds
 	instances  map[string]*core.WorkflowInstance // execution key -> instance
 }
 
