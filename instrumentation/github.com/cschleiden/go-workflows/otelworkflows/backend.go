@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/pairing"
@@ -37,11 +38,18 @@ func New(b backend.Backend, opts ...Option) backend.Backend {
 	d.tracker = c.tracker
 	if d.tracker == nil {
 		popts := []pairing.Option{}
+		switch c.tp.(type) {
+		case nil:
+			// The global provider, followed by the tracker as it changes;
+			// its spans carry the derived IDs only.
+		case noop.TracerProvider, *noop.TracerProvider:
+			popts = append(popts, pairing.WithTracerProvider(c.tp))
+		default:
+			d.names = newIDNames(c.maxKnown)
+			popts = append(popts, pairing.WithTracerProvider(&namingProvider{inner: c.tp, names: d.names}))
+		}
 		if c.mp != nil {
 			popts = append(popts, pairing.WithMeterProvider(c.mp))
-		}
-		if c.tp != nil {
-			popts = append(popts, pairing.WithTracerProvider(c.tp))
 		}
 		if c.typeLimit > 0 {
 			popts = append(popts, pairing.WithTypeCardinalityLimit(c.typeLimit))
@@ -71,6 +79,7 @@ type decorated struct {
 	ns      string
 	known   *knownSet
 	reads   *reader
+	names   *idNames // nil with WithPairing: the tracker's spans are the caller's
 }
 
 var _ backend.Backend = (*decorated)(nil)

@@ -62,7 +62,9 @@
 // each execution's history from 1; an activity is its schedule event ID.
 // Every process derives the same keys, so run trace IDs agree across
 // restarts (BenchmarkExecutionKey measures the derivation). Run and
-// activity spans carry the derived UUID as aion.workflow.id; a
+// activity spans carry the derived UUID as aion.workflow.id and aion.run.id
+// and, with [WithTracerProvider] (not the global provider), go-workflows'
+// own IDs as go_workflows.instance.id and go_workflows.execution.id. A
 // continue-as-new link points at the trace its next execution would have
 // under the old execution's key, not at the next execution's trace.
 //

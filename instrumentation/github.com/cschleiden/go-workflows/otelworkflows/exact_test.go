@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -352,6 +351,9 @@ func checkSpans(t *testing.T, tr truth, ps []*process) {
 				if s.Parent().IsValid() {
 					t.Errorf("run span of %v has a parent", tr.instances[wf])
 				}
+				if wi := tr.instances[wf]; attrOf(s, "go_workflows.instance.id") != wi.InstanceID || attrOf(s, "go_workflows.execution.id") != wi.ExecutionID {
+					t.Errorf("run span of %v: go-workflows IDs %q %q", wi, attrOf(s, "go_workflows.instance.id"), attrOf(s, "go_workflows.execution.id"))
+				}
 			case strings.HasPrefix(s.Name(), "activity "):
 				activities = append(activities, s)
 			}
@@ -370,6 +372,9 @@ func checkSpans(t *testing.T, tr truth, ps []*process) {
 			continue
 		}
 		seen[key] = true
+		if attrOf(s, "go_workflows.instance.id") != tr.instances[wf].InstanceID {
+			t.Errorf("activity span %s: go_workflows.instance.id %q", key, attrOf(s, "go_workflows.instance.id"))
+		}
 		if !s.StartTime().Equal(want[0]) || !s.EndTime().Equal(want[1]) {
 			t.Errorf("activity span %s %v..%v, history %v..%v", key, s.StartTime(), s.EndTime(), want[0], want[1])
 		}
@@ -380,7 +385,6 @@ func checkSpans(t *testing.T, tr truth, ps []*process) {
 	if len(seen) != len(tr.activities) {
 		t.Errorf("%d activity spans, histories have %d activities", len(seen), len(tr.activities))
 	}
-	_ = slices.Contains[[]string]
 }
 
 func attrOf(s sdktrace.ReadOnlySpan, k string) string {

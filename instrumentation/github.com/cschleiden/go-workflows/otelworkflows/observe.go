@@ -20,6 +20,9 @@ func (d *decorated) observeTask(ctx context.Context, wi *core.WorkflowInstance, 
 	if len(executed) == 0 {
 		return
 	}
+	if d.names != nil {
+		d.names.remember(wf, wi.InstanceID, wi.ExecutionID)
+	}
 	events := make([]eventstore.Event, 0, len(executed))
 	for _, e := range executed {
 		if e == nil {

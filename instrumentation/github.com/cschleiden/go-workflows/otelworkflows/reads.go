@@ -210,6 +210,9 @@ func (s *historySource) ListPaused(context.Context) ([]eventstore.WorkflowID, er
 
 func (s *historySource) ReadHistory(ctx context.Context, _ eventstore.WorkflowID) ([]eventstore.Event, error) {
 	wi := s.req.instance
+	if s.d.names != nil {
+		s.d.names.remember(s.req.wf, wi.InstanceID, wi.ExecutionID)
+	}
 	h, err := s.d.inner.GetWorkflowInstanceHistory(ctx, &wi, nil)
 	if err != nil {
 		return nil, err
