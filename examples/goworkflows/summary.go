@@ -172,7 +172,7 @@ func label(set attribute.Set) string {
 	var parts []string
 	for _, kv := range set.ToSlice() {
 		if kv.Key != "aion.namespace" {
-			parts = append(parts, kv.Value.Emit())
+			parts = append(parts, kv.Value.String())
 		}
 	}
 	return strings.Join(parts, "/")

@@ -390,7 +390,7 @@ func checkSpans(t *testing.T, tr truth, ps []*process) {
 func attrOf(s sdktrace.ReadOnlySpan, k string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == k {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

@@ -283,7 +283,7 @@ func TestForwarding(t *testing.T) {
 
 func hasAttr(attrs []attribute.KeyValue, k, v string) bool {
 	for _, kv := range attrs {
-		if string(kv.Key) == k && kv.Value.Emit() == v {
+		if string(kv.Key) == k && kv.Value.String() == v {
 			return true
 		}
 	}

@@ -21,7 +21,6 @@ import (
 // telemetry holds the decorator's own instruments and tracer.
 type telemetry struct {
 	tp        trace.TracerProvider // nil: the global one, at each call
-	tracer    trace.Tracer
 	duration  metric.Float64Histogram
 	started   metric.Int64Counter
 	completed metric.Int64Counter
