@@ -247,7 +247,7 @@ func printSummary(out io.Writer, r *sdkmetric.ManualReader, own *ownMetrics, spa
 		{"activity retries", "-", f.list("aion.activities.retried")},
 		{"activities in flight", "-", fmt.Sprintf("%g now, by type; oldest age per type", f.total("aion.inflight_activities"))},
 		{"activity time in queue", ownMean("workflows.activity.task.time_in_queue"), mean("aion.activity.wait.duration")},
-		{"workflow task time in queue", ownMean("workflows.workflow.task.time_in_queue"), "-"},
+		{"workflow task time in queue", ownMean("workflows.workflow.task.time_in_queue"), mean("aion.workflow.task.wait.duration")},
 		{"backend calls", "-", fmt.Sprintf("%g timed calls, mean %.2f ms", f.total("aion.store.operation.duration"), 1000*f.sum["aion.store.operation.duration"]/max(1, f.total("aion.store.operation.duration")))},
 		{"timeline (history's times)", "-", fmt.Sprintf("%d run spans, %d activity spans", spans.runs.Load(), spans.activities.Load())},
 	}

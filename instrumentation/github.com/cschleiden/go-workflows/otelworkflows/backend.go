@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/cschleiden/go-workflows/backend"
 	"github.com/cschleiden/go-workflows/backend/history"
@@ -196,7 +195,11 @@ func (d *decorated) GetWorkflowTask(ctx context.Context, queues []workflow.Queue
 	}
 	d.tel.end(c, err, attrs...)
 	if err == nil && t != nil && t.WorkflowInstance != nil {
+		claimed := d.cfg.now()
 		d.guarded(func() {
+			if len(t.NewEvents) > 0 {
+				d.tel.workflowTaskClaimed(c.ctx, t.NewEvents[0], claimed)
+			}
 			wf := keyOf(t.WorkflowInstance)
 			if t.LastSequenceID == 0 {
 				d.known.add(wf) // seen from its start: its first task
@@ -266,7 +269,7 @@ func (d *decorated) GetActivityTask(ctx context.Context, queues []workflow.Queue
 	}
 	d.tel.end(c, err, attrs...)
 	if err == nil && t != nil && t.WorkflowInstance != nil {
-		claimed := time.Now()
+		claimed := d.cfg.now()
 		d.guarded(func() { d.observeClaim(c.ctx, t, claimed) })
 	}
 	return t, err

@@ -3,6 +3,7 @@ package otelworkflows
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func benchBackends() []struct {
 	make func() backend.Backend
 } {
 	inner := func() backend.Backend {
-		return sqlite.NewInMemoryBackend(sqlite.WithBackendOptions(backend.WithStickyTimeout(0)))
+		return sqlite.NewInMemoryBackend(sqlite.WithBackendOptions(backend.WithStickyTimeout(0), backend.WithLogger(slog.New(slog.DiscardHandler))))
 	}
 	return []struct {
 		name string

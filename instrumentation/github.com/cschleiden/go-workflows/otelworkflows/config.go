@@ -2,6 +2,7 @@ package otelworkflows
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -46,6 +47,7 @@ type config struct {
 	maxKnown    int
 	classify    func(error) string
 	pairingOpts []pairing.Option
+	now         func() time.Time // the clock of claims; tests set it
 }
 
 func newConfig(opts []Option) config {
@@ -55,6 +57,7 @@ func newConfig(opts []Option) config {
 		readers:   DefaultHistoryReadConcurrency,
 		readQueue: DefaultHistoryReadQueue,
 		maxKnown:  DefaultMaxKnownInstances,
+		now:       time.Now,
 	}
 	for _, o := range opts {
 		if o != nil {

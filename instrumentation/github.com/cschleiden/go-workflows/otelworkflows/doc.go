@@ -49,7 +49,12 @@
 // aion.activities.retried. Durations and spans take the history's
 // timestamps. The activities a task schedules wait (pairing's Staged) until
 // a GetActivityTask claims them (Claimed): aion.activity.wait.duration is
-// go-workflows' activity time in queue. Timers and sub-workflows carry
+// go-workflows' activity time in queue. Its workflow task time in queue,
+// from a task's first new event (a fired timer's due time) to the
+// GetWorkflowTask that claims it, is aion.workflow.task.wait.duration
+// (seconds, by aion.namespace and aion.workflow.task.trigger, the first
+// event's type: a name of this module, the catalog has none). Timers and
+// sub-workflows carry
 // positions only: a sub-workflow is a run of its own, with its own span;
 // the catalog has no timer instrument.
 //

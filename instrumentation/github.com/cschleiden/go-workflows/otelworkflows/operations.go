@@ -50,6 +50,10 @@ const (
 	workflowsStarted       = "aion.workflows.started"
 	workflowsCompleted     = "aion.workflows.completed"
 	signalsDelivered       = "aion.signals.delivered"
+	// workflowTaskWait is go-workflows' workflow task time in queue: from
+	// the first new event of a task (a fired timer's due time) to the
+	// GetWorkflowTask that claims it.
+	workflowTaskWait = "aion.workflow.task.wait.duration"
 
 	keyNamespace      = "aion.namespace"
 	keyWorkflowType   = "aion.workflow.type"
@@ -59,6 +63,7 @@ const (
 	keyRunID          = "aion.run.id"
 	keyActivityID     = "aion.activity.id"
 	keyEventCount     = "aion.store.event_count"
+	keyTaskTrigger    = "aion.workflow.task.trigger"
 	keyInstanceID     = "go_workflows.instance.id"
 	keyExecutionID    = "go_workflows.execution.id"
 

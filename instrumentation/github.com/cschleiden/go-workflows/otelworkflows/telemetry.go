@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cschleiden/go-workflows/backend"
+	"github.com/cschleiden/go-workflows/backend/history"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -25,6 +26,7 @@ type telemetry struct {
 	started   metric.Int64Counter
 	completed metric.Int64Counter
 	signals   metric.Int64Counter
+	taskWait  metric.Float64Histogram
 	filter    func(context.Context, Operation) bool
 	classify  func(error) string
 
@@ -80,6 +82,11 @@ func newTelemetry(c *config) *telemetry {
 	}
 	if t.signals, err = meter.Int64Counter(signalsDelivered, metric.WithUnit("{signal}"),
 		metric.WithDescription("Signals delivered to workflow runs.")); err != nil {
+		otel.Handle(err)
+	}
+	if t.taskWait, err = meter.Float64Histogram(workflowTaskWait, metric.WithUnit("s"),
+		metric.WithDescription("Time a workflow task waited before a worker claimed it, from its first new event."),
+		metric.WithExplicitBucketBoundaries(durationBoundaries...)); err != nil {
 		otel.Handle(err)
 	}
 	ns := attribute.String(keyNamespace, clean(c.namespace))
@@ -229,6 +236,23 @@ func (t *telemetry) signalDelivered(ctx context.Context) {
 	if t.signals != nil {
 		t.signals.Add(ctx, 1, t.signalSet)
 	}
+}
+
+// workflowTaskClaimed records a workflow task's time in queue, as
+// go-workflows' own workflow.task.time_in_queue measures it: from its first
+// new event (a fired timer's due time) to the claim at, under the type of
+// that event (a closed set).
+func (t *telemetry) workflowTaskClaimed(ctx context.Context, first *history.Event, at time.Time) {
+	if t.taskWait == nil || first == nil {
+		return
+	}
+	from := first.Timestamp
+	if a, ok := first.Attributes.(*history.TimerFiredAttributes); ok && a != nil && first.Type == history.EventType_TimerFired {
+		from = a.At
+	}
+	wait := max(at.Sub(from).Seconds(), 0)
+	kv := append(append(make([]attribute.KeyValue, 0, len(t.base)+1), t.base...), attribute.String(keyTaskTrigger, first.Type.String()))
+	t.taskWait.Record(ctx, wait, metric.WithAttributeSet(attribute.NewSet(kv...)))
 }
 
 // typeLimiter bounds the distinct values of a type attribute.

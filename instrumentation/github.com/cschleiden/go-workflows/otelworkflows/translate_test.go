@@ -11,6 +11,7 @@ import (
 	"github.com/cschleiden/go-workflows/backend"
 	"github.com/cschleiden/go-workflows/backend/history"
 	"github.com/cschleiden/go-workflows/core"
+	"github.com/cschleiden/go-workflows/workflow"
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -180,4 +181,60 @@ type nopBackend struct{ backend.Backend }
 
 func (nopBackend) CompleteWorkflowTask(context.Context, *backend.WorkflowTask, core.WorkflowInstanceState, []*history.Event, []*history.Event, []*history.Event, []*history.WorkflowEvent) error {
 	return nil
+}
+
+// taskBackend hands out one workflow task.
+type taskBackend struct {
+	nopBackend
+	task *backend.WorkflowTask
+}
+
+func (b taskBackend) GetWorkflowTask(context.Context, []workflow.Queue) (*backend.WorkflowTask, error) {
+	return b.task, nil
+}
+
+// TestWorkflowTaskWait: a workflow task's time in queue runs from its first
+// new event (a fired timer's due time) to the claim, by trigger.
+func TestWorkflowTaskWait(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	testCases := []struct {
+		name    string
+		first   *history.Event
+		trigger string
+		want    float64
+	}{
+		{"signal", history.NewHistoryEvent(0, t0, history.EventType_SignalReceived, &history.SignalReceivedAttributes{}), "SignalReceived", 2.5},
+		{"timer: from its due time", history.NewHistoryEvent(0, t0.Add(-time.Hour), history.EventType_TimerFired, &history.TimerFiredAttributes{At: t0.Add(time.Second)}), "TimerFired", 1.5},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			reader := sdkmetric.NewManualReader()
+			inner := taskBackend{task: &backend.WorkflowTask{WorkflowInstance: core.NewWorkflowInstance("i", "e"), NewEvents: []*history.Event{tc.first}}}
+			b := New(inner, WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+			b.(*decorated).cfg.now = func() time.Time { return t0.Add(2500 * time.Millisecond) }
+			if _, err := b.GetWorkflowTask(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(context.Background(), &rm); err != nil {
+				t.Fatal(err)
+			}
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if m.Name != "aion.workflow.task.wait.duration" {
+						continue
+					}
+					dps := m.Data.(metricdata.Histogram[float64]).DataPoints
+					if len(dps) != 1 || dps[0].Count != 1 || dps[0].Sum != tc.want {
+						t.Fatalf("points %+v, want one of %g s", dps, tc.want)
+					}
+					if v, _ := dps[0].Attributes.Value("aion.workflow.task.trigger"); v.AsString() != tc.trigger {
+						t.Fatalf("trigger %q, want %q", v.AsString(), tc.trigger)
+					}
+					return
+				}
+			}
+			t.Fatal("no aion.workflow.task.wait.duration")
+		})
+	}
 }
