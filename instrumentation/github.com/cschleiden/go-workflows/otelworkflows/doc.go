@@ -68,8 +68,8 @@
 // Every process derives the same keys, so run trace IDs agree across
 // restarts (BenchmarkExecutionKey measures the derivation). Run and
 // activity spans carry the derived UUID as aion.workflow.id and aion.run.id
-// and, with [WithTracerProvider] (not the global provider), go-workflows'
-// own IDs as go_workflows.instance.id and go_workflows.execution.id. A
+// and, with [WithTracerProvider] (not the global provider) and no
+// [WithPairing], go-workflows' own IDs as go_workflows.instance.id and go_workflows.execution.id. A
 // continue-as-new link points at the trace its next execution would have
 // under the old execution's key, not at the next execution's trace.
 //
