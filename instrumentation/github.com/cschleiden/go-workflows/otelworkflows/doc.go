@@ -69,9 +69,10 @@
 // restarts (BenchmarkExecutionKey measures the derivation). Run and
 // activity spans carry the derived UUID as aion.workflow.id and aion.run.id
 // and, with [WithTracerProvider] (not the global provider) and no
-// [WithPairing], go-workflows' own IDs as go_workflows.instance.id and go_workflows.execution.id. A
-// continue-as-new link points at the trace its next execution would have
-// under the old execution's key, not at the next execution's trace.
+// [WithPairing], go-workflows' own IDs as go_workflows.instance.id and
+// go_workflows.execution.id. A continue-as-new link points at the trace
+// its next execution would have under the old execution's key, not at the
+// next execution's trace.
 //
 // # After a restart
 //
