@@ -61,9 +61,10 @@
 // # Keys
 //
 // pairing keys a run by UUIDs and an activity by a number. Each execution
-// (instance ID, execution ID) is keyed by a name-based UUID (version 5, of
-// the length-prefixed instance ID and the execution ID, in a fixed name
-// space), used as both workflow and run ID, since go-workflows numbers
+// (instance ID, execution ID) is keyed by a name-based UUID: version 5, in
+// the name space 5b0e6f1c-8f3a-5d2e-9c41-0a7e2f6b9d13, of the instance ID's
+// length (a uvarint), the instance ID and the execution ID. It is used as
+// both workflow and run ID, since go-workflows numbers
 // each execution's history from 1; an activity is its schedule event ID.
 // Every process derives the same keys, so run trace IDs agree across
 // restarts (BenchmarkExecutionKey measures the derivation). Run and
