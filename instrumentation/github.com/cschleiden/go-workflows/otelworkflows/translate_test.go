@@ -238,3 +238,5 @@ func TestWorkflowTaskWait(t *testing.T) {
 		})
 	}
 }
+
+func (nopBackend) Close() error { return nil }
