@@ -20,7 +20,8 @@ import (
 var notServed = regexp.MustCompile(`^aion_(keyspace_|gen_ai_|schedules_fired|workflows_reopened|activity_pairing_evicted|workflow_pairing_evicted|signals_delivered)`)
 
 // TestServiceServesTheDashboard runs the service for a short while and
-// checks that every metric family the Grafana dashboard queries is on its
+// checks that every metric family the Grafana dashboard and the alert
+// rules query is on its
 // /metrics endpoint, except those listed in notServed; and that the
 // summary shows the drained state (no activity in flight, a run span per
 // run).
@@ -65,18 +66,31 @@ func TestServiceServesTheDashboard(t *testing.T) {
 			families[name] = true
 		}
 	}
+	// The alert rules' families too.
+	alerts, err := os.ReadFile(filepath.Join("..", "prometheus", "alerts.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	{ // its expressions are block scalars: every name in the file
+		for _, name := range regexp.MustCompile(`aion_[a-z_]+`).FindAllString(string(alerts), -1) {
+			if strings.HasSuffix(name, "_type") || strings.HasSuffix(name, "_outcome") || name == "aion_namespace" {
+				continue
+			}
+			families[name] = true
+		}
+	}
 	served := 0
 	for name := range families {
 		if notServed.MatchString(name) {
 			continue
 		}
 		served++
-		if !regexp.MustCompile(`(?m)^` + name + `[{ ]`).MatchString(scrape) {
+		if !regexp.MustCompile(`(?m)^` + name + `(_bucket)?[{ ]`).MatchString(scrape) { // a rule may name a histogram by its base name
 			t.Errorf("the dashboard queries %s; the go-workflows service does not serve it", name)
 		}
 	}
 	if served < 10 {
 		t.Errorf("only %d dashboard families checked", served)
 	}
-	t.Logf("%d of the dashboard's %d families served\n%s", served, len(families), out.String())
+	t.Logf("%d of the dashboard's and alert rules' %d families served\n%s", served, len(families), out.String())
 }
