@@ -1,0 +1,98 @@
+// Package otelworkflows instruments go-workflows
+// (github.com/cschleiden/go-workflows, v1.2.0) with OpenTelemetry, at its
+// storage interface: one call wraps any backend.Backend (SQLite, MySQL,
+// Redis, in-memory) and a worker and client built on the result get the
+// aionotel telemetry catalog, so the Grafana dashboard and alert rules of
+// aionotel work on a go-workflows service unchanged.
+//
+//	b := otelworkflows.New(sqlite.NewSqliteBackend("workflows.sqlite"),
+//		otelworkflows.WithMeterProvider(mp),
+//		otelworkflows.WithTracerProvider(tp))
+//	w := worker.New(b, nil)
+//	c := client.New(b)
+//
+// The name follows OpenTelemetry Go contrib (instrumentation/<import
+// path>/otel<name>, as otelgrpc and otelmongo): the path is that of the
+// go-workflows module, not of its backend package, because the decorator
+// reads the module's history, core and diag types too; the package is
+// named after the engine.
+//
+// # Per call
+//
+// Every method is forwarded once, with its arguments, and its results and
+// error come back unchanged; Tracer, Metrics, Options, FeatureSupported are
+// the wrapped backend's. The value New returns has diag.Backend, and the
+// GetFutureEvents of go-workflows' backend/test, exactly when the wrapped
+// backend has them. Each method that can fail gets a client span named
+// after its [Operation] (db.operation.name, the method's snake_case name)
+// and a point of aion.store.operation.duration, with aion.namespace and, on
+// failure, error.type: instance_not_found, instance_already_exists,
+// instance_not_finished, not_supported, canceled, deadline_exceeded, else
+// _OTHER. The spans carry go-workflows' own IDs: aion.workflow.id is the
+// instance ID, aion.run.id the execution ID, aion.activity.id the schedule
+// event ID.
+//
+// # Through pairing
+//
+// What a CompleteWorkflowTask commits to an instance's history is fed, at
+// its sequence IDs, to a pairing.Tracker: WorkflowExecutionStarted starts
+// a run (aion.workflows.started by type); WorkflowExecutionFinished closes
+// it as completed, failed, or cancelled when its error is go-workflows'
+// cancellation (workflow.Canceled, possibly wrapped); ContinuedAsNew closes
+// it as continued_as_new (all on aion.workflows.completed); SignalReceived
+// counts on aion.signals.delivered. ActivityScheduled dispatches an
+// activity, ActivityCompleted and ActivityFailed settle it as succeeded or
+// failed, and a run's close settles what is left as abandoned. go-workflows
+// retries in the workflow: each attempt is its own ActivityScheduled with
+// its own schedule event ID, so each attempt is a dispatch, a failed
+// attempt a failed completion, and an attempt after the first counts on
+// aion.activities.retried. Durations and spans take the history's
+// timestamps. The activities a task schedules wait (pairing's Staged) until
+// a GetActivityTask claims them (Claimed): aion.activity.wait.duration is
+// go-workflows' activity time in queue. Its workflow task time in queue,
+// from a task's first new event (a fired timer's due time) to the
+// GetWorkflowTask that claims it, is aion.workflow.task.wait.duration
+// (seconds, by aion.namespace and aion.workflow.task.trigger, the first
+// event's type: a name of this module, the catalog has none). Timers and
+// sub-workflows carry
+// positions only: a sub-workflow is a run of its own, with its own span;
+// the catalog has no timer instrument.
+//
+// # Keys
+//
+// pairing keys a run by UUIDs and an activity by a number. Each execution
+// (instance ID, execution ID) is keyed by a name-based UUID: version 5, in
+// the name space 5b0e6f1c-8f3a-5d2e-9c41-0a7e2f6b9d13, of the instance ID's
+// length (a uvarint), the instance ID and the execution ID. It is used as
+// both workflow and run ID, since go-workflows numbers
+// each execution's history from 1; an activity is its schedule event ID.
+// Every process derives the same keys, so run trace IDs agree across
+// restarts (BenchmarkExecutionKey measures the derivation). Run and
+// activity spans carry the derived UUID as aion.workflow.id and aion.run.id
+// and, with [WithTracerProvider] (not the global provider) and no
+// [WithPairing], go-workflows' own IDs as go_workflows.instance.id and
+// go_workflows.execution.id. A continue-as-new link points at the trace
+// its next execution would have under the old execution's key, not at the
+// next execution's trace.
+//
+// # After a restart
+//
+// An execution first seen part-way through its history (a workflow task
+// with earlier history, an activity task claimed or completed, of an
+// execution this process has not seen start) has its history read once
+// with GetWorkflowInstanceHistory, through the wrapped backend, off the
+// caller's path, and joined as facts read back (pairing's Resume: counted
+// nothing again), so the gauge, the durations and the spans of work that
+// straddles a restart are right. [Flush] waits for the reads requested.
+//
+// # Concurrency and limits
+//
+// The decorator is safe for concurrent use when the wrapped backend is.
+// History reads: at most [WithHistoryReadConcurrency] at once (so as many
+// histories in memory), at most [DefaultHistoryReadQueue] waiting (past it
+// a read is dropped and done when the execution is next seen); at most
+// [DefaultMaxKnownInstances] executions remembered as seen (past it a read
+// may be repeated, never a figure counted twice). The tracker's own bounds
+// hold the rest. Telemetry trouble goes to otel.Handle, never to the
+// caller; a nil backend gives [ErrNilBackend] from every call.
+package otelworkflows
