@@ -2114,19 +2114,13 @@ func decCases() []struct {
 const adversarySeed = 20261201
 
 func TestAdversary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("adversary self-test runs every suite many times")
-	}
-	if raceEnabled {
-		// The verdicts do not depend on the race detector, which makes the
-		// table minutes long; CI runs it without -race.
-		t.Skip("adversary self-test is run without -race")
-	}
+	expensiveSelfTest(t)
 	ctx := context.Background()
 	// A fixed seed: this table proves that the rules catch each bug, so
 	// its verdicts must not change from run to run (the suites' own default
-	// is a fresh seed per run).
-	seed := optionFunc(func(c *config) { c.seed, c.noShrink = adversarySeed, true })
+	// is a fresh seed per run). A case is caught by its first failed rule:
+	// the rest of the suite is not run.
+	seed := optionFunc(func(c *config) { c.seed, c.noShrink, c.stopAtFirst = adversarySeed, true, true })
 	t.Run("keyspace", func(t *testing.T) {
 		for _, tc := range ksCases() {
 			t.Run(tc.name, func(t *testing.T) {

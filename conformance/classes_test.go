@@ -309,6 +309,57 @@ func classCases() []classCase {
 	}
 	u32 := func(v uint64) uint64 { return uint64(uint32(v)) }
 
+	// Retries taken as done (issue 35): an identical batch at a stale seq
+	// answered as if it had just been committed.
+	ks("retries", "an identical batch at a stale seq is taken as done", func(m *ksW) *ksW {
+		m.appendEvents = func(ctx context.Context, exp uint64, evs []keyspace.ActivityEvent) (uint64, error) {
+			head, err := m.Memory.AppendEvents(ctx, exp, evs)
+			var c *eventstore.SequenceConflictError
+			if !errors.As(err, &c) || len(evs) == 0 || c.Found < exp+uint64(len(evs)) {
+				return head, err
+			}
+			recs, rerr := m.Memory.ReadFrom(ctx, keyspace.KeyOf(evs[0]), exp, len(evs))
+			if rerr != nil || len(recs) != len(evs) {
+				return head, err
+			}
+			for i, rec := range recs {
+				if diff(rec, stored(evs[i], exp+uint64(i))) != "" {
+					return head, err
+				}
+			}
+			return exp + uint64(len(evs)), nil
+		}
+		return m
+	}, RuleKSRetriedBatch)
+	es("retries", "an identical append at a stale seq is taken as done", func(s *esW) *esW {
+		norm := func(ev eventstore.Event) eventstore.Event {
+			return eventstore.WithEnvelope(ev, eventstore.Envelope{RunID: ev.EventEnvelope().RunID})
+		}
+		s.appendFn = func(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, evs []eventstore.Event, exp uint64, rows []eventstore.OutboxRow, outbox bool) error {
+			var err error
+			if outbox {
+				err = s.Memory.AppendWithOutbox(ctx, tok, wf, evs, exp, rows)
+			} else {
+				err = s.Memory.Append(ctx, tok, wf, evs, exp)
+			}
+			var c *eventstore.SequenceConflictError
+			if !errors.As(err, &c) || c.Found < exp+uint64(len(evs)) {
+				return err
+			}
+			got, rerr := s.Memory.ReadHistoryFrom(ctx, wf, exp+1)
+			if rerr != nil || len(got) < len(evs) {
+				return err
+			}
+			for i, ev := range evs {
+				if diff(norm(got[i]), norm(ev)) != "" {
+					return err
+				}
+			}
+			return nil // rows only, or the same events: done already
+		}
+		return s
+	}, RuleESRetriedAppend)
+
 	// Fields nobody set.
 	ks("fields", "Usage model and provider fields dropped", func(m *ksW) *ksW {
 		return m.mapEvents(func(ev *keyspace.ActivityEvent) {
@@ -781,9 +832,7 @@ func classCases() []classCase {
 // TestClassesCaught runs every broken implementation against the rules
 // named for it, with three seeds, and requires each rule to fail each time.
 func TestClassesCaught(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("the class self-test runs the suites many times; it runs without -short and -race")
-	}
+	expensiveSelfTest(t)
 	for _, c := range classCases() {
 		t.Run(c.class+"/"+c.name, func(t *testing.T) {
 			for _, seed := range classSeeds {

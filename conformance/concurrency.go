@@ -53,9 +53,10 @@ func race(n int, racer func(g int) error) []error {
 // makes racer g's append of round at head and returns its length. Exactly
 // one must win each round, and every loser must be told the head the
 // winner left. It returns the winner of each round.
-func contest(rounds int, head uint64, try func(round, g int, head uint64) (int, error)) ([]int, error) {
+func contest(ctx context.Context, rounds int, head uint64, try func(round, g int, head uint64) (int, error)) ([]int, error) {
 	winners := make([]int, rounds)
 	for round := range rounds {
+		tick(ctx)
 		lens := make([]int, racers)
 		errs := race(racers, func(g int) error {
 			n, err := try(round, g, head)
@@ -167,7 +168,7 @@ func ksContest(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Sto
 			batches[r][g] = m.batch(ksAppend{stream: 0, n: 1 + m.g.IntN(maxBatch), seed: m.g.Uint64()})
 		}
 	}
-	winners, err := contest(rounds, 0, func(r, g int, head uint64) (int, error) {
+	winners, err := contest(ctx, rounds, 0, func(r, g int, head uint64) (int, error) {
 		_, err := s.AppendEvents(ctx, head, deepCopy(batches[r][g]))
 		return len(batches[r][g]), err
 	})
@@ -223,7 +224,7 @@ func esConcurrentAppends(ctx context.Context, env *ruleEnv[eventstore.Store], s 
 			tries[r][g] = entry{evs, rows}
 		}
 	}
-	winners, err := contest(rounds, w.head(), func(r, g int, head uint64) (int, error) {
+	winners, err := contest(ctx, rounds, w.head(), func(r, g int, head uint64) (int, error) {
 		e := tries[r][g]
 		if e.rows != nil {
 			return len(e.events), m.ob.AppendWithOutbox(ctx, token, w.id, deepCopy(e.events), head, deepCopy(e.rows))

@@ -283,10 +283,11 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 		rounds /= 2
 	}
 	for round := range rounds {
+		tick(ctx)
 		m := methods[round%len(methods)]
 		visit := round / len(methods)
-		// Detached from the rule's context, whose watchdog deadline every
-		// call would carry: a decorator that adds one of its own shows.
+		// Detached from the rule's context, which the watchdog may cancel:
+		// a decorator that adds a deadline of its own shows.
 		cctx, cancel := ctxFor(context.WithValue(context.WithoutCancel(ctx), diffCtxKey{}, round), []ctxMode{ctxLive, ctxCancelled, ctxExpired, ctxLive}[visit%4], 0)
 		if visit%4 == 3 {
 			cancel()

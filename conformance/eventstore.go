@@ -59,7 +59,7 @@ func TestEventStore(t *testing.T, newStore func(t *testing.T) eventstore.Store, 
 func CheckEventStore(ctx context.Context, newStore func() (eventstore.Store, func(), error), opts ...Option) error {
 	cfg := newConfig(opts)
 	err := eventStoreSuite.check(ctx, cfg, newStore)
-	if cfg.nodes == nil {
+	if cfg.nodes == nil || (err != nil && cfg.stopAtFirst) {
 		return err
 	}
 	return errors.Join(err, nodesSuite.check(ctx, cfg, func() (Nodes, func(), error) {
@@ -253,7 +253,25 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.shard(7)
 		b.claim(100)
 	}),
-	seeded(RuleESModel, esModelRule),
+	esScript(RuleESRetriedAppend, 0, func(b *esb) {
+		b.add(0, kStart)
+		b.retry(0)
+		b.add(0, kSignal, kSchedule)
+		b.retry(0)
+		b.retry(1)
+		b.app(esAppend{wf: 0, n: 2, rows: true, kinds: []string{kSchedule, kSchedule}})
+		b.retry(0)
+		b.add(0, kSchedule) // scheduled without a row
+		b.app(esAppend{wf: 0, n: 1, rowsOnly: true})
+		b.retry(0)
+		b.add(1, kStart) // another workflow: the retries of workflow 0 stay stale
+		b.retry(1)
+		b.retry(3)
+		b.all(0)
+		b.all(1)
+		b.listings()
+		b.claim(10)
+	}),
 	seeded(RuleESConcurrentAppends, esConcurrentAppends),
 	esScript(RuleESAliasing, 0, func(b *esb) {
 		b.app(esAppend{wf: 0, n: len(bigKinds), big: true, kinds: bigKinds})
@@ -377,6 +395,8 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.expired(3)
 		b.claim(10)
 	}),
+	// The model rule, the longest, runs last.
+	seeded(RuleESModel, esModelRule),
 }}
 
 // esb builds the steps of an event store rule; mode and trip apply to the
@@ -546,6 +566,10 @@ func (b *esb) shard(variant int) {
 	})
 }
 
+func (b *esb) retry(back int) {
+	b.push(fmt.Sprintf("the append accepted %d before the last, again at its expectedSeq", back), func(m *esModel) error { return m.retry(back) })
+}
+
 func (b *esb) prune(variant int) {
 	b.on(fmt.Sprintf("PruneClosed(variant %d)", variant), func(m *esModel, _ ctxMode, _ int, seed uint64) error { return m.prune(variant, seed) })
 }
@@ -630,6 +654,8 @@ func esModelRule(ctx context.Context, env *ruleEnv[eventstore.Store], s eventsto
 			b.app(esAppend{wf: w, n: 1 + rng.IntN(4), rows: caps&CapOutbox != 0, partial: true})
 		case r < 18:
 			b.app(esAppend{wf: w, n: 1 + rng.IntN(5), rows: caps&CapOutbox != 0 && rng.IntN(4) != 0, partial: true, rowsOnly: caps&CapOutbox != 0 && rng.IntN(10) == 0})
+		case r < 20 && rng.IntN(3) == 0:
+			b.retry(rng.IntN(retriesKept))
 		case r < 20:
 			b.app(esAppend{wf: w, n: rng.IntN(3), at: pick(rng, stale...), rowsOnly: caps&CapOutbox != 0 && rng.IntN(2) == 0})
 		case r < 23:

@@ -252,8 +252,22 @@ var keyspaceSuite = suite[keyspace.Store]{name: SuiteKeyspace, rules: []rule[key
 		b.deleteRun(14) // never written
 		b.read(0, abs(0), 0)
 	}),
-	seeded(RuleKSModel, ksModelRule),
+	ksScript(RuleKSRetriedBatch, func(b *ksb) {
+		b.add(0, 1)
+		b.retry(0)
+		b.add(0, 3)
+		b.retry(0)
+		b.retry(1)
+		b.add(7, 2) // another stream: the retry of stream 0 stays stale
+		b.retry(2)
+		b.one(1, rel(0))
+		b.retry(0)
+		b.read(0, abs(0), 0)
+		b.read(1, abs(0), 0)
+	}),
 	seeded(RuleKSConcurrentBatches, ksConcurrentBatches),
+	// The model rule, the longest, runs last.
+	seeded(RuleKSModel, ksModelRule),
 }}
 
 // pos is a stream position resolved when a step runs: the head plus rel
@@ -330,7 +344,18 @@ type ksModel struct {
 	g    *gen
 	keys []keyspace.StreamKey
 	recs map[keyspace.StreamKey][]keyspace.Record
+	done []ksDone // the last accepted batches, oldest first, for retries
 }
+
+// ksDone is an accepted batch, as the caller gave it.
+type ksDone struct {
+	key      keyspace.StreamKey
+	expected uint64
+	batch    []keyspace.ActivityEvent
+}
+
+// retriesKept is how many accepted batches a model keeps to retry.
+const retriesKept = 4
 
 // ksKeys is the stream table of a model run: fixed streams the scripts
 // name, then n more, most in run A1. Streams 0-6 share a run and differ
@@ -497,6 +522,7 @@ func errClass(want error) error {
 }
 
 func (m *ksModel) append(a ksAppend) error {
+	tick(m.ctx)
 	key := m.keys[a.stream]
 	head := m.head(key)
 	expected := a.at.at(head)
@@ -571,10 +597,34 @@ func (m *ksModel) append(a ksAppend) error {
 	for i, ev := range given {
 		m.recs[key] = append(m.recs[key], stored(ev, head+uint64(i)))
 	}
+	if !a.big && len(given) <= 64 {
+		m.done = append(m.done[max(0, len(m.done)-retriesKept+1):], ksDone{key, expected, given})
+	}
 	if a.big {
 		return m.read(ksRead{stream: a.stream, from: abs(head)})
 	}
 	return nil
+}
+
+// retry makes an accepted batch again, identical, at the expectedSeq it was
+// accepted at (back batches before the last; none kept: a no-op): the
+// stream moved on, so it is a conflict whose Found is the head, and it
+// writes nothing. A store that takes an identical retry as already done
+// (deduplicating by content) answers nil, which the contract does not
+// allow.
+func (m *ksModel) retry(back int) error {
+	if back >= len(m.done) {
+		return nil
+	}
+	d := m.done[len(m.done)-1-back]
+	if m.head(d.key) == d.expected {
+		return nil // the stream was deleted since: not a retry any more
+	}
+	_, err := m.s.AppendEvents(m.ctx, d.expected, deepCopy(d.batch))
+	if err := wantConflict(err, d.expected, m.head(d.key), fmt.Sprintf("the identical retry of a batch of %d accepted", len(d.batch))); err != nil {
+		return err
+	}
+	return m.unchanged(d.key)
 }
 
 // unchanged checks that the streams' heads, and the listings of their
@@ -789,6 +839,10 @@ func (b *ksb) zero(stream int, f ksFlaw) {
 	b.push(fmt.Sprintf("Head, ReadFrom, ListStreams(stream %d with a %s)", stream, flawNames[f]), func(m *ksModel) error { return m.zero(stream, f) })
 }
 
+func (b *ksb) retry(back int) {
+	b.push(fmt.Sprintf("AppendEvents(the batch accepted %d before the last, again at its expectedSeq)", back), func(m *ksModel) error { return m.retry(back) })
+}
+
 func (b *ksb) deleteRun(stream int) {
 	b.push(fmt.Sprintf("DeleteRun(run of stream %d)", stream), func(m *ksModel) error { return m.deleteRun(stream) })
 }
@@ -850,6 +904,8 @@ func ksModelRule(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.S
 			b.add(stream, 1+rng.IntN(5))
 		case r < 12:
 			b.add(stream, 1+rng.IntN(8))
+		case r < 15 && rng.IntN(3) == 0:
+			b.retry(rng.IntN(retriesKept))
 		case r < 15:
 			b.appendAt(stream, 1+rng.IntN(3), pick(rng, rel(-1), rel(1), rel(-1000), plus(1<<32), plus(1<<63), abs(math.MaxUint64), abs(1<<32+1)))
 		case r < 19:

@@ -165,6 +165,7 @@ func (m *nodesModel) node(i int) eventstore.Store { return []eventstore.Store{m.
 // check compares every node's view with the model: IsCurrentOwner of each
 // shard, and each workflow's history and listing through each live node.
 func (m *nodesModel) check() error {
+	tick(m.ctx)
 	for i := range 2 {
 		for s := range m.shards {
 			if got, want := m.so[i].IsCurrentOwner(m.ctx, s), m.holder[s] == i; got != want {

@@ -44,6 +44,8 @@ const (
 	RuleKSContextCancelled = "context-cancelled"
 	// RuleKSZeroIDs: a zero workflow or run ID matches eventstore.ErrInvalidArgument in every method, reads too; nothing written.
 	RuleKSZeroIDs = "zero-ids-refused"
+	// RuleKSRetriedBatch: an accepted batch made again, identical, at the expectedSeq it was accepted at (just after, or after later appends) is a *eventstore.SequenceConflictError whose Found is the head, and writes nothing: a store does not deduplicate retries.
+	RuleKSRetriedBatch = "retried-batch-conflicts"
 	// RuleKSAppendEvent: keyspace.AppendEvent returns the assigned StoreSeq.
 	RuleKSAppendEvent = "append-event"
 	// RuleKSValidation: nil content pointers and foreign content kinds (eventstore.ErrInvalidArgument), mixed streams, ephemeral events, zero IDs, first or last in the batch, on a written or unwritten stream: refused alike by every store, nothing written; pointer and nil contents stored.
@@ -74,6 +76,8 @@ const (
 	RuleESZeroToken = "zero-token-refused"
 	// RuleESBadInput: a zero workflow, a nil, pointer or foreign event, another workflow's envelope, a zero run ID, first or last: eventstore.ErrInvalidArgument, nothing written.
 	RuleESBadInput = "bad-input-refused"
+	// RuleESRetriedAppend: an accepted append made again, identical (events and rows, through Append or AppendWithOutbox, rows only too), at the expectedSeq it was accepted at (just after, or after later appends) is a *eventstore.SequenceConflictError whose Found is the history length, and writes nothing (no event, no row): a store does not deduplicate retries.
+	RuleESRetriedAppend = "append-retried-identical-conflicts"
 	// RuleESEmptyAppend: an empty append is a no-op, at the head or not.
 	RuleESEmptyAppend = "empty-append-noop"
 	// RuleESReadHistory: content and envelopes; empty, without error, for an unknown workflow.
