@@ -139,8 +139,12 @@ const (
 	RuleNodesFencing = "nodes/fencing"
 	// RuleNodesHandoff: a released shard is fenced for both nodes until the other acquires it; then only the new holder appends and publishes (needs a ReleaseShards(ctx, shards) method).
 	RuleNodesHandoff = "nodes/handoff"
-	// RuleNodesKill: the shard of a killed holder (Nodes.Kill) is fenced until the survivor acquires it; then the dead node's appends fail with ErrNotOwner.
+	// RuleNodesKill: the shard of a killed holder (Nodes.Kill) is fenced until the survivor acquires it; then the dead node's appends fail with ErrNotOwner, and so do its PublishShardOwner claims of ownership.
 	RuleNodesKill = "nodes/kill"
+	// RuleNodesReadsAcross: histories, ListWorkflowIDs, ListActive, ListPaused, timers and outbox rows written through one node are read (and claimed) through the other, within each node's scope, also after SetOwnedShards and ExtendOwnedShards (adoption) and after a kill; a non-holder's rows-only AppendWithOutbox fails with ErrNotOwner and stages nothing.
+	RuleNodesReadsAcross = "nodes/reads-across"
+	// RuleNodesStaleOwnerRace (seeded): a holder's goroutines keep appending while it gives the shard up (released, round after round, then killed) and the other node acquires it: every append the old holder was told landed is in the new holder's first read after its acquisition returned, every append started after that fails with ErrNotOwner, and none that failed is in the history (a fence check and a write in two steps lets a stale owner's write land after the takeover).
+	RuleNodesStaleOwnerRace = "nodes/stale-owner-race"
 	// RuleNodesScopes: each node's enumeration scope is its own.
 	RuleNodesScopes = "nodes/scopes"
 	// RuleNodesModel (seeded): random elections, renewals, releases, appends with and without rows, publications, scopes and a late death of node A, checked against a model of holders and fences; every write read back through both nodes.
