@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -331,6 +333,58 @@ func classCases() []classCase {
 		}
 		return m
 	}, RuleKSRetriedBatch)
+	// Races other than two appends at one seq (issue 35).
+	ks("races", "a run's stream index updated by read, then write: a concurrent creation is lost", func(m *ksW) *ksW {
+		type run struct {
+			wf  eventstore.WorkflowID
+			run eventstore.RunID
+		}
+		var mu sync.Mutex
+		index := map[run][]keyspace.StreamKey{}
+		m.appendEvents = func(ctx context.Context, exp uint64, evs []keyspace.ActivityEvent) (uint64, error) {
+			head, err := m.Memory.AppendEvents(ctx, exp, evs)
+			if err != nil || exp != 0 || len(evs) == 0 {
+				return head, err
+			}
+			k := keyspace.KeyOf(evs[0])
+			r := run{k.WorkflowID, k.RunID}
+			mu.Lock()
+			cur := slices.Clone(index[r])
+			mu.Unlock()
+			runtime.Gosched()
+			mu.Lock()
+			index[r] = append(cur, k)
+			mu.Unlock()
+			return head, nil
+		}
+		m.listStreams = func(ctx context.Context, wf eventstore.WorkflowID, rn eventstore.RunID) ([]keyspace.StreamSummary, error) {
+			all, err := m.Memory.ListStreams(ctx, wf, rn)
+			mu.Lock()
+			known := slices.Clone(index[run{wf, rn}])
+			mu.Unlock()
+			return slices.DeleteFunc(all, func(s keyspace.StreamSummary) bool { return !slices.Contains(known, s.Key) }), err
+		}
+		return m
+	}, RuleKSConcurrentStreams)
+	es("races", "a claim reads the pending rows, then marks them, in two steps", func(s *esW) *esW {
+		s.claim = func(ctx context.Context, limit int) ([]eventstore.OutboxRow, error) {
+			// The read: what is pending now (claimed and put back).
+			seen, err := s.Memory.ClaimOutboxRows(ctx, limit)
+			if err != nil || len(seen) == 0 {
+				return seen, err
+			}
+			if err := s.Memory.RearmOutboxPending(ctx, seen); err != nil {
+				return nil, err
+			}
+			runtime.Gosched()
+			// The write: mark what is pending then; hand out what was read.
+			if _, err := s.Memory.ClaimOutboxRows(ctx, limit); err != nil {
+				return nil, err
+			}
+			return seen, nil
+		}
+		return s
+	}, RuleOutboxConcurrentClaims)
 	es("retries", "an identical append at a stale seq is taken as done", func(s *esW) *esW {
 		norm := func(ev eventstore.Event) eventstore.Event {
 			return eventstore.WithEnvelope(ev, eventstore.Envelope{RunID: ev.EventEnvelope().RunID})

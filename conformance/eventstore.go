@@ -312,6 +312,7 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.claim(4097)
 		b.claim(math.MaxInt)
 	}),
+	seeded(RuleOutboxConcurrentClaims, outboxConcurrentClaims),
 	esScript(RuleOutboxRearm, CapOutbox, func(b *esb) {
 		b.app(esAppend{wf: 0, n: 5, rows: true, kinds: append(start, repeat(kSchedule, 4)...)})
 		b.claim(10)

@@ -266,6 +266,7 @@ var keyspaceSuite = suite[keyspace.Store]{name: SuiteKeyspace, rules: []rule[key
 		b.read(1, abs(0), 0)
 	}),
 	seeded(RuleKSConcurrentBatches, ksConcurrentBatches),
+	seeded(RuleKSConcurrentStreams, ksConcurrentStreams),
 	// The model rule, the longest, runs last.
 	seeded(RuleKSModel, ksModelRule),
 }}

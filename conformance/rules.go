@@ -56,6 +56,8 @@ const (
 	RuleKSModel = "model"
 	// RuleKSConcurrentBatches (seeded): racers append multi-event batches at one expectedSeq, round after round: one winner, the stream exactly the winners' batches.
 	RuleKSConcurrentBatches = "concurrent-batches"
+	// RuleKSConcurrentStreams (seeded): racers create new streams of one run at once while listing it: every first append succeeds, a listing shows every stream whose append returned before it started, whole, and the final listing is every stream, in order, with its head.
+	RuleKSConcurrentStreams = "concurrent-streams"
 )
 
 // The event store rules: the subtest names of [TestEventStore] and the Rule
@@ -110,6 +112,8 @@ const (
 	RuleOutboxAtomic = "outbox/append-atomic"
 	// RuleOutboxClaim: oldest first, the limit honoured (past 4,096, 2^32, the largest), a non-positive limit refused, CountClaimedOutboxRows following.
 	RuleOutboxClaim = "outbox/claim"
+	// RuleOutboxConcurrentClaims (seeded): racers claim small batches of the same pending rows at once and re-arm some of what they got: each row goes to one claimant until re-armed (handed out at most once more than re-armed), every row handed out is the staged row, and the rows left claimed and pending afterwards are what the racers were told.
+	RuleOutboxConcurrentClaims = "outbox/concurrent-claims"
 	// RuleOutboxRearm: a re-armed row is pending and claimable again; an unknown row is ErrNotFound, an empty key ErrInvalidArgument, and nothing changes then.
 	RuleOutboxRearm = "outbox/rearm"
 	// RuleOutboxSettle: a cancelled row stops being claimable and counted; a key differing in case or separator only, or unknown, is ErrNotFound.
