@@ -333,6 +333,63 @@ func classCases() []classCase {
 		}
 		return m
 	}, RuleKSRetriedBatch)
+	// Sizes never drawn before (issue 35): pages of 1,000 whose loop stops
+	// on a full last page, caps at powers of two, cut keys.
+	lastPageLost := func(n int) int {
+		if n > 0 && n%1000 == 0 {
+			return n - 1000
+		}
+		return n
+	}
+	es("pages", "a history read in pages of 1,000 loses an exactly full last page", func(s *esW) *esW {
+		s.readHistoryFrom = func(ctx context.Context, wf eventstore.WorkflowID, from uint64) ([]eventstore.Event, error) {
+			evs, err := s.Memory.ReadHistoryFrom(ctx, wf, from)
+			return evs[:lastPageLost(len(evs))], err
+		}
+		return s
+	}, RuleESSizes)
+	es("pages", "workflows listed in pages of 1,000 lose an exactly full last page", func(s *esW) *esW {
+		s.listWorkflowIDs = func(ctx context.Context) ([]eventstore.WorkflowID, error) {
+			ids, err := s.Memory.ListWorkflowIDs(ctx)
+			return ids[:lastPageLost(len(ids))], err
+		}
+		return s
+	}, RuleESSizes)
+	es("pages", "claims in pages of 1,000 lose an exactly full last page", func(s *esW) *esW {
+		s.claim = func(ctx context.Context, limit int) ([]eventstore.OutboxRow, error) {
+			rows, err := s.Memory.ClaimOutboxRows(ctx, limit)
+			return rows[:lastPageLost(len(rows))], err
+		}
+		return s
+	}, RuleESSizes)
+	es("pages", "due timers capped at 1,024", func(s *esW) *esW {
+		s.expiredTimers = func(ctx context.Context, asOf time.Time) ([]eventstore.TimerEntry, error) {
+			due, err := s.Memory.ExpiredTimers(ctx, asOf)
+			return due[:min(len(due), 1024)], err
+		}
+		return s
+	}, RuleESSizes)
+	es("pages", "timer IDs cut at 4,096 bytes", func(s *esW) *esW {
+		s.scheduleTimer = func(ctx context.Context, wf eventstore.WorkflowID, id eventstore.TimerID, at time.Time, seq uint64) error {
+			return s.Memory.ScheduleTimer(ctx, wf, id[:min(len(id), 4096)], at, seq)
+		}
+		return s
+	}, RuleESSizes)
+	ks("pages", "a stream read in pages of 1,000 loses an exactly full last page", func(m *ksW) *ksW {
+		m.readFrom = func(ctx context.Context, k keyspace.StreamKey, from uint64, limit int) ([]keyspace.Record, error) {
+			recs, err := m.Memory.ReadFrom(ctx, k, from, limit)
+			return recs[:lastPageLost(len(recs))], err
+		}
+		return m
+	}, RuleKSSizes)
+	ks("pages", "ListStreams capped at 512", func(m *ksW) *ksW {
+		m.listStreams = func(ctx context.Context, wf eventstore.WorkflowID, run eventstore.RunID) ([]keyspace.StreamSummary, error) {
+			l, err := m.Memory.ListStreams(ctx, wf, run)
+			return l[:min(len(l), 512)], err
+		}
+		return m
+	}, RuleKSSizes)
+
 	// Races other than two appends at one seq (issue 35).
 	ks("races", "a run's stream index updated by read, then write: a concurrent creation is lost", func(m *ksW) *ksW {
 		type run struct {

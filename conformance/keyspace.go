@@ -188,6 +188,7 @@ var keyspaceSuite = suite[keyspace.Store]{name: SuiteKeyspace, rules: []rule[key
 		b.list(0)
 		b.read(0, abs(0), 0)
 	}),
+	fixed(RuleKSSizes, ksSizes),
 	seeded(RuleKSConcurrentAppends, ksConcurrentAppends),
 	ksScript(RuleKSContextCancelled, func(b *ksb) {
 		b.add(0, 1)
@@ -846,6 +847,49 @@ func (b *ksb) retry(back int) {
 
 func (b *ksb) deleteRun(stream int) {
 	b.push(fmt.Sprintf("DeleteRun(run of stream %d)", stream), func(m *ksModel) error { return m.deleteRun(stream) })
+}
+
+// ksSizes: a stream of exactly 2,000 records read whole, in pages of
+// exactly 1,000 and from where exactly 1,000 remain, and next to each; a
+// run listed at exactly 512, 1,000 and 1,024 streams and one more.
+func ksSizes(ctx context.Context, s keyspace.Store) error {
+	b := &ksb{rng: newRand(1, RuleKSSizes)}
+	b.add(0, 1000)
+	b.add(0, 1000)
+	for _, r := range []struct {
+		from  uint64
+		limit int
+	}{{0, 0}, {0, 1000}, {1000, 1000}, {1000, 0}, {999, 0}, {1001, 0}, {0, 2000}, {0, 1999}, {0, 2001}, {1024, 0}, {976, 1024}, {1999, 0}, {2000, 0}} {
+		b.read(0, abs(r.from), r.limit)
+	}
+	b.push("streams of one run, up to 1,025", func(m *ksModel) error {
+		run := m.keys[0]
+		n := 0
+		for _, k := range m.keys {
+			if k.WorkflowID == run.WorkflowID && k.RunID == run.RunID && len(m.recs[k]) > 0 {
+				n++
+			}
+		}
+		for i, k := range m.keys {
+			if k.WorkflowID != run.WorkflowID || k.RunID != run.RunID || len(m.recs[k]) > 0 {
+				continue
+			}
+			if err := m.append(ksAppend{stream: i, n: 1, seed: uint64(i)}); err != nil {
+				return err
+			}
+			if n++; slices.Contains([]int{511, 512, 513, 999, 1000, 1001, 1023, 1024, 1025}, n) {
+				if err := m.list(ksRead{stream: 0}); err != nil {
+					return fmt.Errorf("at %d streams: %w", n, err)
+				}
+			}
+			if n == 1025 {
+				return nil
+			}
+		}
+		return fmt.Errorf("the stream table has %d streams of one run, want 1,025", n)
+	})
+	_, err := runSteps(ctx, s, newKSModel(ctx, 1, 1400), b.steps)
+	return err
 }
 
 // ksScript makes a fixed rule of a script: the same steps whatever the

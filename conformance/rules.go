@@ -46,6 +46,8 @@ const (
 	RuleKSZeroIDs = "zero-ids-refused"
 	// RuleKSRetriedBatch: an accepted batch made again, identical, at the expectedSeq it was accepted at (just after, or after later appends) is a *eventstore.SequenceConflictError whose Found is the head, and writes nothing: a store does not deduplicate retries.
 	RuleKSRetriedBatch = "retried-batch-conflicts"
+	// RuleKSSizes: every page size and cap a store plausibly has, drawn at, below, above and at exact multiples: a stream of exactly 2,000 records read whole, in pages of exactly 1,000, from where exactly 1,000 remain and next to each; one run listed at 511 to 1,025 streams.
+	RuleKSSizes = "sizes-and-pages"
 	// RuleKSAppendEvent: keyspace.AppendEvent returns the assigned StoreSeq.
 	RuleKSAppendEvent = "append-event"
 	// RuleKSValidation: nil content pointers and foreign content kinds (eventstore.ErrInvalidArgument), mixed streams, ephemeral events, zero IDs, first or last in the batch, on a written or unwritten stream: refused alike by every store, nothing written; pointer and nil contents stored.
@@ -92,6 +94,8 @@ const (
 	RuleESListings = "listings-follow-lifecycle"
 	// RuleESStreamHeads: each workflow once, with its history length; listings and Query past 4,096 workflows.
 	RuleESStreamHeads = "stream-heads"
+	// RuleESSizes: every page size and cap a store plausibly has, drawn at, below, above and at exact multiples: a history of exactly 2,000 events read whole and from where 1, 512, 999, 1,000, 1,001, 1,024 and 2,000 events remain; exactly 1,000 rows claimed whole; 2,049 due timers (IDs of 255, 256, 4,097 and 65,537 bytes among them) read with exactly 511 to 2,049 due; listings, StreamHeads and Query at exactly 1,000 and 2,000 workflows and one more.
+	RuleESSizes = "sizes-and-pages"
 	// RuleESQuery: by type (differing in case only), status, both, limits (0, 1, negative, past 2^32, the largest), the zero filter, time bounds at a workflow's own StartedAt; every summary field.
 	RuleESQuery = "query"
 	// RuleESTimers: key-shaped timer IDs; due when FireAt <= asOf, earliest first; re-arming replaces; retirement fenced by fireAt and by armedSeq (also by bit 32 or 63 alone); bad IDs refused.
