@@ -787,7 +787,7 @@ func (m *esModel) listings(mode ctxMode) error {
 }
 
 // queryVariants is how many filters query draws from.
-const queryVariants = 11
+const queryVariants = 13
 
 // query runs Query with a filter of the variant and checks every summary
 // of the model's workflows it returns, and how many.
@@ -815,6 +815,8 @@ func (m *esModel) query(variant int, seed uint64, mode ctxMode) error {
 			{Status: eventstore.StatusRunning},
 			{Status: pick(g, eventstore.StatusCompleted, eventstore.StatusContinuedAsNew, eventstore.StatusFailed, eventstore.StatusTimedOut)},
 			{Limit: pick(g, 1, 4097, 1<<32+1, math.MaxInt)},
+			{Limit: 1<<32 + 2}, // a limit kept in 32 bits is 2
+			{Limit: math.MaxInt32 + 1},
 		}[variant%queryVariants]
 	}
 	want := map[eventstore.WorkflowID]eventstore.WorkflowSummary{}
