@@ -2088,6 +2088,26 @@ func decCases() []struct {
 				return ids, err
 			}}
 		})},
+		{"reads-caller-events-late", decWrap(func() *decHooks {
+			// Counts the previous batch's events by kind when the next
+			// append comes: it keeps the caller's slice past the call.
+			var mu sync.Mutex
+			var kept []eventstore.Event
+			return &decHooks{append: func(in eventstore.Store, ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, evs []eventstore.Event, exp uint64) error {
+				mu.Lock()
+				for _, ev := range kept {
+					func() {
+						defer func() { _ = recover() }() // a nil pointer event
+						if ev != nil {
+							_ = ev.EventEnvelope()
+						}
+					}()
+				}
+				kept = evs
+				mu.Unlock()
+				return in.Append(ctx, tok, wf, evs, exp)
+			}}
+		})},
 		{"caches-read-history", decWrap(func() *decHooks {
 			var mu sync.Mutex
 			cache := map[eventstore.WorkflowID][]eventstore.Event{}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -282,6 +283,7 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 	if raceDetector {
 		rounds /= 2
 	}
+	var late atomic.Bool // a poisoned event was read
 	for round := range rounds {
 		tick(ctx)
 		m := methods[round%len(methods)]
@@ -328,6 +330,14 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 				return fmt.Errorf("generated call %d (%s, call %d): %w", round+1, m.Name, rep+1, err)
 			}
 		}
+		// The call returned: the caller's events are its own again. Each
+		// becomes a poisoned event that reports any later read, which the
+		// race detector alone would catch only on the schedules it sees.
+		poison(args, &late)
+		if late.Load() {
+			cancel()
+			return fmt.Errorf("generated call %d (%s): the decorator read the caller's events after the call that passed them returned (it kept the slice)", round+1, m.Name)
+		}
 		cancel()
 	}
 	return nil
@@ -338,6 +348,33 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// poisonedEvent stands in the caller's events slice once the call that
+// passed it returned: reading its envelope, as any use of a kept event
+// does, sets late.
+type poisonedEvent struct {
+	eventstore.SignalReceived
+	late *atomic.Bool
+}
+
+func (e poisonedEvent) EventEnvelope() eventstore.Envelope {
+	e.late.Store(true)
+	return e.SignalReceived.EventEnvelope()
+}
+
+// poison replaces every event of the []eventstore.Event arguments in args
+// with a poisonedEvent.
+func poison(args []reflect.Value, late *atomic.Bool) {
+	for _, a := range args {
+		evs, ok := a.Interface().([]eventstore.Event)
+		if !ok {
+			continue
+		}
+		for i := range evs {
+			evs[i] = poisonedEvent{late: late}
+		}
+	}
 }
 
 // readMethods are the methods that change nothing in a store.

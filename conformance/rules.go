@@ -168,7 +168,7 @@ const (
 	RuleDecCapabilities = "capabilities"
 	// RuleDecUnwrap: Unwrap() eventstore.Store returns the inner store.
 	RuleDecUnwrap = "unwrap"
-	// RuleDecDifferential (seeded): generated calls (nil, empty, zero, boundary and large arguments with every field drawn, cancelled, expired, deadline-bound and deadline-free contexts, repeated calls) against fresh Spy answers of the same shapes or any error of the set: the inner sees the caller's arguments, context values, Err and Deadline; the caller gets exactly the inner's answer.
+	// RuleDecDifferential (seeded): generated calls (nil, empty, zero, boundary and large arguments with every field drawn, cancelled, expired, deadline-bound and deadline-free contexts, repeated calls) against fresh Spy answers of the same shapes or any error of the set: the inner sees the caller's arguments, context values, Err and Deadline; the caller gets exactly the inner's answer. Once a call returned, the caller's events are poisoned: a decorator that reads them later (it kept the slice) fails, without the race detector. The decorator's own reads (of what it resumes, say) are not counted as the caller's forward; any write is.
 	RuleDecDifferential = "differential"
 	// RuleDecForward, followed by a method name: one call with distinctive arguments reaches the inner once, unchanged, with the caller's context values; results come back unchanged.
 	RuleDecForward = "forward/"
