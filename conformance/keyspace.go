@@ -188,7 +188,6 @@ var keyspaceSuite = suite[keyspace.Store]{name: SuiteKeyspace, rules: []rule[key
 		b.list(0)
 		b.read(0, abs(0), 0)
 	}),
-	fixed(RuleKSSizes, ksSizes),
 	seeded(RuleKSConcurrentAppends, ksConcurrentAppends),
 	ksScript(RuleKSContextCancelled, func(b *ksb) {
 		b.add(0, 1)
@@ -268,6 +267,7 @@ var keyspaceSuite = suite[keyspace.Store]{name: SuiteKeyspace, rules: []rule[key
 	}),
 	seeded(RuleKSConcurrentBatches, ksConcurrentBatches),
 	seeded(RuleKSConcurrentStreams, ksConcurrentStreams),
+	fixed(RuleKSSizes, ksSizes),
 	// The model rule, the longest, runs last.
 	seeded(RuleKSModel, ksModelRule),
 }}
