@@ -941,7 +941,8 @@ func classCases() []classCase {
 }
 
 // TestClassesCaught runs every broken implementation against the rules
-// named for it, with three seeds, and requires each rule to fail each time.
+// named for it, its seeded rules with three seeds, its fixed ones once,
+// and requires each rule to fail each time.
 func TestClassesCaught(t *testing.T) {
 	expensiveSelfTest(t)
 	for _, c := range classCases() {

@@ -90,7 +90,7 @@
 //
 // The package's own tests run every suite against deliberately broken
 // stores and decorators (one plausible bug each) and require each to be
-// caught. Those runs take about a minute and a half of CPU, so a plain
+// caught. Those runs take nearly two minutes of CPU, so a plain
 // go test ./... skips them; CI runs them, without -race, by setting an
 // environment variable:
 //
