@@ -1,10 +1,14 @@
 package conformance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
@@ -53,9 +57,10 @@ func race(n int, racer func(g int) error) []error {
 // makes racer g's append of round at head and returns its length. Exactly
 // one must win each round, and every loser must be told the head the
 // winner left. It returns the winner of each round.
-func contest(rounds int, head uint64, try func(round, g int, head uint64) (int, error)) ([]int, error) {
+func contest(ctx context.Context, rounds int, head uint64, try func(round, g int, head uint64) (int, error)) ([]int, error) {
 	winners := make([]int, rounds)
 	for round := range rounds {
+		tick(ctx)
 		lens := make([]int, racers)
 		errs := race(racers, func(g int) error {
 			n, err := try(round, g, head)
@@ -167,7 +172,7 @@ func ksContest(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Sto
 			batches[r][g] = m.batch(ksAppend{stream: 0, n: 1 + m.g.IntN(maxBatch), seed: m.g.Uint64()})
 		}
 	}
-	winners, err := contest(rounds, 0, func(r, g int, head uint64) (int, error) {
+	winners, err := contest(ctx, rounds, 0, func(r, g int, head uint64) (int, error) {
 		_, err := s.AppendEvents(ctx, head, deepCopy(batches[r][g]))
 		return len(batches[r][g]), err
 	})
@@ -223,7 +228,7 @@ func esConcurrentAppends(ctx context.Context, env *ruleEnv[eventstore.Store], s 
 			tries[r][g] = entry{evs, rows}
 		}
 	}
-	winners, err := contest(rounds, w.head(), func(r, g int, head uint64) (int, error) {
+	winners, err := contest(ctx, rounds, w.head(), func(r, g int, head uint64) (int, error) {
 		e := tries[r][g]
 		if e.rows != nil {
 			return len(e.events), m.ob.AppendWithOutbox(ctx, token, w.id, deepCopy(e.events), head, deepCopy(e.rows))
@@ -243,4 +248,232 @@ func esConcurrentAppends(ctx context.Context, env *ruleEnv[eventstore.Store], s 
 		return nil
 	}
 	return m.claim(1 << 20)
+}
+
+// claimRows is how many rows the concurrent-claims rule stages.
+const claimRows = 300
+
+// outboxConcurrentClaims: racers claim small batches of the same pending
+// rows at once, and re-arm some of what they got, until nothing is
+// pending. Each row must go to one claimant at a time: a row is handed out
+// at most once more than it was re-armed by the racer that held it, every
+// row handed out is the staged row, and in the end the rows still claimed
+// are exactly those handed out once more than re-armed, counted by
+// CountClaimedOutboxRows, the others claimable again.
+func outboxConcurrentClaims(ctx context.Context, env *ruleEnv[eventstore.Store], s eventstore.Store) error {
+	ob, ok := s.(eventstore.Outbox)
+	if !ok {
+		return skipf(CapOutbox, "%T does not implement eventstore.Outbox", s)
+	}
+	m, _ := newESModel(ctx, uint64(env.cfg.seed), 3, env.cfg.scale)(s)
+	for wf := range 3 {
+		if err := m.append(esAppend{wf: wf, n: 1 + claimRows/3, rows: true, kinds: append(start, repeat(kSchedule, claimRows/3)...), seed: uint64(wf)}); err != nil {
+			return fmt.Errorf("staging the rows: %w", err)
+		}
+	}
+	want := map[string]eventstore.OutboxRow{}
+	for _, r := range m.rows {
+		row := *r
+		row.State = eventstore.OutboxClaimed
+		want[r.DispatchKey] = row
+	}
+	var mu sync.Mutex
+	claims, rearms := map[string]int{}, map[string]int{}
+	rounds := 3 * env.cfg.scale
+	for round := range rounds {
+		tick(ctx)
+		errs := race(racers, func(g int) error {
+			rng := newRand(env.cfg.seed, fmt.Sprint(RuleOutboxConcurrentClaims, round, g))
+			rearmsLeft := 6
+			for {
+				limit := 1 + rng.IntN(4)
+				got, err := ob.ClaimOutboxRows(ctx, limit)
+				if err != nil {
+					return fmt.Errorf("racer %d: ClaimOutboxRows(%d): %w", g, limit, err)
+				}
+				if len(got) == 0 {
+					return nil
+				}
+				if len(got) > limit {
+					return fmt.Errorf("racer %d: ClaimOutboxRows(%d) returned %d rows", g, limit, len(got))
+				}
+				mu.Lock()
+				for _, r := range got {
+					claims[r.DispatchKey]++
+				}
+				mu.Unlock()
+				for _, r := range got {
+					if d := diff(r, want[r.DispatchKey]); d != "" {
+						return fmt.Errorf("racer %d: ClaimOutboxRows handed out row %q: %s", g, r.DispatchKey, d)
+					}
+				}
+				if rearmsLeft > 0 && rng.IntN(3) == 0 {
+					rearmsLeft--
+					// Count the re-arm before it takes effect: another racer
+					// may claim the row the moment it is pending again.
+					mu.Lock()
+					rearms[got[0].DispatchKey]++
+					mu.Unlock()
+					if err := ob.RearmOutboxPending(ctx, got[:1]); err != nil {
+						return fmt.Errorf("racer %d: RearmOutboxPending of a row it holds: %w", g, err)
+					}
+				}
+			}
+		})
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		// Judge what each racer was told against the rows' final state.
+		var pending []string
+		held := 0
+		for key := range want {
+			switch claims[key] - rearms[key] {
+			case 1:
+				held++
+			case 0:
+				pending = append(pending, key)
+			default:
+				return fmt.Errorf("row %q was handed out %d times and re-armed %d times: two claimants held it at once", key, claims[key], rearms[key])
+			}
+		}
+		for key := range claims {
+			if _, ok := want[key]; !ok {
+				return fmt.Errorf("ClaimOutboxRows handed out %q, a row never staged", key)
+			}
+		}
+		if n, err := ob.CountClaimedOutboxRows(ctx); err != nil || n != held {
+			return fmt.Errorf("after the race: CountClaimedOutboxRows = %d, %v; want %d, the rows handed out once more than re-armed", n, err, held)
+		}
+		// What is pending is claimable, once; then the next round starts
+		// from every row claimed again.
+		got, err := ob.ClaimOutboxRows(ctx, math.MaxInt)
+		if err != nil {
+			return fmt.Errorf("after the race: ClaimOutboxRows: %w", err)
+		}
+		var keys []string
+		for _, r := range got {
+			keys = append(keys, r.DispatchKey)
+			claims[r.DispatchKey]++
+		}
+		slices.Sort(keys)
+		slices.Sort(pending)
+		if d := diff(keys, pending); d != "" {
+			return fmt.Errorf("after the race, ClaimOutboxRows finds (the rows re-armed and not claimed again): %s", d)
+		}
+		if round+1 < rounds {
+			all := make([]eventstore.OutboxRow, 0, len(want))
+			for key := range want {
+				all = append(all, eventstore.OutboxRow{DispatchKey: key})
+				rearms[key]++
+			}
+			if err := ob.RearmOutboxPending(ctx, all); err != nil {
+				return fmt.Errorf("re-arming every row: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// ksConcurrentStreams: racers create new streams of one run at once (each
+// its own streams, so every first append must succeed) while half of them
+// list the run between their appends. A listing shows every stream whose
+// append returned before the listing started, whole, and nothing else;
+// the final listing is every stream, in order, with its head.
+func ksConcurrentStreams(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Store) error {
+	g := newGen(newRand(env.cfg.seed, RuleKSConcurrentStreams))
+	wf, run := g.workflow(), g.run()
+	perRacer := 8 * env.cfg.scale
+	type created struct {
+		key keyspace.StreamKey
+		n   int
+		end int64 // the logical time its append returned
+	}
+	var clock atomic.Int64
+	var mu sync.Mutex
+	var done []created
+	batches := make([][][]keyspace.ActivityEvent, racers)
+	for r := range racers {
+		for i := range perRacer {
+			act := eventstore.ActivityID(r*perRacer + i)
+			if r%2 == 1 {
+				act |= 1 << 32 // an order a 32-bit key breaks
+			}
+			key := keyspace.NewStreamKey(wf, run, act, uint32(i%3))
+			batch := make([]keyspace.ActivityEvent, 1+g.IntN(3))
+			for j := range batch {
+				batch[j] = keyspace.ActivityEvent{WorkflowID: wf, RunID: run, ActivityID: key.ActivityID, Attempt: key.Attempt,
+					AgentID: fmt.Sprint("racer-", r), WorkerSeq: uint64(i*4 + j)}
+			}
+			batches[r] = append(batches[r], batch)
+		}
+	}
+	list := func(what string) ([]keyspace.StreamSummary, error) {
+		got, err := s.ListStreams(ctx, wf, run)
+		if err != nil {
+			return nil, fmt.Errorf("%s: ListStreams: %w", what, err)
+		}
+		if !slices.IsSortedFunc(got, func(a, b keyspace.StreamSummary) int {
+			return cmpKey(a.Key, b.Key)
+		}) {
+			return nil, fmt.Errorf("%s: ListStreams is not ordered by (activity, attempt): %v", what, got)
+		}
+		return got, nil
+	}
+	errs := race(racers, func(r int) error {
+		for i, batch := range batches[r] {
+			if _, err := s.AppendEvents(ctx, 0, deepCopy(batch)); err != nil {
+				return fmt.Errorf("racer %d: the first append to a new stream: %w", r, err)
+			}
+			end := clock.Add(1)
+			mu.Lock()
+			done = append(done, created{keyspace.KeyOf(batch[0]), len(batch), end})
+			mu.Unlock()
+			if r%2 == 1 || i%2 == 1 {
+				continue
+			}
+			// A listing now shows at least every stream created before it.
+			mu.Lock()
+			before := slices.Clone(done)
+			mu.Unlock()
+			startedAt := clock.Add(1)
+			got, err := list(fmt.Sprintf("racer %d", r))
+			if err != nil {
+				return err
+			}
+			listed := map[keyspace.StreamKey]uint64{}
+			for _, sum := range got {
+				listed[sum.Key] = sum.Head
+			}
+			for _, c := range before {
+				if c.end < startedAt && listed[c.key] != uint64(c.n) {
+					return fmt.Errorf("racer %d: ListStreams started after the append of %d records to %v returned, and lists it with head %d (0: not at all)", r, c.n, c.key, listed[c.key])
+				}
+			}
+		}
+		return nil
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	want := make([]keyspace.StreamSummary, 0, len(done))
+	for _, c := range done {
+		want = append(want, keyspace.StreamSummary{Key: c.key, Head: uint64(c.n)})
+	}
+	slices.SortFunc(want, func(a, b keyspace.StreamSummary) int { return cmpKey(a.Key, b.Key) })
+	got, err := list("after the race")
+	if err != nil {
+		return err
+	}
+	if d := diff(got, want); d != "" {
+		return fmt.Errorf("after %d racers created %d streams of one run: ListStreams: %s", racers, len(want), d)
+	}
+	return nil
+}
+
+// cmpKey orders the streams of one run by (activity, attempt).
+func cmpKey(a, b keyspace.StreamKey) int {
+	if c := cmp.Compare(a.ActivityID, b.ActivityID); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Attempt, b.Attempt)
 }

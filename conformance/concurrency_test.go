@@ -45,7 +45,7 @@ func TestContestJudging(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			winners, err := contest(1, 3, func(_, g int, head uint64) (int, error) { return 2, tc.answer(g) })
+			winners, err := contest(t.Context(), 1, 3, func(_, g int, head uint64) (int, error) { return 2, tc.answer(g) })
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("contest = %v, %v; want an error: %v", winners, err, tc.wantErr)
 			}

@@ -6,11 +6,13 @@ import (
 	"time"
 )
 
-// DefaultRuleTimeout is how long one rule may run, at scale 1, before the
-// watchdog reports it as timed out, unless [WithRuleTimeout] says otherwise;
-// twice that under the race detector, which slows a rule several times. It
-// is generous on purpose: a rule against an in-memory store takes a second
-// or two, and a slow but correct durable store must not fail.
+// DefaultRuleTimeout is how long one rule may go without progress, at
+// scale 1, before the watchdog reports it as timed out, unless
+// [WithRuleTimeout] says otherwise; twice that under the race detector.
+// Progress is every step of a rule (one call, or one short batch of calls,
+// into the implementation) returning: the watchdog fires only when no step
+// returned for the whole timeout, so a busy machine makes a rule slower,
+// never a failure, however long the rule runs in total.
 const DefaultRuleTimeout = 30 * time.Second
 
 // The command-line flags the package registers, read when a suite starts:
@@ -27,17 +29,19 @@ var (
 // config is what the options set; newConfig applies the defaults first.
 type config struct {
 	ruleTimeout time.Duration
-	// watchdog, when set, replaces the wall clock of the watchdog: the rule
-	// times out when the returned channel delivers. Tests set it.
+	// watchdog, when set, replaces the wall clock of the watchdog: each
+	// delivery of the returned channel is one sample of the rule's
+	// progress (see watch). Tests set it.
 	watchdog func(time.Duration) <-chan time.Time
 	seed     int64
 	scale    int
 	require  Capabilities
 	nodes    func(t *testing.T) Nodes
 	// The package's own tests turn the minimiser off and select rules.
-	noShrink bool
-	only     map[string]bool
-	noSeeded bool
+	noShrink    bool
+	only        map[string]bool
+	noSeeded    bool
+	stopAtFirst bool // the check cores stop at the first failed rule
 }
 
 // selected reports whether a rule runs under c.
@@ -58,12 +62,14 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
-// WithRuleTimeout bounds each rule (one subtest) to d times the scale (see
-// [WithScale]), doubled under the race detector: a rule still running after
-// that is reported as failed with
-// an error matching [ErrRuleTimedOut], and the context the rule passes to
-// the store is cancelled at that moment. Without this option d is
-// [DefaultRuleTimeout]. A d <= 0 is ignored.
+// WithRuleTimeout sets how long a rule (one subtest) may go without
+// progress (a step returning) to d times the scale (see [WithScale]),
+// doubled under the race detector: a rule stuck in one step for that long
+// is reported as failed with an error matching [ErrRuleTimedOut], saying
+// that it timed out, and the context the rule passes to the store is
+// cancelled at that moment. A rule that keeps making progress is never
+// stopped. Without this option d is [DefaultRuleTimeout]. A d <= 0 is
+// ignored.
 func WithRuleTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {

@@ -37,14 +37,34 @@
 //
 // # Concurrency
 //
-// Rules run one after another; the concurrency rules race eight goroutines
-// at one expectedSeq, round after round, and check atomicity from outside.
-// A black-box rule finds a non-atomic commit only when the schedule
-// interleaves the racers inside it: a store with a lock-free window between
-// its check and its write passes whenever no racer lands in that window.
-// Run the suites under -race and with -count for more schedules.
+// Rules run one after another; the concurrency rules race real goroutines
+// and judge what each caller was told against the final state, in the
+// manner of a linearizability check: eight appenders at one expectedSeq,
+// round after round (one winner, the losers told its head); racers
+// claiming the same outbox rows and re-arming some (each row to one
+// claimant until re-armed); racers creating streams of one run while
+// listing it (a listing shows every stream whose append returned before
+// it started); and, between two nodes, a holder appending from several
+// goroutines while the shard changes hands (every append it was told
+// landed is in the new holder's first read after acquiring, every later
+// one fails with ErrNotOwner). A black-box rule finds a non-atomic step
+// only when the schedule interleaves the racers inside it: a store with a
+// lock-free window between its check and its write passes whenever no
+// racer lands in that window. Run the suites under -race and with -count
+// for more schedules.
+//
+// Retries are not deduplicated: an accepted batch made again, identical,
+// at the expectedSeq it was accepted at is a conflict like any stale one
+// (rules retried-batch-conflicts, append-retried-identical-conflicts), as
+// the eventstore and keyspace contracts state.
 //
 // # Limits
+//
+// Sizes come from the contracts and from the limits implementations
+// plausibly have: the sizes-and-pages rules draw every page size at, below,
+// above and at exact multiples (1,000 and 2,000 of a history, a stream,
+// rows, due timers, workflows; 512 and 1,024 streams of one run; timer IDs
+// of 65,537 bytes), and the model rules go past 4,096 and 65,536.
 //
 // The suites check what the contracts promise, not what they leave open:
 // listing and Query order, histories not starting with WorkflowStarted,
@@ -52,7 +72,27 @@
 // across restarts, error texts. Under the race detector the seeded rules
 // run shorter (fewer random operations, the keyspace's long stream past
 // 4,096 records instead of 65,536, no decorator slice past 65,536) and the
-// rule timeout doubles: run the suites without -race too. A watchdog bounds
-// each rule ([WithRuleTimeout]); a panic or runtime.Goexit in the
-// implementation fails that rule ([ErrRulePanicked], [ErrRuleAborted]).
+// rule timeout doubles: run the suites without -race too. A panic or
+// runtime.Goexit in the implementation fails that rule ([ErrRulePanicked],
+// [ErrRuleAborted]).
+//
+// # Timeouts
+//
+// A watchdog bounds each rule ([WithRuleTimeout], [DefaultRuleTimeout]),
+// and it is progress-based: it fires only when no step of the rule (one
+// call, or a short batch of calls, into the implementation) returned for
+// the whole timeout. A busy machine that slows every call makes a rule
+// slower, never a failure, however long the rule runs in total; a call
+// that hangs fails the rule with an error matching [ErrRuleTimedOut] that
+// says it timed out, apart from the failures of wrong answers.
+//
+// # Self-tests
+//
+// The package's own tests run every suite against deliberately broken
+// stores and decorators (one plausible bug each) and require each to be
+// caught. Those runs take nearly two minutes of CPU, so a plain
+// go test ./... skips them; CI runs them, without -race, by setting an
+// environment variable:
+//
+//	AIONOTEL_CONFORMANCE_SELFTEST=1 go test -run 'TestClassesCaught|TestAdversary' ./conformance
 package conformance

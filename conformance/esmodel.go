@@ -89,8 +89,18 @@ type esModel struct {
 	timers   map[timerKey]eventstore.TimerEntry
 	packages map[[2]string]eventstore.PackageRecord
 	routes   map[string]string
-	shard0   bool // shard 0 acquired
-	noScope  bool // SetOwnedShards([]int{}) is in force
+	shard0   bool     // shard 0 acquired
+	noScope  bool     // SetOwnedShards([]int{}) is in force
+	done     []esDone // the last accepted appends, oldest first, for retries
+}
+
+// esDone is an accepted append, as the caller gave it.
+type esDone struct {
+	w        *esWf
+	expected uint64
+	events   []eventstore.Event
+	rows     []eventstore.OutboxRow
+	outbox   bool
 }
 
 // newESModel returns the start function of a model run with n workflows:
@@ -460,6 +470,7 @@ func (m *esModel) flawed(w *esWf, a esAppend, g *gen, events []eventstore.Event,
 
 // append makes one generated append and judges it.
 func (m *esModel) append(a esAppend) error {
+	tick(m.ctx)
 	w := m.wf(a.wf)
 	head := w.head()
 	expected := a.at.at(head)
@@ -543,10 +554,40 @@ func (m *esModel) append(a esAppend) error {
 		}
 	}
 	m.apply(w, givenE, givenR)
+	if !a.big && len(givenE)+len(givenR) <= 64 {
+		m.done = append(m.done[max(0, len(m.done)-retriesKept+1):], esDone{w, expected, givenE, givenR, outbox})
+	}
 	if a.big {
 		return m.readFrom(w, abs(head+1), ctxLive, 0)
 	}
 	return nil
+}
+
+// retry makes an accepted append again, identical (events and rows,
+// through the same method), at the expectedSeq it was accepted at (back
+// appends before the last; none kept: a no-op): the history moved on, so
+// it is a conflict whose Found is the history length, and it writes
+// nothing. A store that takes an identical retry as already done answers
+// nil, which the contract does not allow.
+func (m *esModel) retry(back int) error {
+	if back >= len(m.done) {
+		return nil
+	}
+	d := m.done[len(m.done)-1-back]
+	if d.w.head() == d.expected {
+		return nil // pruned since: not a retry any more
+	}
+	var err error
+	if d.outbox {
+		err = m.ob.AppendWithOutbox(m.ctx, token, d.w.id, deepCopy(d.events), d.expected, deepCopy(d.rows))
+	} else {
+		err = m.s.Append(m.ctx, token, d.w.id, deepCopy(d.events), d.expected)
+	}
+	what := fmt.Sprintf("the identical retry of an accepted append of %d events and %d rows", len(d.events), len(d.rows))
+	if err := wantConflict(err, d.expected, d.w.head(), what); err != nil {
+		return err
+	}
+	return m.readFrom(d.w, rel(0), ctxLive, 0)
 }
 
 // apply records an accepted batch and its rows.
@@ -746,7 +787,7 @@ func (m *esModel) listings(mode ctxMode) error {
 }
 
 // queryVariants is how many filters query draws from.
-const queryVariants = 11
+const queryVariants = 13
 
 // query runs Query with a filter of the variant and checks every summary
 // of the model's workflows it returns, and how many.
@@ -774,6 +815,8 @@ func (m *esModel) query(variant int, seed uint64, mode ctxMode) error {
 			{Status: eventstore.StatusRunning},
 			{Status: pick(g, eventstore.StatusCompleted, eventstore.StatusContinuedAsNew, eventstore.StatusFailed, eventstore.StatusTimedOut)},
 			{Limit: pick(g, 1, 4097, 1<<32+1, math.MaxInt)},
+			{Limit: 1<<32 + 2}, // a limit kept in 32 bits is 2
+			{Limit: math.MaxInt32 + 1},
 		}[variant%queryVariants]
 	}
 	want := map[eventstore.WorkflowID]eventstore.WorkflowSummary{}

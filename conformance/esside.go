@@ -277,6 +277,11 @@ func (m *esModel) expired(variant int, seed uint64, mode ctxMode) error {
 	case 3:
 		asOf = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
+	return m.expiredAsOf(asOf, mode)
+}
+
+// expiredAsOf calls ExpiredTimers(asOf) and judges the answer.
+func (m *esModel) expiredAsOf(asOf time.Time, mode ctxMode) error {
 	want := []eventstore.TimerEntry{}
 	for _, e := range m.timers {
 		if !e.FireAt.After(asOf) && !m.noScope {

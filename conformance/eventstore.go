@@ -7,7 +7,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
 )
@@ -59,7 +61,7 @@ func TestEventStore(t *testing.T, newStore func(t *testing.T) eventstore.Store, 
 func CheckEventStore(ctx context.Context, newStore func() (eventstore.Store, func(), error), opts ...Option) error {
 	cfg := newConfig(opts)
 	err := eventStoreSuite.check(ctx, cfg, newStore)
-	if cfg.nodes == nil {
+	if cfg.nodes == nil || (err != nil && cfg.stopAtFirst) {
 		return err
 	}
 	return errors.Join(err, nodesSuite.check(ctx, cfg, func() (Nodes, func(), error) {
@@ -253,7 +255,25 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.shard(7)
 		b.claim(100)
 	}),
-	seeded(RuleESModel, esModelRule),
+	esScript(RuleESRetriedAppend, 0, func(b *esb) {
+		b.add(0, kStart)
+		b.retry(0)
+		b.add(0, kSignal, kSchedule)
+		b.retry(0)
+		b.retry(1)
+		b.app(esAppend{wf: 0, n: 2, rows: true, kinds: []string{kSchedule, kSchedule}})
+		b.retry(0)
+		b.add(0, kSchedule) // scheduled without a row
+		b.app(esAppend{wf: 0, n: 1, rowsOnly: true})
+		b.retry(0)
+		b.add(1, kStart) // another workflow: the retries of workflow 0 stay stale
+		b.retry(1)
+		b.retry(3)
+		b.all(0)
+		b.all(1)
+		b.listings()
+		b.claim(10)
+	}),
 	seeded(RuleESConcurrentAppends, esConcurrentAppends),
 	esScript(RuleESAliasing, 0, func(b *esb) {
 		b.app(esAppend{wf: 0, n: len(bigKinds), big: true, kinds: bigKinds})
@@ -294,6 +314,7 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.claim(4097)
 		b.claim(math.MaxInt)
 	}),
+	seeded(RuleOutboxConcurrentClaims, outboxConcurrentClaims),
 	esScript(RuleOutboxRearm, CapOutbox, func(b *esb) {
 		b.app(esAppend{wf: 0, n: 5, rows: true, kinds: append(start, repeat(kSchedule, 4)...)})
 		b.claim(10)
@@ -377,7 +398,67 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.expired(3)
 		b.claim(10)
 	}),
+	// The costly fixed rule, then the model rule, the longest, run last.
+	esScript(RuleESSizes, 0, func(b *esb) {
+		// A history of exactly 2,000 events, read whole and from where
+		// exactly 1,000 (a page) remain, and next to it.
+		b.add(0, kStart)
+		for _, n := range []int{500, 500, 500, 499} {
+			b.add(0, repeat(kSignal, n)...)
+		}
+		b.all(0)
+		for _, rest := range []int64{1, 512, 513, 999, 1000, 1001, 1024, 1025, 2000} {
+			b.read(0, rel(1-rest))
+		}
+		// Exactly 1,000 rows staged, claimed whole.
+		b.app(esAppend{wf: 1, n: 1001, rows: true, kinds: append(start, repeat(kSchedule, 1000)...)})
+		b.claim(math.MaxInt)
+		// 2,049 due timers on one workflow, IDs of every length a column
+		// or an index cuts (255, 256, 4,097 and 65,537 bytes among them),
+		// read at exactly 512, 1,000, 1,024, 2,000 due and next to each.
+		b.push("ScheduleTimer of 2,049 timers, one second apart", func(m *esModel) error {
+			for i := range sizesTimers {
+				id := fmt.Sprintf("%s%05d", m.g.salt, i)
+				if n := []int{255, 256, 4097, 65537}[i%4]; i%500 == 7 {
+					id += strings.Repeat("t", n-len(id))
+				}
+				e := eventstore.TimerEntry{WorkflowID: m.wf(0).id, TimerID: eventstore.TimerID(id), FireAt: sizesTimerAt(i), ArmedSeq: uint64(i)}
+				if err := m.s.ScheduleTimer(m.ctx, e.WorkflowID, e.TimerID, e.FireAt, e.ArmedSeq); err != nil {
+					return fmt.Errorf("ScheduleTimer(timer %d of %d bytes): %w", i, len(id), err)
+				}
+				m.timers[timerKey{e.WorkflowID, e.TimerID}] = e
+			}
+			return nil
+		})
+		for _, due := range []int{511, 512, 513, 999, 1000, 1001, 1023, 1024, 1025, 2000, sizesTimers} {
+			b.push(fmt.Sprintf("ExpiredTimers with %d due", due), func(m *esModel) error { return m.expiredAsOf(sizesTimerAt(due-1), ctxLive) })
+		}
+		// Exactly 1,000 and 2,000 workflows, then one more: the listings
+		// and Query at a page and past it.
+		for _, upTo := range []int{1000, 2000, 2001} {
+			b.push(fmt.Sprintf("start workflows up to %d", upTo), func(m *esModel) error {
+				for wf := range upTo {
+					if m.wf(wf).head() == 0 {
+						if err := m.append(esAppend{wf: wf, n: 1, kinds: start, seed: uint64(wf)}); err != nil {
+							return fmt.Errorf("workflow %d: %w", wf, err)
+						}
+					}
+				}
+				return nil
+			})
+			b.listings()
+			b.query(0)
+		}
+	}),
+	// The model rule, the longest, runs last.
+	seeded(RuleESModel, esModelRule),
 }}
+
+// sizesTimers is how many timers the sizes rule arms.
+const sizesTimers = 2049
+
+// sizesTimerAt is when the sizes rule's i-th timer fires.
+func sizesTimerAt(i int) time.Time { return time.Unix(1_600_000_000+int64(i), 0).UTC() }
 
 // esb builds the steps of an event store rule; mode and trip apply to the
 // next step only.
@@ -546,6 +627,10 @@ func (b *esb) shard(variant int) {
 	})
 }
 
+func (b *esb) retry(back int) {
+	b.push(fmt.Sprintf("the append accepted %d before the last, again at its expectedSeq", back), func(m *esModel) error { return m.retry(back) })
+}
+
 func (b *esb) prune(variant int) {
 	b.on(fmt.Sprintf("PruneClosed(variant %d)", variant), func(m *esModel, _ ctxMode, _ int, seed uint64) error { return m.prune(variant, seed) })
 }
@@ -630,6 +715,8 @@ func esModelRule(ctx context.Context, env *ruleEnv[eventstore.Store], s eventsto
 			b.app(esAppend{wf: w, n: 1 + rng.IntN(4), rows: caps&CapOutbox != 0, partial: true})
 		case r < 18:
 			b.app(esAppend{wf: w, n: 1 + rng.IntN(5), rows: caps&CapOutbox != 0 && rng.IntN(4) != 0, partial: true, rowsOnly: caps&CapOutbox != 0 && rng.IntN(10) == 0})
+		case r < 20 && rng.IntN(3) == 0:
+			b.retry(rng.IntN(retriesKept))
 		case r < 20:
 			b.app(esAppend{wf: w, n: rng.IntN(3), at: pick(rng, stale...), rowsOnly: caps&CapOutbox != 0 && rng.IntN(2) == 0})
 		case r < 23:

@@ -252,8 +252,24 @@ var keyspaceSuite = suite[keyspace.Store]{name: SuiteKeyspace, rules: []rule[key
 		b.deleteRun(14) // never written
 		b.read(0, abs(0), 0)
 	}),
-	seeded(RuleKSModel, ksModelRule),
+	ksScript(RuleKSRetriedBatch, func(b *ksb) {
+		b.add(0, 1)
+		b.retry(0)
+		b.add(0, 3)
+		b.retry(0)
+		b.retry(1)
+		b.add(7, 2) // another stream: the retry of stream 0 stays stale
+		b.retry(2)
+		b.one(1, rel(0))
+		b.retry(0)
+		b.read(0, abs(0), 0)
+		b.read(1, abs(0), 0)
+	}),
 	seeded(RuleKSConcurrentBatches, ksConcurrentBatches),
+	seeded(RuleKSConcurrentStreams, ksConcurrentStreams),
+	fixed(RuleKSSizes, ksSizes),
+	// The model rule, the longest, runs last.
+	seeded(RuleKSModel, ksModelRule),
 }}
 
 // pos is a stream position resolved when a step runs: the head plus rel
@@ -330,7 +346,18 @@ type ksModel struct {
 	g    *gen
 	keys []keyspace.StreamKey
 	recs map[keyspace.StreamKey][]keyspace.Record
+	done []ksDone // the last accepted batches, oldest first, for retries
 }
+
+// ksDone is an accepted batch, as the caller gave it.
+type ksDone struct {
+	key      keyspace.StreamKey
+	expected uint64
+	batch    []keyspace.ActivityEvent
+}
+
+// retriesKept is how many accepted batches a model keeps to retry.
+const retriesKept = 4
 
 // ksKeys is the stream table of a model run: fixed streams the scripts
 // name, then n more, most in run A1. Streams 0-6 share a run and differ
@@ -497,6 +524,7 @@ func errClass(want error) error {
 }
 
 func (m *ksModel) append(a ksAppend) error {
+	tick(m.ctx)
 	key := m.keys[a.stream]
 	head := m.head(key)
 	expected := a.at.at(head)
@@ -571,10 +599,34 @@ func (m *ksModel) append(a ksAppend) error {
 	for i, ev := range given {
 		m.recs[key] = append(m.recs[key], stored(ev, head+uint64(i)))
 	}
+	if !a.big && len(given) <= 64 {
+		m.done = append(m.done[max(0, len(m.done)-retriesKept+1):], ksDone{key, expected, given})
+	}
 	if a.big {
 		return m.read(ksRead{stream: a.stream, from: abs(head)})
 	}
 	return nil
+}
+
+// retry makes an accepted batch again, identical, at the expectedSeq it was
+// accepted at (back batches before the last; none kept: a no-op): the
+// stream moved on, so it is a conflict whose Found is the head, and it
+// writes nothing. A store that takes an identical retry as already done
+// (deduplicating by content) answers nil, which the contract does not
+// allow.
+func (m *ksModel) retry(back int) error {
+	if back >= len(m.done) {
+		return nil
+	}
+	d := m.done[len(m.done)-1-back]
+	if m.head(d.key) == d.expected {
+		return nil // the stream was deleted since: not a retry any more
+	}
+	_, err := m.s.AppendEvents(m.ctx, d.expected, deepCopy(d.batch))
+	if err := wantConflict(err, d.expected, m.head(d.key), fmt.Sprintf("the identical retry of a batch of %d accepted", len(d.batch))); err != nil {
+		return err
+	}
+	return m.unchanged(d.key)
 }
 
 // unchanged checks that the streams' heads, and the listings of their
@@ -789,8 +841,55 @@ func (b *ksb) zero(stream int, f ksFlaw) {
 	b.push(fmt.Sprintf("Head, ReadFrom, ListStreams(stream %d with a %s)", stream, flawNames[f]), func(m *ksModel) error { return m.zero(stream, f) })
 }
 
+func (b *ksb) retry(back int) {
+	b.push(fmt.Sprintf("AppendEvents(the batch accepted %d before the last, again at its expectedSeq)", back), func(m *ksModel) error { return m.retry(back) })
+}
+
 func (b *ksb) deleteRun(stream int) {
 	b.push(fmt.Sprintf("DeleteRun(run of stream %d)", stream), func(m *ksModel) error { return m.deleteRun(stream) })
+}
+
+// ksSizes: a stream of exactly 2,000 records read whole, in pages of
+// exactly 1,000 and from where exactly 1,000 remain, and next to each; a
+// run listed at exactly 512, 1,000 and 1,024 streams and one more.
+func ksSizes(ctx context.Context, s keyspace.Store) error {
+	b := &ksb{rng: newRand(1, RuleKSSizes)}
+	b.add(0, 1000)
+	b.add(0, 1000)
+	for _, r := range []struct {
+		from  uint64
+		limit int
+	}{{0, 0}, {0, 1000}, {1000, 1000}, {1000, 0}, {999, 0}, {1001, 0}, {0, 2000}, {0, 1999}, {0, 2001}, {1024, 0}, {976, 1024}, {1999, 0}, {2000, 0}} {
+		b.read(0, abs(r.from), r.limit)
+	}
+	b.push("streams of one run, up to 1,025", func(m *ksModel) error {
+		run := m.keys[0]
+		n := 0
+		for _, k := range m.keys {
+			if k.WorkflowID == run.WorkflowID && k.RunID == run.RunID && len(m.recs[k]) > 0 {
+				n++
+			}
+		}
+		for i, k := range m.keys {
+			if k.WorkflowID != run.WorkflowID || k.RunID != run.RunID || len(m.recs[k]) > 0 {
+				continue
+			}
+			if err := m.append(ksAppend{stream: i, n: 1, seed: uint64(i)}); err != nil {
+				return err
+			}
+			if n++; slices.Contains([]int{511, 512, 513, 999, 1000, 1001, 1023, 1024, 1025}, n) {
+				if err := m.list(ksRead{stream: 0}); err != nil {
+					return fmt.Errorf("at %d streams: %w", n, err)
+				}
+			}
+			if n == 1025 {
+				return nil
+			}
+		}
+		return fmt.Errorf("the stream table has %d streams of one run, want 1,025", n)
+	})
+	_, err := runSteps(ctx, s, newKSModel(ctx, 1, 1400), b.steps)
+	return err
 }
 
 // ksScript makes a fixed rule of a script: the same steps whatever the
@@ -850,6 +949,8 @@ func ksModelRule(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.S
 			b.add(stream, 1+rng.IntN(5))
 		case r < 12:
 			b.add(stream, 1+rng.IntN(8))
+		case r < 15 && rng.IntN(3) == 0:
+			b.retry(rng.IntN(retriesKept))
 		case r < 15:
 			b.appendAt(stream, 1+rng.IntN(3), pick(rng, rel(-1), rel(1), rel(-1000), plus(1<<32), plus(1<<63), abs(math.MaxUint64), abs(1<<32+1)))
 		case r < 19:

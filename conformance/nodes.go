@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,10 +31,11 @@ type Nodes struct {
 	// shards A held: a store without leases marks A dead
 	// (eventstore.MemoryCluster.Kill); a store with leases stops A's
 	// renewals and lets its leases run out (an injected clock, or a short
-	// lease waited for). After Kill the rules call A only to append, which
-	// must fail with eventstore.ErrNotOwner on the shards A held, and to
-	// ask IsCurrentOwner, which must be false. nil skips the rules that
-	// kill a node.
+	// lease waited for). After Kill the rules call A only to append and
+	// to publish itself as a shard's owner, which must fail with
+	// eventstore.ErrNotOwner (appends on the shards A held), and to ask
+	// IsCurrentOwner, which must be false. nil skips the rules that kill a
+	// node.
 	Kill func(ctx context.Context) error
 	// Close, when set, is called when the rule is over: the cleanup for
 	// [CheckEventStore], which has no *testing.T (TestEventStore users may
@@ -103,6 +108,42 @@ var nodesSuite = suite[Nodes]{name: SuiteEventStore, rules: []rule[Nodes]{
 		b.write(nodeB, 0, true)
 		b.write(nodeA, 0, true)
 		b.write(nodeA, 1, false)
+		b.publish(nodeA, 0) // a dead node's claims of ownership
+		b.publish(nodeA, 1)
+	}),
+	nodesScript(RuleNodesReadsAcross, func(b *nb) {
+		b.writeKind(nodeA, 0, wSignal) // started
+		b.writeKind(nodeA, 0, wSignal) // an activity scheduled without a row
+		b.writeKind(nodeA, 0, wLife)   // paused
+		b.arm(nodeA, 0)
+		b.write(nodeB, 1, true)
+		b.writeKind(nodeB, 1, wSignal)
+		b.writeKind(nodeB, 1, wRowsOnly)
+		b.arm(nodeB, 1)
+		b.claimAll(nodeA)
+		b.claimAll(nodeB)
+		// Adoption: a node scoped to one shard widens to the other's.
+		b.scope(nodeB, false, 1)
+		b.scope(nodeB, true, 0)
+		b.scope(nodeA, false, -1)
+		b.scope(nodeA, true, 1)
+		b.scope(nodeA, true, 0)
+		// A non-holder's rows-only append is fenced like any other.
+		b.acquire(nodeA, 0)
+		b.writeKind(nodeB, 0, wRowsOnly)
+		b.claimAll(nodeA)
+		b.writeKind(nodeA, 0, wLife) // resumed
+		b.writeKind(nodeA, 0, wSignal)
+		// After a kill, the survivor takes over, and reads what the dead
+		// node wrote.
+		b.kill()
+		b.acquire(nodeB, 0)
+		b.writeKind(nodeB, 0, wRowsOnly)
+		b.writeKind(nodeB, 0, wLife)
+		b.arm(nodeB, 0)
+		b.scope(nodeB, false, 1)
+		b.scope(nodeB, true, 0)
+		b.claimAll(nodeB)
 	}),
 	nodesScript(RuleNodesScopes, func(b *nb) {
 		b.write(nodeA, 0, false)
@@ -113,6 +154,7 @@ var nodesSuite = suite[Nodes]{name: SuiteEventStore, rules: []rule[Nodes]{
 		b.scope(nodeA, false)
 		b.scope(nodeB, false, -1)
 	}),
+	seeded(RuleNodesStaleOwnerRace, nodesStaleOwnerRace),
 	seeded(RuleNodesModel, nodesModelRule),
 }}
 
@@ -126,6 +168,10 @@ type nodesModel struct {
 	wfs      [3]eventstore.WorkflowID
 	runs     [3]eventstore.RunID
 	history  [3][]eventstore.Event
+	paused   [3]bool                   // the workflow's run is paused
+	timer    [3]*eventstore.TimerEntry // the workflow's armed timer
+	rows     [3][]string               // the dispatch keys staged for the workflow
+	unrowed  [3][]eventstore.ActivityID
 	holder   [3]int
 	acquired [3]bool
 	scopes   [2][]int // nil: every shard
@@ -165,6 +211,7 @@ func (m *nodesModel) node(i int) eventstore.Store { return []eventstore.Store{m.
 // check compares every node's view with the model: IsCurrentOwner of each
 // shard, and each workflow's history and listing through each live node.
 func (m *nodesModel) check() error {
+	tick(m.ctx)
 	for i := range 2 {
 		for s := range m.shards {
 			if got, want := m.so[i].IsCurrentOwner(m.ctx, s), m.holder[s] == i; got != want {
@@ -178,6 +225,18 @@ func (m *nodesModel) check() error {
 		if err != nil {
 			return fmt.Errorf("node %c: ListWorkflowIDs: %w", 'A'+i, err)
 		}
+		active, err := m.node(i).ListActive(m.ctx)
+		if err != nil {
+			return fmt.Errorf("node %c: ListActive: %w", 'A'+i, err)
+		}
+		paused, err := m.node(i).ListPaused(m.ctx)
+		if err != nil {
+			return fmt.Errorf("node %c: ListPaused: %w", 'A'+i, err)
+		}
+		due, err := m.node(i).ExpiredTimers(m.ctx, nodesTimerAt.Add(time.Hour))
+		if err != nil {
+			return fmt.Errorf("node %c: ExpiredTimers: %w", 'A'+i, err)
+		}
 		for s := range m.shards {
 			got, err := m.node(i).ReadHistory(m.ctx, m.wfs[s])
 			if err != nil {
@@ -186,14 +245,41 @@ func (m *nodesModel) check() error {
 			if d := diff(got, m.history[s]); d != "" {
 				return fmt.Errorf("node %c reads the workflow of shard %d: %s", 'A'+i, s, d)
 			}
-			listed := len(m.history[s]) > 0 && (m.scopes[i] == nil || slices.Contains(m.scopes[i], s))
-			if slices.Contains(ids, m.wfs[s]) != listed {
-				return fmt.Errorf("node %c: ListWorkflowIDs lists the workflow of shard %d: %v, want %v (scope %v)", 'A'+i, s, !listed, listed, m.scopes[i])
+			inScope := m.scopes[i] == nil || slices.Contains(m.scopes[i], s)
+			written := len(m.history[s]) > 0
+			for _, l := range []struct {
+				name string
+				ids  []eventstore.WorkflowID
+				want bool
+			}{
+				{"ListWorkflowIDs", ids, written && inScope},
+				{"ListActive", active, written && inScope && !m.paused[s]},
+				{"ListPaused", paused, written && inScope && m.paused[s]},
+			} {
+				if slices.Contains(l.ids, m.wfs[s]) != l.want {
+					return fmt.Errorf("node %c: %s lists the workflow of shard %d: %v, want %v (scope %v)", 'A'+i, l.name, s, !l.want, l.want, m.scopes[i])
+				}
+			}
+			var gotTimer *eventstore.TimerEntry
+			for _, e := range due {
+				if e.WorkflowID == m.wfs[s] {
+					gotTimer = &e
+				}
+			}
+			var want *eventstore.TimerEntry
+			if inScope {
+				want = m.timer[s]
+			}
+			if d := diff(gotTimer, want); d != "" {
+				return fmt.Errorf("node %c: ExpiredTimers, the timer of the workflow of shard %d (scope %v): %s", 'A'+i, s, m.scopes[i], d)
 			}
 		}
 	}
 	return nil
 }
+
+// nodesTimerAt is when the nodes rules' timers fire.
+var nodesTimerAt = time.Unix(1_700_000_000, 0).UTC()
 
 func (m *nodesModel) acquire(i int, shards []int) error {
 	if i == nodeA && m.deadA {
@@ -241,11 +327,24 @@ func (m *nodesModel) release(i int, shards []int) error {
 	return m.check()
 }
 
-// write appends one event through node i to the workflow of shard (with an
-// outbox row when row and the node is an Outbox), at the model's head: it
-// must succeed exactly when the shard is open or held by the node, and
-// fail with ErrNotOwner writing nothing otherwise.
-func (m *nodesModel) write(i, shard int, row bool) error {
+// What a nodes rule writes: one event (a signal, or a pause or resume),
+// with an outbox row, or rows only.
+type nodeWrite int
+
+const (
+	wSignal   nodeWrite = iota
+	wRow                // one event, one row, through AppendWithOutbox
+	wLife               // a pause, or a resume of a paused run
+	wRowsOnly           // AppendWithOutbox with a row and no event
+)
+
+// write appends through node i to the workflow of shard (one event, or
+// with an outbox row, or a row only, for an Outbox), at the model's head:
+// it must succeed exactly when the shard is open or held by the node, and
+// fail with ErrNotOwner writing nothing otherwise. The first event of the
+// workflow starts it, and a rows-only write needs an activity scheduled
+// without a row.
+func (m *nodesModel) write(i, shard int, kind nodeWrite) error {
 	var want error
 	if m.acquired[shard] && m.holder[shard] != i {
 		want = eventstore.ErrNotOwner
@@ -253,35 +352,123 @@ func (m *nodesModel) write(i, shard int, row bool) error {
 	if i == nodeA && m.deadA && !m.acquired[shard] {
 		return nil // a dead node writing to an open shard: the store's choice
 	}
+	ob, isOutbox := m.node(i).(eventstore.Outbox)
+	if !isOutbox && kind != wLife {
+		kind = wSignal
+	}
 	head := uint64(len(m.history[shard]))
+	if kind == wRowsOnly && len(m.unrowed[shard]) == 0 {
+		kind = wSignal
+	}
 	env := eventstore.Envelope{WorkflowID: m.wfs[shard], RunID: m.runs[shard], Seq: head + 1, RecordedAt: time.Unix(1_700_000_000+int64(head), 0).UTC()}
 	var ev eventstore.Event = eventstore.SignalReceived{Envelope: env, SignalName: fmt.Sprintf("by-%c", 'A'+i)}
-	if head == 0 {
+	paused := m.paused[shard]
+	switch {
+	case head == 0:
 		ev = eventstore.WorkflowStarted{Envelope: env, WorkflowType: "conformance-nodes"}
+	case kind == wLife && paused:
+		ev, paused = eventstore.WorkflowResumed{Envelope: env}, false
+	case kind == wLife:
+		ev, paused = eventstore.WorkflowPaused{Envelope: env}, true
+	case kind == wSignal && !paused:
+		// An activity scheduled without a row, for a later rows-only write.
+		ev = eventstore.ActivityScheduled{Envelope: env, ActivityID: eventstore.ActivityID(head), ActivityType: "conformance-nodes"}
 	}
+	events := []eventstore.Event{ev}
+	var rows []eventstore.OutboxRow
 	var err error
 	what := fmt.Sprintf("node %c: Append to the workflow of shard %d", 'A'+i, shard)
-	if ob, ok := m.node(i).(eventstore.Outbox); ok && row {
+	switch kind {
+	case wRow:
 		what = fmt.Sprintf("node %c: AppendWithOutbox (one event, one row) to the workflow of shard %d", 'A'+i, shard)
-		err = ob.AppendWithOutbox(m.ctx, token, m.wfs[shard], []eventstore.Event{ev}, head, []eventstore.OutboxRow{{RunID: m.runs[shard], Ordinal: eventstore.ActivityID(head)}})
-	} else {
-		err = m.node(i).Append(m.ctx, token, m.wfs[shard], []eventstore.Event{ev}, head)
+		rows = []eventstore.OutboxRow{{RunID: m.runs[shard], Ordinal: eventstore.ActivityID(head) | 1<<40}}
+		err = ob.AppendWithOutbox(m.ctx, token, m.wfs[shard], events, head, rows)
+	case wRowsOnly:
+		what = fmt.Sprintf("node %c: AppendWithOutbox (rows only) to the workflow of shard %d", 'A'+i, shard)
+		events = nil
+		rows = []eventstore.OutboxRow{{RunID: m.runs[shard], Ordinal: m.unrowed[shard][0]}}
+		err = ob.AppendWithOutbox(m.ctx, token, m.wfs[shard], nil, head, rows)
+	default:
+		err = m.node(i).Append(m.ctx, token, m.wfs[shard], events, head)
 	}
 	if err := wantErr(err, want, what); err != nil {
 		return err
 	}
 	if want == nil {
-		m.history[shard] = append(m.history[shard], ev)
+		m.history[shard] = append(m.history[shard], events...)
+		m.paused[shard] = paused
+		for _, r := range rows {
+			m.rows[shard] = append(m.rows[shard], eventstore.DispatchKey(m.wfs[shard], r.RunID, r.Ordinal))
+		}
+		if kind == wRowsOnly {
+			m.unrowed[shard] = m.unrowed[shard][1:]
+		}
+		if s, ok := ev.(eventstore.ActivityScheduled); ok && kind == wSignal {
+			m.unrowed[shard] = append(m.unrowed[shard], s.ActivityID)
+		}
 	}
 	return m.check()
 }
 
-func (m *nodesModel) publish(i, shard int) error {
-	if i == nodeA && m.deadA {
+// arm schedules the workflow's timer through node i, armed at its head: it
+// must succeed when the shard is open or held by the node; another node's
+// may be refused with ErrNotOwner (which writes a store fences beyond
+// appends is its choice).
+func (m *nodesModel) arm(i, shard int) error {
+	if (i == nodeA && m.deadA) || len(m.history[shard]) == 0 {
 		return nil
 	}
+	e := eventstore.TimerEntry{WorkflowID: m.wfs[shard], TimerID: "conformance-nodes", FireAt: nodesTimerAt.Add(time.Duration(len(m.history[shard])) * time.Second), ArmedSeq: uint64(len(m.history[shard]))}
+	err := m.so[i].(eventstore.Store).ScheduleTimer(m.ctx, e.WorkflowID, e.TimerID, e.FireAt, e.ArmedSeq)
+	switch {
+	case err == nil:
+		m.timer[shard] = &e
+	case errors.Is(err, eventstore.ErrNotOwner) && m.acquired[shard] && m.holder[shard] != i:
+	default:
+		return fmt.Errorf("node %c: ScheduleTimer on the workflow of shard %d: %w", 'A'+i, shard, err)
+	}
+	return m.check()
+}
+
+// claimAll claims every pending row through node i and re-arms them: it
+// finds exactly the rows the model staged (none a fenced write staged).
+// A node the store refuses the claim (ErrNotOwner: its choice) checks
+// nothing.
+func (m *nodesModel) claimAll(i int) error {
+	ob, ok := m.node(i).(eventstore.Outbox)
+	if !ok || (i == nodeA && m.deadA) {
+		return nil
+	}
+	got, err := ob.ClaimOutboxRows(m.ctx, math.MaxInt)
+	if errors.Is(err, eventstore.ErrNotOwner) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("node %c: ClaimOutboxRows: %w", 'A'+i, err)
+	}
+	var keys, want []string
+	for _, r := range got {
+		if slices.Contains(m.wfs[:m.shards], r.WorkflowID) {
+			keys = append(keys, r.DispatchKey)
+		}
+	}
+	for s := range m.shards {
+		want = append(want, m.rows[s]...)
+	}
+	slices.Sort(keys)
+	slices.Sort(want)
+	if d := diff(keys, want); d != "" {
+		return fmt.Errorf("node %c: ClaimOutboxRows finds the dispatch keys: %s", 'A'+i, d)
+	}
+	if err := ob.RearmOutboxPending(m.ctx, got); err != nil {
+		return fmt.Errorf("node %c: RearmOutboxPending of what it claimed: %w", 'A'+i, err)
+	}
+	return nil
+}
+
+func (m *nodesModel) publish(i, shard int) error {
 	var want error
-	if m.holder[shard] != i {
+	if m.holder[shard] != i || (i == nodeA && m.deadA) {
 		want = eventstore.ErrNotOwner
 	}
 	return wantErr(m.so[i].PublishShardOwner(m.ctx, shard), want, fmt.Sprintf("node %c: PublishShardOwner(%d)", 'A'+i, shard))
@@ -378,7 +565,25 @@ func (b *nb) release(i int, shards ...int) {
 }
 
 func (b *nb) write(i, shard int, row bool) {
-	b.push(fmt.Sprintf("node %c appends to shard %d (row %v)", 'A'+i, shard, row), func(m *nodesModel) error { return m.write(i, shard%m.shards, row) })
+	kind := wSignal
+	if row {
+		kind = wRow
+	}
+	b.writeKind(i, shard, kind)
+}
+
+var nodeWriteNames = []string{"an event", "an event and a row", "a pause or resume", "a row only"}
+
+func (b *nb) writeKind(i, shard int, kind nodeWrite) {
+	b.push(fmt.Sprintf("node %c appends %s to shard %d", 'A'+i, nodeWriteNames[kind], shard), func(m *nodesModel) error { return m.write(i, shard%m.shards, kind) })
+}
+
+func (b *nb) arm(i, shard int) {
+	b.push(fmt.Sprintf("node %c arms the timer of shard %d", 'A'+i, shard), func(m *nodesModel) error { return m.arm(i, shard%m.shards) })
+}
+
+func (b *nb) claimAll(i int) {
+	b.push(fmt.Sprintf("node %c claims every row, and re-arms them", 'A'+i), func(m *nodesModel) error { return m.claimAll(i) })
 }
 
 func (b *nb) publish(i, shard int) {
@@ -430,6 +635,7 @@ func nodesModelRule(ctx context.Context, env *ruleEnv[Nodes], n Nodes) error {
 			}
 			b.acquire(nodeA, 0)
 			b.kill()
+			b.publish(nodeA, 0)
 		}
 		// Elections most often, releases seldom, so that shards stay held
 		// and the nodes contest them.
@@ -445,7 +651,13 @@ func nodesModelRule(ctx context.Context, env *ruleEnv[Nodes], n Nodes) error {
 		case r < 9 && releases:
 			b.release(node, s)
 		case r < 15:
-			b.write(node, s, rng.IntN(2) == 0)
+			b.writeKind(node, s, nodeWrite(rng.IntN(4)))
+			if rng.IntN(8) == 0 {
+				b.arm(node, s)
+			}
+			if rng.IntN(16) == 0 {
+				b.claimAll(node)
+			}
 		case r < 18:
 			b.publish(node, s)
 		case r < 19:
@@ -455,4 +667,248 @@ func nodesModelRule(ctx context.Context, env *ruleEnv[Nodes], n Nodes) error {
 		}
 	}
 	return runModel(ctx, env, n, newNodesModel(ctx, rng.Uint64()), b.steps)
+}
+
+// staleWriters is how many goroutines of the old holder append while the
+// shard changes hands in the stale-owner race.
+const staleWriters = 4
+
+// staleOp is one append of the old holder in the stale-owner race: the
+// logical times it started and returned, what it was told, and its event.
+type staleOp struct {
+	start, end int64
+	err        error
+	wf         int
+	name       string
+}
+
+// nodesStaleOwnerRace: round after round, the holder of a shard keeps
+// appending from several goroutines while it gives the shard up (released,
+// or, in a last round, killed) and the other node acquires it. Every
+// append is judged against what the new holder reads right after its
+// acquisition returned: an append the old holder was told landed
+// linearizes before the takeover, so the new holder's first read shows
+// it; one that started after the acquisition returned must fail with
+// ErrNotOwner; one that failed is never in the history.
+func nodesStaleOwnerRace(ctx context.Context, env *ruleEnv[Nodes], n Nodes) error {
+	m, err := newNodesModel(ctx, uint64(env.cfg.seed))(n)
+	if err != nil {
+		return err
+	}
+	_, releases := n.A.(shardReleaser)
+	if !releases && n.Kill == nil {
+		return skipf(0, "the nodes have no ReleaseShards(ctx, shards) method and Nodes.Kill is nil")
+	}
+	g := newGen(newRand(env.cfg.seed, RuleNodesStaleOwnerRace))
+	wfs := make([]eventstore.WorkflowID, staleWriters)
+	runs := make([]eventstore.RunID, staleWriters)
+	heads := make([]uint64, staleWriters)
+	for w := range wfs {
+		for wfs[w] = g.workflow(); eventstore.ShardOf(wfs[w], n.ShardCount) != 0; wfs[w] = g.workflow() {
+		}
+		runs[w] = g.run()
+	}
+	var ops []staleOp
+	event := func(w int, name string) eventstore.Event {
+		env := eventstore.Envelope{WorkflowID: wfs[w], RunID: runs[w], RecordedAt: time.Unix(1_700_000_000, 0).UTC()}
+		if heads[w] == 0 && name == "" {
+			return eventstore.WorkflowStarted{Envelope: env, WorkflowType: "conformance-stale-owner"}
+		}
+		return eventstore.SignalReceived{Envelope: env, SignalName: name}
+	}
+	rounds := 0
+	if releases {
+		rounds = 8 * env.cfg.scale
+	}
+	old := nodeA
+	for round := 0; round <= rounds; round++ {
+		kill := round == rounds
+		if kill && (n.Kill == nil || old != nodeA) {
+			if n.Kill == nil || !releases {
+				break
+			}
+			// The killed node is A: hand the shard to it first.
+			if err := m.node(nodeB).(shardReleaser).ReleaseShards(ctx, []int{0}); err != nil {
+				return fmt.Errorf("node B: ReleaseShards([0]): %w", err)
+			}
+			old = nodeA
+		}
+		next := 1 - old
+		if err := m.so[old].AcquireOwnedShard(ctx, 0); err != nil {
+			return fmt.Errorf("round %d: node %c acquiring shard 0: %w", round, 'A'+old, err)
+		}
+		for w := range wfs {
+			if heads[w] == 0 {
+				if err := m.node(old).Append(ctx, token, wfs[w], []eventstore.Event{event(w, "")}, 0); err != nil {
+					return fmt.Errorf("node %c starting a workflow of shard 0 it holds: %w", 'A'+old, err)
+				}
+				heads[w] = 1
+			}
+		}
+		got, err := staleRound(ctx, m, old, kill, wfs, heads, event, round)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, got...)
+		old = next
+		tick(ctx)
+	}
+	// What stays in the end: every append told it landed, once; none told
+	// it failed.
+	for w, wf := range wfs {
+		hist, err := m.node(old).ReadHistory(ctx, wf)
+		if err != nil {
+			return fmt.Errorf("node %c: ReadHistory: %w", 'A'+old, err)
+		}
+		count := map[string]int{}
+		for _, ev := range hist {
+			if s, ok := ev.(eventstore.SignalReceived); ok {
+				count[s.SignalName]++
+			}
+		}
+		for _, op := range ops {
+			if op.wf != w {
+				continue
+			}
+			if want := boolInt(op.err == nil); count[op.name] != want {
+				return fmt.Errorf("%s: the history holds it %d times, want %d (the append returned %v)", op.name, count[op.name], want, op.err)
+			}
+		}
+	}
+	return nil
+}
+
+// staleRound is one round of the stale-owner race: old's writers append
+// to wfs while old gives shard 0 up and the other node acquires it and
+// reads every history. It returns the writers' appends, each judged.
+func staleRound(ctx context.Context, m *nodesModel, old int, kill bool, wfs []eventstore.WorkflowID, heads []uint64,
+	event func(w int, name string) eventstore.Event, round int) ([]staleOp, error) {
+	next := 1 - old
+	var clock atomic.Int64
+	var acquired atomic.Int64               // the logical time the new holder's acquisition returned; 0 before
+	landed := make(chan struct{}, len(wfs)) // a writer's second append landed
+	late := make(chan struct{}, len(wfs))   // a writer made three appends after the takeover
+	stop := make(chan struct{})
+	ops := make([][]staleOp, len(wfs))
+	errs := make([]error, len(wfs))
+	var wg sync.WaitGroup
+	for w := range wfs {
+		spawn(&wg, &errs[w], func() error {
+			ok, lates := 0, 0
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return nil
+				default:
+				}
+				name := fmt.Sprintf("round %d: node %c's append %d to workflow %d", round, 'A'+old, k, w)
+				op := staleOp{start: clock.Add(1), wf: w, name: name}
+				op.err = m.node(old).Append(ctx, token, wfs[w], []eventstore.Event{event(w, name)}, heads[w])
+				op.end = clock.Add(1)
+				ops[w] = append(ops[w], op)
+				var conflict *eventstore.SequenceConflictError
+				switch {
+				case op.err == nil:
+					heads[w]++
+					if ok++; ok == 2 {
+						landed <- struct{}{}
+					}
+				case errors.As(op.err, &conflict):
+					heads[w] = conflict.Found
+				case !errors.Is(op.err, eventstore.ErrNotOwner):
+					return fmt.Errorf("%s: %w", name, op.err)
+				}
+				if a := acquired.Load(); a != 0 && op.start > a {
+					if lates++; lates == 3 {
+						late <- struct{}{}
+						<-stop
+						return nil
+					}
+				}
+				// Leave the others, the handoff among them, room to run.
+				runtime.Gosched()
+				if k > 20_000 {
+					return fmt.Errorf("%s: the old holder's writer never saw the shard change hands", name)
+				}
+			}
+		})
+	}
+	writersDone := make(chan struct{})
+	go func() { wg.Wait(); close(writersDone) }()
+	// each waits until every writer has sent on ch.
+	each := func(ch <-chan struct{}) error {
+		for range wfs {
+			select {
+			case <-ch:
+			case <-writersDone:
+				return fmt.Errorf("a writer of node %c stopped: %w", 'A'+old, errors.Join(errs...))
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	// Once every writer has landed twice, the shard changes hands.
+	handoff := each(landed)
+	if handoff == nil {
+		if kill {
+			handoff = m.Kill(ctx)
+		} else {
+			handoff = m.node(old).(shardReleaser).ReleaseShards(ctx, []int{0})
+		}
+	}
+	seen := make([]map[string]bool, len(wfs))
+	if handoff == nil {
+		handoff = m.so[next].AcquireOwnedShard(ctx, 0)
+		acquired.Store(clock.Add(1))
+	}
+	for w := range wfs {
+		if handoff != nil {
+			break
+		}
+		hist, err := m.node(next).ReadHistory(ctx, wfs[w])
+		if err != nil {
+			handoff = fmt.Errorf("node %c: ReadHistory: %w", 'A'+next, err)
+			break
+		}
+		seen[w] = map[string]bool{}
+		for _, ev := range hist {
+			if s, ok := ev.(eventstore.SignalReceived); ok {
+				seen[w][s.SignalName] = true
+			}
+		}
+	}
+	if handoff == nil {
+		// The writers go on until each made three appends after the
+		// takeover.
+		handoff = each(late)
+	}
+	close(stop)
+	<-writersDone
+	if handoff != nil {
+		return nil, fmt.Errorf("round %d: handing shard 0 from node %c to node %c: %w", round, 'A'+old, 'A'+next, handoff)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	a := acquired.Load()
+	var all []staleOp
+	for w := range wfs {
+		for _, op := range ops[w] {
+			switch {
+			case op.err == nil && op.start > a:
+				return nil, fmt.Errorf("%s started after node %c's acquisition returned, and landed: a stale owner's write after the takeover", op.name, 'A'+next)
+			case op.err == nil && !seen[w][op.name]:
+				return nil, fmt.Errorf("%s was told it landed, but node %c's first read after acquiring the shard does not show it: it landed after the takeover (the fence check and the write are two steps)", op.name, 'A'+next)
+			}
+		}
+		all = append(all, ops[w]...)
+		// The new holder appends next, at the head it reads.
+		hist, err := m.node(next).ReadHistory(ctx, wfs[w])
+		if err != nil {
+			return nil, fmt.Errorf("node %c: ReadHistory: %w", 'A'+next, err)
+		}
+		heads[w] = uint64(len(hist))
+	}
+	return all, nil
 }

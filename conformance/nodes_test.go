@@ -3,9 +3,11 @@ package conformance
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
 )
@@ -111,8 +113,130 @@ func (n noRenewalNode) AcquireOwnedShard(ctx context.Context, shard int) error {
 	return n.Memory.AcquireOwnedShard(ctx, shard)
 }
 
+// localOwnerNode publishes from its own record of the shards it acquired,
+// which a dead process never clears.
+type localOwnerNode struct {
+	*eventstore.Memory
+	mu   sync.Mutex
+	held map[int]bool
+}
+
+func (n *localOwnerNode) AcquireOwnedShards(ctx context.Context, shards []int) error {
+	err := n.Memory.AcquireOwnedShards(ctx, shards)
+	if err == nil {
+		n.mu.Lock()
+		for _, s := range shards {
+			n.held[s] = true
+		}
+		n.mu.Unlock()
+	}
+	return err
+}
+
+func (n *localOwnerNode) AcquireOwnedShard(ctx context.Context, shard int) error {
+	return n.AcquireOwnedShards(ctx, []int{shard})
+}
+
+func (n *localOwnerNode) ReleaseShards(ctx context.Context, shards []int) error {
+	n.mu.Lock()
+	for _, s := range shards {
+		delete(n.held, s)
+	}
+	n.mu.Unlock()
+	return n.Memory.ReleaseShards(ctx, shards)
+}
+
+func (n *localOwnerNode) PublishShardOwner(ctx context.Context, shard int) error {
+	n.mu.Lock()
+	held := n.held[shard]
+	n.mu.Unlock()
+	if held {
+		return nil
+	}
+	return n.Memory.PublishShardOwner(ctx, shard)
+}
+
+// setScopeOnlyNode filters some enumerating reads by the scope of its last
+// SetOwnedShards, ignoring ExtendOwnedShards (adoption).
+type setScopeOnlyNode struct {
+	*eventstore.Memory
+	shardCount    int
+	mu            sync.Mutex
+	scope         []int // nil: every shard
+	paused, timer bool  // which reads filter
+}
+
+func (n *setScopeOnlyNode) SetOwnedShards(ctx context.Context, shards []int) {
+	n.mu.Lock()
+	n.scope = slices.Clone(shards)
+	n.mu.Unlock()
+	n.Memory.SetOwnedShards(ctx, shards)
+}
+
+func (n *setScopeOnlyNode) in(wf eventstore.WorkflowID) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.scope == nil || slices.Contains(n.scope, eventstore.ShardOf(wf, n.shardCount))
+}
+
+func (n *setScopeOnlyNode) ListPaused(ctx context.Context) ([]eventstore.WorkflowID, error) {
+	ids, err := n.Memory.ListPaused(ctx)
+	if n.paused {
+		ids = slices.DeleteFunc(ids, func(id eventstore.WorkflowID) bool { return !n.in(id) })
+	}
+	return ids, err
+}
+
+func (n *setScopeOnlyNode) ExpiredTimers(ctx context.Context, asOf time.Time) ([]eventstore.TimerEntry, error) {
+	due, err := n.Memory.ExpiredTimers(ctx, asOf)
+	if n.timer {
+		due = slices.DeleteFunc(due, func(e eventstore.TimerEntry) bool { return !n.in(e.WorkflowID) })
+	}
+	return due, err
+}
+
+// rowsUnfencedNode stages rows through its peer when its own rows-only
+// append is fenced: the fence checked on events only.
+type rowsUnfencedNode struct {
+	*eventstore.Memory
+	peer *eventstore.Memory
+}
+
+func (n rowsUnfencedNode) AppendWithOutbox(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, evs []eventstore.Event, exp uint64, rows []eventstore.OutboxRow) error {
+	err := n.Memory.AppendWithOutbox(ctx, tok, wf, evs, exp, rows)
+	if len(evs) == 0 && errors.Is(err, eventstore.ErrNotOwner) {
+		return n.peer.AppendWithOutbox(ctx, tok, wf, evs, exp, rows)
+	}
+	return err
+}
+
+// twoStepFenceNode checks the fence, then writes: between the two, the
+// shard may change hands, and the write then goes through the unfenced
+// path (here: the peer's). The window is widened while it still holds the
+// shard, as a slow round trip to a database would.
+type twoStepFenceNode struct {
+	*eventstore.Memory
+	peer       *eventstore.Memory
+	shardCount int
+}
+
+func (n twoStepFenceNode) Append(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, evs []eventstore.Event, exp uint64) error {
+	shard := eventstore.ShardOf(wf, n.shardCount)
+	if !n.IsCurrentOwner(ctx, shard) {
+		return n.Memory.Append(ctx, tok, wf, evs, exp)
+	}
+	for i := 0; i < 64 && n.IsCurrentOwner(ctx, shard); i++ {
+		runtime.Gosched()
+	}
+	err := n.Memory.Append(ctx, tok, wf, evs, exp)
+	if errors.Is(err, eventstore.ErrNotOwner) {
+		return n.peer.Append(ctx, tok, wf, evs, exp)
+	}
+	return err
+}
+
 // nodeRules are the names of the election rules.
-var nodeRules = []string{RuleNodesOneOwner, RuleNodesFencing, RuleNodesHandoff, RuleNodesKill, RuleNodesScopes, RuleNodesModel}
+var nodeRules = []string{RuleNodesOneOwner, RuleNodesFencing, RuleNodesHandoff, RuleNodesKill, RuleNodesReadsAcross, RuleNodesScopes, RuleNodesModel, RuleNodesStaleOwnerRace}
 
 func TestNodesRulesPassOnMemory(t *testing.T) {
 	err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) { return eventstore.NewMemory(), nil, nil },
@@ -163,6 +287,32 @@ func TestNodesRulesCatchBrokenClusters(t *testing.T) {
 			n.A = noRenewalNode{c.Node("a")}
 			return n
 		}, []string{RuleNodesOneOwner, RuleNodesModel}},
+		{"a dead node publishes itself as owner", func() Nodes {
+			n, c := memoryNodes()
+			n.A = &localOwnerNode{Memory: c.Node("a"), held: map[int]bool{}}
+			return n
+		}, []string{RuleNodesKill, RuleNodesModel}},
+		{"ListPaused ignores ExtendOwnedShards", func() Nodes {
+			n, c := memoryNodes()
+			n.B = &setScopeOnlyNode{Memory: c.Node("b"), shardCount: 4, paused: true}
+			return n
+		}, []string{RuleNodesReadsAcross}},
+		{"ExpiredTimers ignores ExtendOwnedShards", func() Nodes {
+			n, c := memoryNodes()
+			n.B = &setScopeOnlyNode{Memory: c.Node("b"), shardCount: 4, timer: true}
+			return n
+		}, []string{RuleNodesReadsAcross}},
+		{"a non-holder's rows-only append not fenced", func() Nodes {
+			n, c := memoryNodes()
+			n.B = rowsUnfencedNode{c.Node("b"), c.Node("a")}
+			return n
+		}, []string{RuleNodesReadsAcross}},
+		{"the fence check and the write are two steps", func() Nodes {
+			n, c := memoryNodes()
+			n.A = twoStepFenceNode{c.Node("a"), c.Node("b"), 4}
+			n.B = twoStepFenceNode{c.Node("b"), c.Node("a"), 4}
+			return n
+		}, []string{RuleNodesStaleOwnerRace}},
 		{"kill that leaves the shard held", func() Nodes {
 			n, _ := memoryNodes()
 			n.Kill = func(context.Context) error { return nil }
@@ -171,7 +321,11 @@ func TestNodesRulesCatchBrokenClusters(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			for seed := range int64(10) {
+			seeds := int64(10)
+			if raceEnabled {
+				seeds = 3 // the same verdicts, slower
+			}
+			for seed := range seeds {
 				err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) { return eventstore.NewMemory(), nil, nil },
 					onlyRules(nodeRules...), withoutShrinking(), WithSeed(seed), WithNodes(func(*testing.T) Nodes { return tc.nodes() }))
 				failed := failedRules(t, err, SuiteEventStore)

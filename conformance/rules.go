@@ -44,6 +44,10 @@ const (
 	RuleKSContextCancelled = "context-cancelled"
 	// RuleKSZeroIDs: a zero workflow or run ID matches eventstore.ErrInvalidArgument in every method, reads too; nothing written.
 	RuleKSZeroIDs = "zero-ids-refused"
+	// RuleKSRetriedBatch: an accepted batch made again, identical, at the expectedSeq it was accepted at (just after, or after later appends) is a *eventstore.SequenceConflictError whose Found is the head, and writes nothing: a store does not deduplicate retries.
+	RuleKSRetriedBatch = "retried-batch-conflicts"
+	// RuleKSSizes: every page size and cap a store plausibly has, drawn at, below, above and at exact multiples: a stream of exactly 2,000 records read whole, in pages of exactly 1,000, from where exactly 1,000 remain and next to each; one run listed at 511 to 1,025 streams.
+	RuleKSSizes = "sizes-and-pages"
 	// RuleKSAppendEvent: keyspace.AppendEvent returns the assigned StoreSeq.
 	RuleKSAppendEvent = "append-event"
 	// RuleKSValidation: nil content pointers and foreign content kinds (eventstore.ErrInvalidArgument), mixed streams, ephemeral events, zero IDs, first or last in the batch, on a written or unwritten stream: refused alike by every store, nothing written; pointer and nil contents stored.
@@ -54,6 +58,8 @@ const (
 	RuleKSModel = "model"
 	// RuleKSConcurrentBatches (seeded): racers append multi-event batches at one expectedSeq, round after round: one winner, the stream exactly the winners' batches.
 	RuleKSConcurrentBatches = "concurrent-batches"
+	// RuleKSConcurrentStreams (seeded): racers create new streams of one run at once while listing it: every first append succeeds, a listing shows every stream whose append returned before it started, whole, and the final listing is every stream, in order, with its head.
+	RuleKSConcurrentStreams = "concurrent-streams"
 )
 
 // The event store rules: the subtest names of [TestEventStore] and the Rule
@@ -74,6 +80,8 @@ const (
 	RuleESZeroToken = "zero-token-refused"
 	// RuleESBadInput: a zero workflow, a nil, pointer or foreign event, another workflow's envelope, a zero run ID, first or last: eventstore.ErrInvalidArgument, nothing written.
 	RuleESBadInput = "bad-input-refused"
+	// RuleESRetriedAppend: an accepted append made again, identical (events and rows, through Append or AppendWithOutbox, rows only too), at the expectedSeq it was accepted at (just after, or after later appends) is a *eventstore.SequenceConflictError whose Found is the history length, and writes nothing (no event, no row): a store does not deduplicate retries.
+	RuleESRetriedAppend = "append-retried-identical-conflicts"
 	// RuleESEmptyAppend: an empty append is a no-op, at the head or not.
 	RuleESEmptyAppend = "empty-append-noop"
 	// RuleESReadHistory: content and envelopes; empty, without error, for an unknown workflow.
@@ -86,6 +94,8 @@ const (
 	RuleESListings = "listings-follow-lifecycle"
 	// RuleESStreamHeads: each workflow once, with its history length; listings and Query past 4,096 workflows.
 	RuleESStreamHeads = "stream-heads"
+	// RuleESSizes: every page size and cap a store plausibly has, drawn at, below, above and at exact multiples: a history of exactly 2,000 events read whole and from where 1, 512, 999, 1,000, 1,001, 1,024 and 2,000 events remain; exactly 1,000 rows claimed whole; 2,049 due timers (IDs of 255, 256, 4,097 and 65,537 bytes among them) read with exactly 511 to 2,049 due; listings, StreamHeads and Query at exactly 1,000 and 2,000 workflows and one more.
+	RuleESSizes = "sizes-and-pages"
 	// RuleESQuery: by type (differing in case only), status, both, limits (0, 1, negative, past 2^32, the largest), the zero filter, time bounds at a workflow's own StartedAt; every summary field.
 	RuleESQuery = "query"
 	// RuleESTimers: key-shaped timer IDs; due when FireAt <= asOf, earliest first; re-arming replaces; retirement fenced by fireAt and by armedSeq (also by bit 32 or 63 alone); bad IDs refused.
@@ -106,6 +116,8 @@ const (
 	RuleOutboxAtomic = "outbox/append-atomic"
 	// RuleOutboxClaim: oldest first, the limit honoured (past 4,096, 2^32, the largest), a non-positive limit refused, CountClaimedOutboxRows following.
 	RuleOutboxClaim = "outbox/claim"
+	// RuleOutboxConcurrentClaims (seeded): racers claim small batches of the same pending rows at once and re-arm some of what they got: each row goes to one claimant until re-armed (handed out at most once more than re-armed), every row handed out is the staged row, and the rows left claimed and pending afterwards are what the racers were told.
+	RuleOutboxConcurrentClaims = "outbox/concurrent-claims"
 	// RuleOutboxRearm: a re-armed row is pending and claimable again; an unknown row is ErrNotFound, an empty key ErrInvalidArgument, and nothing changes then.
 	RuleOutboxRearm = "outbox/rearm"
 	// RuleOutboxSettle: a cancelled row stops being claimable and counted; a key differing in case or separator only, or unknown, is ErrNotFound.
@@ -135,8 +147,12 @@ const (
 	RuleNodesFencing = "nodes/fencing"
 	// RuleNodesHandoff: a released shard is fenced for both nodes until the other acquires it; then only the new holder appends and publishes (needs a ReleaseShards(ctx, shards) method).
 	RuleNodesHandoff = "nodes/handoff"
-	// RuleNodesKill: the shard of a killed holder (Nodes.Kill) is fenced until the survivor acquires it; then the dead node's appends fail with ErrNotOwner.
+	// RuleNodesKill: the shard of a killed holder (Nodes.Kill) is fenced until the survivor acquires it; then the dead node's appends fail with ErrNotOwner, and so do its PublishShardOwner claims of ownership.
 	RuleNodesKill = "nodes/kill"
+	// RuleNodesReadsAcross: histories, ListWorkflowIDs, ListActive, ListPaused, timers and outbox rows written through one node are read (and claimed) through the other, within each node's scope, also after SetOwnedShards and ExtendOwnedShards (adoption) and after a kill; a non-holder's rows-only AppendWithOutbox fails with ErrNotOwner and stages nothing.
+	RuleNodesReadsAcross = "nodes/reads-across"
+	// RuleNodesStaleOwnerRace (seeded): a holder's goroutines keep appending while it gives the shard up (released, round after round, then killed) and the other node acquires it: every append the old holder was told landed is in the new holder's first read after its acquisition returned, every append started after that fails with ErrNotOwner, and none that failed is in the history (a fence check and a write in two steps lets a stale owner's write land after the takeover).
+	RuleNodesStaleOwnerRace = "nodes/stale-owner-race"
 	// RuleNodesScopes: each node's enumeration scope is its own.
 	RuleNodesScopes = "nodes/scopes"
 	// RuleNodesModel (seeded): random elections, renewals, releases, appends with and without rows, publications, scopes and a late death of node A, checked against a model of holders and fences; every write read back through both nodes.
@@ -152,7 +168,7 @@ const (
 	RuleDecCapabilities = "capabilities"
 	// RuleDecUnwrap: Unwrap() eventstore.Store returns the inner store.
 	RuleDecUnwrap = "unwrap"
-	// RuleDecDifferential (seeded): generated calls (nil, empty, zero, boundary and large arguments with every field drawn, cancelled, expired, deadline-bound and deadline-free contexts, repeated calls) against fresh Spy answers of the same shapes or any error of the set: the inner sees the caller's arguments, context values, Err and Deadline; the caller gets exactly the inner's answer.
+	// RuleDecDifferential (seeded): generated calls (nil, empty, zero, boundary and large arguments with every field drawn, cancelled, expired, deadline-bound and deadline-free contexts, repeated calls) against fresh Spy answers of the same shapes or any error of the set: the inner sees the caller's arguments, context values, Err and Deadline; the caller gets exactly the inner's answer. Once a call returned, the caller's events are poisoned: a decorator that reads them later (it kept the slice) fails, without the race detector. The decorator's own reads (of what it resumes, say) are not counted as the caller's forward; any write is.
 	RuleDecDifferential = "differential"
 	// RuleDecForward, followed by a method name: one call with distinctive arguments reaches the inner once, unchanged, with the caller's context values; results come back unchanged.
 	RuleDecForward = "forward/"

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -20,9 +21,12 @@ const (
 )
 
 var (
-	// ErrRuleTimedOut is matched by the error of a rule that was still running
-	// when its watchdog fired (see [WithRuleTimeout]): the implementation hung,
-	// or answered only once its context was cancelled.
+	// ErrRuleTimedOut is matched by the error of a rule that made no
+	// progress for the whole rule timeout (see [WithRuleTimeout]): a call
+	// into the implementation did not return in that time, or returned only
+	// once the watchdog cancelled its context. It reports a hang (or a
+	// machine far slower than the timeout allows), not a wrong answer: the
+	// message says so, apart from the failures of the rules themselves.
 	ErrRuleTimedOut = errors.New("conformance: rule timed out")
 
 	// ErrRulePanicked is matched by the error of a rule during which the
@@ -143,20 +147,47 @@ type suite[S any] struct {
 	rules []rule[S]
 }
 
+// progress counts what a rule has got done: every step of a script or a
+// model, every generated append, every round of a race. The watchdog
+// reads it: a rule that makes progress is slow, not hung.
+type progress struct{ n atomic.Int64 }
+
+type progressKey struct{}
+
+// tick records progress for the rule whose context ctx is (a no-op outside
+// a rule).
+func tick(ctx context.Context) {
+	if p, ok := ctx.Value(progressKey{}).(*progress); ok {
+		p.n.Add(1)
+	}
+}
+
+// errNoProgress is the cause of a rule context the watchdog cancelled.
+var errNoProgress = errors.New("conformance: no progress")
+
 // runRule is the one runner: it runs r, on the subject first returns,
 // under the watchdog and the panic guard, and returns the skip reason (""
 // for none) and the rule's failure as a *RuleError (nil when it held).
+//
+// The watchdog is progress-based: it fires when the rule made no progress
+// (see tick) for a whole timeout, so a busy machine that slows every call
+// makes a rule slow, never a failure, and only a call that does not
+// return for the whole timeout is reported, as a timeout.
 func (s suite[S]) runRule(ctx context.Context, cfg config, r rule[S], first, fresh func() (S, error)) (string, error) {
 	timeout := cfg.ruleTimeout * time.Duration(cfg.scale)
 	if raceDetector {
 		timeout *= 2
 	}
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var fire <-chan time.Time // nil: the deadline of rctx is the watchdog
-	if cfg.watchdog != nil {
-		fire = cfg.watchdog(timeout)
-	}
+	prog := &progress{}
+	rctx, cancel := context.WithCancelCause(context.WithValue(ctx, progressKey{}, prog))
+	defer cancel(nil)
+	stuck := make(chan struct{}) // closed when the watchdog fires
+	stopWatch := make(chan struct{})
+	defer close(stopWatch)
+	go watch(cfg, timeout, prog, stopWatch, func() {
+		close(stuck)
+		cancel(errNoProgress)
+	})
 	done := make(chan error, 1)
 	go func() {
 		returned := false
@@ -174,22 +205,19 @@ func (s suite[S]) runRule(ctx context.Context, cfg config, r rule[S], first, fre
 		returned = true
 		done <- err
 	}()
-	timedOut := fmt.Errorf("%w after %v: the implementation did not return", ErrRuleTimedOut, timeout)
+	timedOut := fmt.Errorf("%w: no progress for %v: a call into the implementation did not return (a hang, or a machine far slower than the timeout allows: raise it with WithRuleTimeout)", ErrRuleTimedOut, timeout)
 	var err error
 	select {
 	case err = <-done:
-		if err != nil && rctx.Err() != nil && ctx.Err() == nil {
-			// The implementation gave up only because the deadline passed:
-			// that is a hang, not an answer.
-			err = fmt.Errorf("%w after %v: %w", ErrRuleTimedOut, timeout, err)
+		if err != nil && context.Cause(rctx) == errNoProgress {
+			// The implementation gave up only because the watchdog
+			// cancelled its context: that is a hang, not an answer.
+			err = fmt.Errorf("%w: %w", timedOut, err)
 		}
-	case <-fire:
+	case <-stuck:
 		err = timedOut
-	case <-rctx.Done():
-		err = timedOut
-		if ctx.Err() != nil {
-			err = fmt.Errorf("conformance: suite context done: %w", ctx.Err())
-		}
+	case <-ctx.Done():
+		err = fmt.Errorf("conformance: suite context done: %w", ctx.Err())
 	}
 	var sk *skipError
 	switch {
@@ -205,6 +233,42 @@ func (s suite[S]) runRule(ctx context.Context, cfg config, r rule[S], first, fre
 		re.Seed = cfg.seed
 	}
 	return "", re
+}
+
+// watchSamples is how many samples of the progress count the watchdog
+// takes per timeout: it fires after that many in a row saw no progress, so
+// a rule is stopped between timeout and 5/4 of it after its last progress.
+const watchSamples = 4
+
+// watch calls fire once the rule made no progress for watchSamples samples
+// in a row, unless stop closes first. The samples come every
+// timeout/watchSamples from the wall clock, or from the injected watchdog
+// of the package's tests (each delivery one sample).
+func watch(cfg config, timeout time.Duration, p *progress, stop <-chan struct{}, fire func()) {
+	var samples <-chan time.Time
+	if cfg.watchdog != nil {
+		samples = cfg.watchdog(timeout)
+	} else {
+		t := time.NewTicker(max(timeout/watchSamples, time.Millisecond/watchSamples))
+		defer t.Stop()
+		samples = t.C
+	}
+	last, idle := p.n.Load(), 0
+	for {
+		select {
+		case <-stop:
+			return
+		case <-samples:
+		}
+		if n := p.n.Load(); n != last {
+			last, idle = n, 0
+			continue
+		}
+		if idle++; idle >= watchSamples {
+			fire()
+			return
+		}
+	}
 }
 
 // check runs every selected rule on a fresh subject from newSubject and
@@ -243,7 +307,7 @@ func (s suite[S]) check(ctx context.Context, cfg config, newSubject func() (S, f
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || (err != nil && cfg.stopAtFirst) {
 			break
 		}
 	}
@@ -353,6 +417,7 @@ func runSteps[S, M any](ctx context.Context, subject S, start func(S) (M, error)
 		if err := st.do(m); err != nil {
 			return i, err
 		}
+		tick(ctx)
 	}
 	return 0, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -395,5 +396,68 @@ func TestReferenceImplementationsPass(t *testing.T) {
 	}
 	if err := CheckDecorator(t.Context(), passWrap(faults{})); err != nil {
 		t.Errorf("a faithful decorator: %v", err)
+	}
+}
+
+// samplingKS pushes n samples into the watchdog before each append: the
+// rule's watchdog sees that much time pass inside the call.
+type samplingKS struct {
+	keyspace.Store
+	samples chan<- time.Time
+	n       int
+	sent    *atomic.Int64
+}
+
+func (s samplingKS) AppendEvents(ctx context.Context, exp uint64, evs []keyspace.ActivityEvent) (uint64, error) {
+	for range s.n {
+		select {
+		case s.samples <- time.Time{}:
+			s.sent.Add(1)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	return s.Store.AppendEvents(ctx, exp, evs)
+}
+
+// The watchdog is progress-based: a rule whose every call returns within
+// the timeout passes however long it runs in total (a slow machine), and
+// one call that does not return for a whole timeout fails the rule as a
+// timeout.
+func TestWatchdogCountsProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		perCall int
+		timeout bool
+	}{{"slow calls pass", watchSamples / 2, false}, {"one call past the timeout", watchSamples + 1, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			samples := make(chan time.Time)
+			var sent atomic.Int64
+			watchdog := optionFunc(func(c *config) {
+				c.watchdog = func(time.Duration) <-chan time.Time { return samples }
+			})
+			store := func() (keyspace.Store, func(), error) {
+				return samplingKS{keyspace.NewMemory(), samples, tc.perCall, &sent}, nil, nil
+			}
+			err := CheckKeyspace(t.Context(), store, watchdog, fixedRulesOnly(), onlyRules(RuleKSContiguousSeqs, RuleKSBatch, RuleKSConflictWritesNone))
+			failed := RuleErrors(err)
+			if !tc.timeout {
+				if err != nil {
+					t.Fatalf("a store whose calls each take half the timeout failed: %v", err)
+				}
+				if n := sent.Load(); n < 3*watchSamples {
+					t.Fatalf("the rules saw %d samples, want several timeouts' worth (a rule longer than its timeout)", n)
+				}
+				return
+			}
+			if len(failed) != 3 {
+				t.Fatalf("%d rules failed, want 3: %v", len(failed), err)
+			}
+			for _, re := range failed {
+				if !errors.Is(re, ErrRuleTimedOut) || !strings.Contains(re.Error(), "no progress") {
+					t.Errorf("rule %q: %v, want a timeout", re.Rule, re)
+				}
+			}
+		})
 	}
 }

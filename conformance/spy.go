@@ -101,6 +101,9 @@ type Call struct {
 //   - nil from every other error-returning method (Append succeeds, so a
 //     decorator's success path runs).
 //
+// A ShardOwner Spy also has a ShardCount method (returning
+// [SpyShardCount]), not recorded, for decorators that follow shards.
+//
 // [Spy.SetError] makes every error-returning method return one error
 // instead; [Spy.SetResults] replaces one method's other results.
 //
@@ -465,6 +468,17 @@ func (b spyOutboxMethods) SettleWorkflowOutboxRowsCancelled(ctx context.Context,
 	r := b.s.call("SettleWorkflowOutboxRowsCancelled", ctx, workflowID)
 	return result[[]string](r, 0), lastErr(r)
 }
+
+// SpyShardCount is what ShardCount returns on a Spy that is an
+// [eventstore.ShardOwner].
+const SpyShardCount = 4
+
+// ShardCount returns [SpyShardCount]: a ShardOwner Spy says how many
+// shards it has, as eventstore.Memory and the PostgreSQL store do, so that
+// a decorator that follows shards when the store tells it their number
+// takes that path under the decorator suite. The call is not recorded: it
+// is not a method of the contract.
+func (b spyShardMethods) ShardCount() int { return SpyShardCount }
 
 func (b spyShardMethods) SetOwnedShards(ctx context.Context, shards []int) {
 	b.s.call("SetOwnedShards", ctx, shards)

@@ -31,9 +31,13 @@ type Store interface {
 	// event, all or nothing. expectedSeq is the history length the caller
 	// believes current (0 for a new workflow); the i-th event gets Seq
 	// expectedSeq+1+i. A stale expectedSeq returns a *SequenceConflictError and
-	// writes nothing. An empty slice is a no-op (after the token check).
+	// writes nothing, also when the batch is identical to the one committed
+	// at that expectedSeq: a store does not deduplicate retries, and a
+	// writer that does not know whether its append landed reads the
+	// history. An empty slice is a no-op (after the token check).
 	// Conformance rules: append-conflict-found-is-actual-head,
-	// append-conflict-writes-nothing, seq-stamping, zero-token-refused,
+	// append-conflict-writes-nothing, append-retried-identical-conflicts,
+	// seq-stamping, zero-token-refused,
 	// bad-input-refused, empty-append-noop, concurrent-appends, aliasing,
 	// model.
 	Append(ctx context.Context, token WriteToken, workflowID WorkflowID, events []Event, expectedSeq uint64) error
@@ -110,8 +114,10 @@ type Outbox interface {
 	// RunID, and a DispatchKey repeated in the batch or already staged, is
 	// refused with an error wrapping [ErrInvalidArgument]. An activity
 	// terminal event (not a Retryable failure) settles the open rows of its
-	// activity and run, not those of another run. Conformance rules:
+	// activity and run, not those of another run. An identical retry at a
+	// stale expectedSeq is a conflict, as for Append. Conformance rules:
 	// outbox/append-atomic, outbox/terminal-settles, concurrent-appends,
+	// append-retried-identical-conflicts,
 	// aliasing, model.
 	AppendWithOutbox(ctx context.Context, token WriteToken, workflowID WorkflowID, events []Event, expectedSeq uint64, rows []OutboxRow) error
 	// RearmOutboxPending returns claimed rows (named by DispatchKey) to pending,

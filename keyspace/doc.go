@@ -16,7 +16,9 @@
 // records have store seqs 0, 1, 2, ... without gaps; its head is the next
 // one. Events are committed in batches of one stream, all or nothing, at the
 // head the writer expects ([Store.AppendEvents]); a stale expectation is a
-// [*eventstore.SequenceConflictError] and writes nothing.
+// [*eventstore.SequenceConflictError] and writes nothing, even for a batch
+// identical to the one already committed there: stores do not deduplicate
+// retries (the [Sequencer] drops re-deliveries before it appends).
 //
 // # Use
 //

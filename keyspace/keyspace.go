@@ -231,8 +231,12 @@ type Store interface {
 	//
 	// A stale expectedSeq returns a *eventstore.SequenceConflictError whose
 	// Found is the actual head ("conflict-found-is-actual-head") and writes
-	// nothing ("conflicted-batch-writes-nothing"). An empty slice is a no-op
-	// returning expectedSeq ("empty-batch-noop"). A batch that
+	// nothing ("conflicted-batch-writes-nothing"). That holds for a batch
+	// identical to the one already committed at expectedSeq too: a store
+	// does not deduplicate retries, and a writer that does not know whether
+	// its append landed reads the stream ("retried-batch-conflicts"). An
+	// empty slice is a no-op returning expectedSeq ("empty-batch-noop"). A
+	// batch that
 	// [ValidateBatch] refuses gets its error and writes nothing: a batch
 	// mixing streams [ErrMixedStreams] ("mixed-streams-refused"), one holding
 	// an ephemeral event [ErrEphemeral] ("ephemeral-refused"), a zero workflow
