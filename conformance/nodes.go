@@ -859,7 +859,7 @@ func staleRound(ctx context.Context, m *nodesModel, old int, kill bool, wfs []ev
 	}
 	seen := make([]map[string]bool, len(wfs))
 	if handoff == nil {
-		handoff = m.so[next].AcquireOwnedShard(ctx, 0)
+		handoff = acquireRetrying(ctx, m.so[next], 0)
 		acquired.Store(clock.Add(1))
 	}
 	for w := range wfs {
@@ -912,3 +912,26 @@ func staleRound(ctx context.Context, m *nodesModel, old int, kill bool, wfs []ev
 	}
 	return all, nil
 }
+
+// acquireRetrying acquires shard for so, trying again while the election
+// is refused with ErrNotOwner: the contract lets a store refuse an
+// acquisition while the previous holder's write is still committing,
+// rather than wait on it. It gives up after maxAcquireTries refusals.
+func acquireRetrying(ctx context.Context, so eventstore.ShardOwner, shard int) error {
+	var err error
+	for try := 0; try < maxAcquireTries; try++ {
+		if err = so.AcquireOwnedShard(ctx, shard); !errors.Is(err, eventstore.ErrNotOwner) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return fmt.Errorf("refused %d times in a row: %w", maxAcquireTries, err)
+}
+
+// maxAcquireTries bounds acquireRetrying: a millisecond apart, about five
+// seconds of a previous holder's writes in progress.
+const maxAcquireTries = 5000

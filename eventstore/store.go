@@ -166,6 +166,10 @@ type Outbox interface {
 //     nothing, also after the holder gave the shard up or died and before a
 //     new holder acquired it. Which other writes a store fences is its
 //     choice, documented on it ([Memory] fences appends only).
+//   - An election never waits on another node's write: while a previous
+//     holder's write to the shard is still committing, an acquisition may
+//     be refused with an error wrapping [ErrNotOwner] (a lease that
+//     cannot be held hostage); the caller tries again.
 //   - IsCurrentOwner is true exactly while this node holds the shard.
 //   - The scope set by SetOwnedShards and ExtendOwnedShards is this node's
 //     own.
