@@ -248,6 +248,9 @@ func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
 // run is the whole program but for the signals: ctx ending is the first
 // signal. It returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "check" {
+		return runCheck(ctx, args[1:], stdout, stderr)
+	}
 	// The progress line, the summary and a cluster node's log share stdout.
 	tty := terminal(stdout)
 	stdout = &syncWriter{w: stdout}

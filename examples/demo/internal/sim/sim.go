@@ -175,7 +175,14 @@ func New(cfg Config) (*Server, error) {
 		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		stats: map[string]int64{},
 	}
-	tracker, err := pairing.New(pairing.WithMeterProvider(cfg.MeterProvider), pairing.WithTracerProvider(cfg.TracerProvider), pairing.WithMaxInFlight(cfg.MaxInFlight))
+	// The tracker remembers settled activities and closed runs to
+	// recognise repeats and late facts; here about 100 s of them (a
+	// workflow settles about six), not the default 65,536 facts, which
+	// would take ten minutes to fill and hold tens of MiB: the heap
+	// levels off within the soak test's warm-up.
+	remembered := max(4096, int(cfg.Rate*cfg.Retention.Seconds()*64))
+	tracker, err := pairing.New(pairing.WithMeterProvider(cfg.MeterProvider), pairing.WithTracerProvider(cfg.TracerProvider),
+		pairing.WithMaxInFlight(cfg.MaxInFlight), pairing.WithMaxRemembered(remembered))
 	if err != nil {
 		return nil, err
 	}
