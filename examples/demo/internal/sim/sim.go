@@ -209,7 +209,10 @@ func New(cfg Config) (*Server, error) {
 		s.keysMem = keyspace.NewMemory()
 		inner = s.keysMem
 	}
-	kopts := []otelstore.KeyspaceOption{mp, tp, otelstore.WithContentCapture(cfg.ContentCapture)}
+	// An attempt's transcript takes under a second here: an attempt idle
+	// for a minute is over (the default, ten minutes, would keep ten
+	// minutes of ended attempts in memory for late events).
+	kopts := []otelstore.KeyspaceOption{mp, tp, otelstore.WithContentCapture(cfg.ContentCapture), otelstore.WithAgentIdleTimeout(time.Minute)}
 	if cfg.KeyspaceSystem != "" {
 		kopts = append(kopts, otelstore.WithDBSystem(cfg.KeyspaceSystem))
 	}
