@@ -175,12 +175,12 @@ func New(cfg Config) (*Server, error) {
 		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		stats: map[string]int64{},
 	}
-	// The tracker remembers settled activities and closed runs to
-	// recognise repeats and late facts; here about 100 s of them (a
-	// workflow settles about six), not the default 65,536 facts, which
-	// would take ten minutes to fill and hold tens of MiB: the heap
-	// levels off within the soak test's warm-up.
-	remembered := max(4096, int(cfg.Rate*cfg.Retention.Seconds()*64))
+	// The tracker remembers closed runs and their workflows (about 2.4 a
+	// second per workflow started per second) to recognise repeats and
+	// late facts: here about 50 s of them, not the default 65,536 entries,
+	// which take the better part of an hour to fill at the default rate
+	// and hold tens of MiB, so that the heap levels off within minutes.
+	remembered := max(1024, int(120*cfg.Rate))
 	tracker, err := pairing.New(pairing.WithMeterProvider(cfg.MeterProvider), pairing.WithTracerProvider(cfg.TracerProvider),
 		pairing.WithMaxInFlight(cfg.MaxInFlight), pairing.WithMaxRemembered(remembered))
 	if err != nil {
@@ -209,10 +209,7 @@ func New(cfg Config) (*Server, error) {
 		s.keysMem = keyspace.NewMemory()
 		inner = s.keysMem
 	}
-	// An attempt's transcript takes under a second here: an attempt idle
-	// for a minute is over (the default, ten minutes, would keep ten
-	// minutes of ended attempts in memory for late events).
-	kopts := []otelstore.KeyspaceOption{mp, tp, otelstore.WithContentCapture(cfg.ContentCapture), otelstore.WithAgentIdleTimeout(time.Minute)}
+	kopts := []otelstore.KeyspaceOption{mp, tp, otelstore.WithContentCapture(cfg.ContentCapture)}
 	if cfg.KeyspaceSystem != "" {
 		kopts = append(kopts, otelstore.WithDBSystem(cfg.KeyspaceSystem))
 	}
