@@ -16,6 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/eventstore/pgstore"
 )
@@ -27,11 +29,17 @@ Reads the histories of a cluster's store (the open workflows, one read
 each, nothing written) and the aion_inflight_activities gauges of its
 live nodes (NODE: a node's Prometheus endpoint, HOST:PORT or a URL), and
 prints the activities in flight by type, as the histories say and as the
-gauges sum, side by side. The workload moves between the reads, so it
-reads the gauges before and after the histories and tries again (up to
--tries times) until, for every type, the histories' count lies between
-the two gauge readings. Exit status 0 when they agree, 1 when they never
-did or a read failed, 2 for bad arguments.
+gauges sum, side by side.
+
+So that the history does not move while it is read, check holds every
+append for the read's duration (-freeze, the default: a transaction holds
+pgstore's workflows table in SHARE mode, which lets reads, leases, timers
+and claims through): the gauges are read until two readings agree, then
+the histories, then the gauges again, and they agree when all three do.
+With -freeze=false nothing waits, and they agree when, for every type,
+the histories' count lies between the gauges read before and after them.
+A disagreement is read again, up to -tries times. Exit status 0 when they
+agree, 1 when they never did or a read failed, 2 for bad arguments.
 
 `
 
@@ -44,6 +52,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Usage = func() { fmt.Fprint(stderr, checkUsage); fs.PrintDefaults() }
 	store := fs.String("store", "", "the cluster's event store: postgres:DSN")
 	tries := fs.Int("tries", 10, "how many times to read before giving up")
+	freeze := fs.Bool("freeze", true, "hold the nodes' appends while the histories are read")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -82,7 +91,17 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			case <-time.After(time.Second):
 			}
 		}
-		last, err = readCheck(ctx, s, nodes)
+		var thaw func()
+		if *freeze {
+			if thaw, err = freezeHistory(ctx, dsn); err != nil {
+				fmt.Fprintln(stderr, "demo check:", err)
+				return 1
+			}
+		}
+		last, err = readCheck(ctx, s, nodes, *freeze)
+		if thaw != nil {
+			thaw()
+		}
 		if err != nil {
 			fmt.Fprintln(stderr, "demo check:", err)
 			return 1
@@ -104,14 +123,52 @@ type checkReading struct {
 	histories     map[string]int
 	openWorkflows int
 	before, after []map[string]float64 // per node
+	frozen        bool                 // the history did not move: all three must be equal
 }
 
-// readCheck reads the gauges, the histories, the gauges again.
-func readCheck(ctx context.Context, s eventstore.Store, nodes []string) (checkReading, error) {
-	var r checkReading
+// freezeHistory holds every append of the nodes until the returned
+// function is called: a transaction takes pgstore's workflows table in
+// SHARE mode, which every append's update of its workflow's row waits for,
+// while reads go on. It returns once no append is in progress.
+func freezeHistory(ctx context.Context, dsn string) (func(), error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, errors.New("-freeze: cannot connect (check the DSN and that the server is up)")
+	}
+	tx, err := conn.Begin(ctx)
+	if err == nil {
+		_, err = tx.Exec(ctx, "LOCK TABLE aionotel_workflows IN SHARE MODE")
+	}
+	if err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("-freeze: holding the appends: %w", err)
+	}
+	return func() {
+		ctx := context.WithoutCancel(ctx)
+		_ = tx.Rollback(ctx)
+		_ = conn.Close(ctx)
+	}, nil
+}
+
+// readCheck reads the gauges, the histories, the gauges again. Frozen, it
+// first reads the gauges until two readings agree: an append that
+// committed just before the freeze may not be observed yet.
+func readCheck(ctx context.Context, s eventstore.Store, nodes []string, frozen bool) (checkReading, error) {
+	r := checkReading{frozen: frozen}
 	var err error
 	if r.before, err = scrapeAll(ctx, nodes); err != nil {
 		return r, err
+	}
+	for i := 0; frozen && i < 20; i++ {
+		again, err := scrapeAll(ctx, nodes)
+		if err != nil {
+			return r, err
+		}
+		if fmt.Sprint(sum(again)) == fmt.Sprint(sum(r.before)) {
+			break
+		}
+		r.before = again
+		time.Sleep(50 * time.Millisecond)
 	}
 	if r.histories, r.openWorkflows, err = historiesInFlight(ctx, s); err != nil {
 		return r, err
@@ -149,12 +206,15 @@ func (r checkReading) types() []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// agree reports whether, for every type, the histories' count lies between
-// the two summed gauge readings.
+// agree reports whether, for every type, the histories' count equals
+// both summed gauge readings (frozen), or lies between them.
 func (r checkReading) agree() bool {
 	before, after := sum(r.before), sum(r.after)
 	for _, typ := range r.types() {
 		h := float64(r.histories[typ])
+		if r.frozen && (h != before[typ] || h != after[typ]) {
+			return false
+		}
 		if h < min(before[typ], after[typ]) || h > max(before[typ], after[typ]) {
 			return false
 		}
@@ -165,7 +225,11 @@ func (r checkReading) agree() bool {
 // print writes the table: one row per type, the histories' count, the
 // gauges' sum (after the histories were read) and each node's gauge.
 func (r checkReading) print(w io.Writer, nodes []string) {
-	fmt.Fprintf(w, "activities in flight: the histories (%d open workflows) beside the gauges of %d nodes\n", r.openWorkflows, len(nodes))
+	how := "the appends held while they were read"
+	if !r.frozen {
+		how = "read while the workload moved"
+	}
+	fmt.Fprintf(w, "activities in flight: the histories (%d open workflows; %s) beside the gauges of %d nodes\n", r.openWorkflows, how, len(nodes))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "activity type\thistories\tgauges\t")
 	for _, n := range nodes {

@@ -88,17 +88,20 @@ func TestCheckReadingAgrees(t *testing.T) {
 		name          string
 		hist          map[string]int
 		before, after map[string]float64
+		frozen        bool
 		agree         bool
 	}{
-		{"equal", map[string]int{"a": 2}, map[string]float64{"a": 2}, map[string]float64{"a": 2}, true},
-		{"between two readings", map[string]int{"a": 2}, map[string]float64{"a": 3}, map[string]float64{"a": 1}, true},
-		{"outside both", map[string]int{"a": 5}, map[string]float64{"a": 3}, map[string]float64{"a": 1}, false},
-		{"a type only the gauges have", map[string]int{}, map[string]float64{"b": 1}, map[string]float64{"b": 1}, false},
-		{"a type only the histories have", map[string]int{"c": 1}, nil, nil, false},
+		{"frozen, equal", map[string]int{"a": 2}, map[string]float64{"a": 2}, map[string]float64{"a": 2}, true, true},
+		{"frozen, between is not enough", map[string]int{"a": 2}, map[string]float64{"a": 3}, map[string]float64{"a": 1}, true, false},
+		{"equal", map[string]int{"a": 2}, map[string]float64{"a": 2}, map[string]float64{"a": 2}, false, true},
+		{"between two readings", map[string]int{"a": 2}, map[string]float64{"a": 3}, map[string]float64{"a": 1}, false, true},
+		{"outside both", map[string]int{"a": 5}, map[string]float64{"a": 3}, map[string]float64{"a": 1}, false, false},
+		{"a type only the gauges have", map[string]int{}, map[string]float64{"b": 1}, map[string]float64{"b": 1}, false, false},
+		{"a type only the histories have", map[string]int{"c": 1}, nil, nil, false, false},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := checkReading{histories: tc.hist, before: []map[string]float64{tc.before}, after: []map[string]float64{tc.after}}
+			r := checkReading{histories: tc.hist, before: []map[string]float64{tc.before}, after: []map[string]float64{tc.after}, frozen: tc.frozen}
 			if got := r.agree(); got != tc.agree {
 				t.Errorf("agree = %v, want %v", got, tc.agree)
 			}
@@ -154,13 +157,24 @@ func TestCheckAgreesWithALiveNode(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	var stdout, stderr strings.Builder
-	code := run(t.Context(), []string{"check", "-store", "postgres:" + dsn, "-tries", "30", addr}, &stdout, &stderr)
-	stopNode()
-	node := <-nodeDone
-	if code != 0 || !strings.Contains(stdout.String(), "agree: the gauges of 1 nodes") ||
-		!strings.Contains(stdout.String(), "activity type") || !strings.Contains(stdout.String(), "total") {
-		t.Errorf("demo check: exit %d\nstdout:\n%s\nstderr:\n%s\nnode: %s", code, stdout.String(), stderr.String(), node)
+	for _, tc := range []struct {
+		args []string
+		how  string
+	}{
+		{nil, "the appends held while they were read"},
+		{[]string{"-freeze=false"}, "read while the workload moved"},
+	} {
+		var stdout, stderr strings.Builder
+		args := append([]string{"check", "-store", "postgres:" + dsn, "-tries", "30"}, tc.args...)
+		code := run(t.Context(), append(args, addr), &stdout, &stderr)
+		out := stdout.String()
+		if code != 0 || !strings.Contains(out, "agree: the gauges of 1 nodes") || !strings.Contains(out, tc.how) ||
+			!strings.Contains(out, "activity type") || !strings.Contains(out, "total") {
+			stopNode()
+			t.Fatalf("demo %q: exit %d\nstdout:\n%s\nstderr:\n%s\nnode: %s", args, code, out, stderr.String(), <-nodeDone)
+		}
+		t.Logf("demo %q:\n%s", args, out)
 	}
-	t.Logf("demo check:\n%s", stdout.String())
+	stopNode()
+	<-nodeDone
 }
