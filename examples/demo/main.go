@@ -102,6 +102,15 @@
 // (the others adopt at once) and leaves. Its connections are named
 // "aionotel-demo NODE" (application_name) unless the DSN names them.
 //
+// # Check
+//
+// "demo check -store postgres:DSN NODE..." reads the open workflows'
+// histories from a cluster's store and the aion_inflight_activities
+// gauges of its live nodes (their Prometheus endpoints), and prints the
+// activities in flight by type, from both, side by side; it holds the
+// nodes' appends while it reads (-freeze=false does not) and exits 0 when
+// they agree, 1 when they do not after -tries reads (default 10).
+//
 // # Exit status
 //
 // 0 after a clean run, even when the final telemetry flush failed (a warning
