@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # .ci/readme.sh: runs the commands of the repository's Markdown pages
 # exactly as the pages give them, so that the pages cannot drift from what
-# works. The pages are README.md, CONTRIBUTING.md and every README.md below
-# the root (an example's own README, a module's): what the front page gave
-# up to them keeps its check.
+# works. The pages are README.md, CONTRIBUTING.md, RELEASING.md and every
+# README.md below the root (an example's own README, a module's): what the
+# front page gave up to them keeps its check.
 #
 # A command is a fenced ```sh block right after a marker line
 #
@@ -35,7 +35,9 @@ pages() {
     return
   fi
   echo "$root/README.md"
-  [ ! -f "$root/CONTRIBUTING.md" ] || echo "$root/CONTRIBUTING.md"
+  for page in CONTRIBUTING.md RELEASING.md; do
+    [ ! -f "$root/$page" ] || echo "$root/$page"
+  done
   git -C "$root" ls-files --cached --others --exclude-standard -- '*/README.md' | sort | sed "s#^#$root/#" |
     while read -r page; do [ ! -f "$page" ] || echo "$page"; done
 }
