@@ -31,7 +31,9 @@
 // reporting it) as soon as its run closes. A backlog therefore lasts at
 // most a run timeout (Config.RunTimeout), and what waits is bounded by the
 // rate times that timeout. The default pool (DefaultWorkers) is sized from
-// the rate, with room to spare on an idle machine.
+// the rate: on an idle machine work waits for a worker now and then, and
+// briefly. The pairing tracker remembers about 50 s of closed runs, so the
+// heap levels off within minutes (TestSoakHeapFlat).
 //
 // A Server runs once; Stats may be called at any time from any goroutine.
 package sim
