@@ -64,8 +64,8 @@ import (
 type Config struct {
 	MeterProvider  metric.MeterProvider // required
 	TracerProvider trace.TracerProvider // required
-	// LoggerProvider receives one log record per committed transcript
-	// event (otelstore.WithTranscriptLogs); nil: no log records.
+	// LoggerProvider receives one log record per model call a transcript
+	// commits (otelstore.WithTranscriptLogs); nil: no log records.
 	LoggerProvider log.LoggerProvider
 	// ContentCapture lets message text and tool arguments and output into
 	// the log records (otelstore.WithContentCapture).
