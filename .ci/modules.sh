@@ -44,7 +44,9 @@
 # the real one.
 # Clone check (the working tree): README.md's install commands (the blocks
 # install and install-backend, run by .ci/readme.sh as written) in a new
-# module beside a clone of the repository, whose build must then succeed.
+# module beside a clone of the repository, whose program is README.md's
+# first Go block: its build must succeed, and running it must print the
+# instruments examples/quickstart/README.md lists.
 #
 # Usage: .ci/modules.sh [-static | -tags]
 #   -static  the static checks only
@@ -417,13 +419,41 @@ echo "modules.sh: a consumer builds the ${#imports[@]} importable packages of th
 # commands as written (.ci/readme.sh runs them), in a new module whose
 # directory has the working tree beside it as ../aionotel. The proxies are
 # the real ones, without ours: nothing of aionotel may come from a proxy.
+# The module's program is README.md's first Go block, as a reader pastes
+# it; a second file imports every package of the root module and of the
+# backend the install commands add.
 mkdir -p "$tmp/beside/app"
 ln -s "$PWD" "$tmp/beside/aionotel"
-# shellcheck disable=SC2086 # the lists are space-separated import paths
-writemain "$tmp/beside/app" ${imports_of[.]} ${imports_of[keyspace/boltstore]}
+awk '/^```go[ \t]*$/ && !done { inblock = 1; next } inblock && /^```[ \t]*$/ { inblock = 0; done = 1 } inblock' README.md >"$tmp/beside/app/main.go"
+if ! grep -q '^func main()' "$tmp/beside/app/main.go"; then
+  echo "modules.sh: README.md's first Go block is not a program (no func main)" >&2
+  exit 1
+fi
+{
+  echo "package main"
+  echo
+  echo "import ("
+  # shellcheck disable=SC2086 # the lists are space-separated import paths
+  printf '\t_ "%s"\n' ${imports_of[.]} ${imports_of[keyspace/boltstore]}
+  echo ")"
+} >"$tmp/beside/app/imports.go"
 PROXY="file://$(go env GOMODCACHE)/cache/download${upstream:+,$upstream}"
 consumer "$tmp/beside/app" go mod init example.com/app
 consumer "$tmp/beside/app" bash "$PWD/.ci/readme.sh" -C "$tmp/beside/app" install install-backend
 consumer "$tmp/beside/app" go mod tidy
 consumer "$tmp/beside/app" go build ./...
 echo "modules.sh: a new module builds on the checkout through README.md's install commands"
+# Run it: it prints every instrument examples/quickstart/README.md lists
+# (the quickstart is the same program, byte for byte, and its tests check
+# the values).
+consumer "$tmp/beside/app" go run .
+missing=()
+for name in $(sed -n 's/^- `\([a-z_.]*\)`.*/\1/p' examples/quickstart/README.md); do
+  grep -q "\"Name\":\"$name\"" "$tmp/log" || missing+=("$name")
+done
+if [ ${#missing[@]} -gt 0 ] || ! grep -q '"Name":"aion\.' "$tmp/log"; then
+  cat "$tmp/log" >&2
+  echo "modules.sh: README.md's program, in a new module, did not print ${missing[*]:-any aion. instrument}" >&2
+  exit 1
+fi
+echo "modules.sh: README.md's program runs in a new module and prints the instruments examples/quickstart/README.md lists"

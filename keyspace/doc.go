@@ -35,6 +35,20 @@
 // Readers find a run's streams with [Store.ListStreams] and read one with
 // [Store.ReadFrom], resuming from the store seq after the last one read.
 //
+// # Choosing a backend
+//
+// [Memory] is for tests and demos: it keeps a run's streams until
+// [Memory.DeleteRun], and nothing across a restart. boltstore is one file
+// for one server process (a second Open of the file fails): every
+// AppendEvents is one fsynced transaction, so feed it through a
+// [Sequencer], which makes one call per stream per batch. pgstore is for
+// several processes sharing one keyspace: each runs its own Sequencer on
+// its own Store, and the table's primary key turns two writers claiming
+// one store seq into a sequence conflict, which the Sequencers resolve
+// without losing or duplicating an event. Both durable backends keep every
+// string's bytes exactly, share one versioned binary encoding, and are
+// modules of their own, so bbolt or pgx enter a build only when imported.
+//
 // # Concurrency
 //
 // Every Store is safe for concurrent use, and so is a Sequencer. A Sequencer

@@ -75,4 +75,48 @@
 // (a span filter, classifier, sampler, span processor or instrument) is
 // reported there too and the call goes on. A panic in the inner store ends
 // the span with status Error and error.type _OTHER, then goes on.
+//
+// # Telemetry catalog
+//
+// Every instrument carries aion.namespace ([WithNamespace],
+// [WithKeyspaceNamespace]); the others' attributes follow. Durations are
+// seconds: store and keyspace calls on buckets from 100 µs to 10 s,
+// activities and runs from 5 ms to a day. A Prometheus exporter (the OTel
+// Go one, or the Collector's as configured in collector-config.yaml) turns
+// dots into underscores and appends _total to counters and _seconds to
+// durations: aion_inflight_activities, aion_activities_completed_total,
+// aion_activity_duration_seconds.
+//
+//	aion.store.operation.duration         histogram  db.operation.name, db.system.name, error.type (failures)
+//	aion.workflows.started                counter    aion.workflow.type
+//	aion.workflows.completed              counter    aion.workflow.status
+//	aion.workflows.reopened               counter
+//	aion.signals.delivered                counter    aion.signal.delivery
+//	aion.schedules.fired                  counter
+//	aion.workflow.duration                histogram  aion.workflow.type, aion.workflow.status
+//	aion.activities.dispatched            counter    aion.activity.type
+//	aion.activities.completed             counter    aion.activity.type, aion.activity.outcome
+//	aion.activities.retried               counter    aion.activity.type
+//	aion.activity.duration                histogram  aion.activity.type, aion.activity.outcome
+//	aion.inflight_activities              up-down    aion.activity.type
+//	aion.activity.oldest_inflight_age     gauge      aion.activity.type: now minus the oldest dispatch in flight, 0 when none
+//	aion.activity.wait.duration           histogram  aion.activity.type: dispatch to the outbox claim, once per dispatch
+//	aion.activity.oldest_waiting_age      gauge      aion.activity.type: the oldest row staged and not claimed
+//	aion.activity.pairing.evicted         counter    in-flight activities the tracker's bound evicted
+//	aion.workflow.pairing.evicted         counter    open runs the bound evicted
+//	aion.pairing.forgotten                counter    facts dropped while waiting for a partner
+//	aion.pairing.resumed                  counter    workflows a resume read; error.type for failed reads
+//	aion.pairing.released                 counter    entries given up with a shard
+//	aion.keyspace.operation.duration      histogram  db.operation.name, db.system.name, error.type
+//	aion.keyspace.append.batch_size       histogram  events per committed AppendEvents
+//
+// The aion.activit*, aion.inflight_activities, aion.workflow.duration and
+// pairing instruments come from the [pairing.Tracker] (instrumentation
+// scope .../pairing; the others' scope is this package's import path),
+// which also makes the timeline spans (see package pairing). error.type is
+// sequence_conflict, invalid_token, not_found, not_owner,
+// invalid_argument, unsupported, canceled, deadline_exceeded or _OTHER,
+// unless [WithErrorClassifier] refines it. Spans are named by the [Operation]
+// constants. The GenAI instruments, spans and log records of a keyspace are
+// listed on [NewKeyspace].
 package otelstore

@@ -1,17 +1,20 @@
-// Command demo runs a simulated workflow server instrumented by aionotel, so
-// that every instrument of the telemetry catalog moves: workflows started and
-// closed by every status, reopened, signals, schedules, activities by every
-// outcome, retries, the in-flight gauge, pairing evictions, store and
-// keyspace call durations, including real sequence conflicts between racing
-// writers of one workflow, the outbox wake and agent transcripts, with their
-// GenAI telemetry: token usage by model, tool calls and their failures, and
-// one log record per transcript event (without content: set
-// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true to capture it).
+// Command demo runs a simulated workflow server instrumented by aionotel:
+// workflows started and closed by every status, reopened, signals,
+// schedules, activities by every outcome, retries, the in-flight gauge,
+// store and keyspace call durations, including real sequence conflicts
+// between racing writers of one workflow, the outbox wake and agent
+// transcripts, with their GenAI telemetry: token usage by model, tool calls
+// and their failures, and one log record per model call (without content:
+// set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true to capture it).
+// A few instruments move only when asked: pairing evictions
+// (-max-inflight 24), and the resume and release counters (a node of a
+// cluster, -store postgres:).
 //
 //	go run ./examples/demo                           # Prometheus at 127.0.0.1:9464/metrics, until Ctrl-C
 //	go run ./examples/demo -exporter otlp            # OTLP to a Collector (collector-config.yaml)
 //	go run ./examples/demo -keyspace bolt:k.db -duration 10s
 //	go run ./examples/demo -store "postgres:$DSN" -node a -shards 16  # a node of a cluster
+//	go run ./examples/demo check -store "postgres:$DSN" 127.0.0.1:9464 127.0.0.1:9465
 //
 // # Flags
 //
@@ -22,8 +25,10 @@
 //	-duration D             stop after D (default 0: run until interrupted)
 //	-rate N                 workflows started per second (default 20)
 //	-workers N              activity workers, each running one activity at a time; rows
-//	                        wait in the outbox while all are busy (default 40: at the
-//	                        default rate, work waits for a worker now and then)
+//	                        wait in the outbox while all are busy (default 0: two per
+//	                        workflow started per second, so work waits now and then)
+//	-run-timeout D          each run's execution timeout (default 10s); a run still open
+//	                        then closes as timed out, and its waiting work is dropped
 //	-max-inflight N         bound of the activity pairing tracker; past it the oldest
 //	                        in-flight activity is evicted (default 0: the tracker's default);
 //	                        -max-inflight 24 shows evictions
@@ -97,6 +102,15 @@
 // (the others adopt at once) and leaves. Its connections are named
 // "aionotel-demo NODE" (application_name) unless the DSN names them.
 //
+// # Check
+//
+// "demo check -store postgres:DSN NODE..." reads the open workflows'
+// histories from a cluster's store and the aion_inflight_activities
+// gauges of its live nodes (their Prometheus endpoints), and prints the
+// activities in flight by type, from both, side by side; it holds the
+// nodes' appends while it reads (-freeze=false does not) and exits 0 when
+// they agree, 1 when they do not after -tries reads (default 10).
+//
 // # Exit status
 //
 // 0 after a clean run, even when the final telemetry flush failed (a warning
@@ -166,6 +180,7 @@ func main() {
 type options struct {
 	exporter, listen, keyspace, store, node  string
 	duration, drain, retention, lease, renew time.Duration
+	runTimeout                               time.Duration
 	rate                                     float64
 	workers, maxInFlight, shards             int
 	seed                                     uint64
@@ -180,11 +195,12 @@ func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
 	fs.StringVar(&o.keyspace, "keyspace", "memory", "transcript keyspace: memory, bolt:PATH or postgres:DSN")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until interrupted)")
 	fs.Float64Var(&o.rate, "rate", 20, "workflows started per second")
-	fs.IntVar(&o.workers, "workers", sim.DefaultWorkers, "activity workers (each runs one activity at a time)")
+	fs.IntVar(&o.workers, "workers", 0, "activity workers, each running one activity at a time (0: two per workflow started per second)")
 	fs.IntVar(&o.maxInFlight, "max-inflight", 0, "bound of the activity pairing tracker (0: its default)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random draws")
 	fs.DurationVar(&o.drain, "drain", 2*time.Second, "how long started workflows may finish once stopped")
 	fs.DurationVar(&o.retention, "retention", 10*time.Second, "how long closed workflows stay in memory")
+	fs.DurationVar(&o.runTimeout, "run-timeout", sim.DefaultRunTimeout, "each run's execution timeout")
 	fs.StringVar(&o.store, "store", "memory", "event store: memory, or postgres:DSN (a node of a cluster)")
 	fs.StringVar(&o.node, "node", "", "with -store postgres: this node's name (default: the host name and a random suffix)")
 	fs.IntVar(&o.shards, "shards", 0, "with -store postgres: the number of shards (0: the database's, 16 for a new one)")
@@ -211,8 +227,11 @@ func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
 	if !(o.rate > 0 && o.rate <= 10000) || math.IsNaN(o.rate) {
 		errs = append(errs, fmt.Errorf("-rate %v: want a number in (0, 10000]", o.rate))
 	}
-	if o.workers < 1 || o.workers > 1024 {
-		errs = append(errs, fmt.Errorf("-workers %d: want 1 to 1024", o.workers))
+	if o.workers < 0 || o.workers > 1024 {
+		errs = append(errs, fmt.Errorf("-workers %d: want 0 (sized from -rate) to 1024", o.workers))
+	}
+	if o.runTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("-run-timeout %s: want a positive duration", o.runTimeout))
 	}
 	if o.maxInFlight < 0 {
 		errs = append(errs, fmt.Errorf("-max-inflight %d: want 0 or more", o.maxInFlight))
@@ -238,6 +257,9 @@ func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
 // run is the whole program but for the signals: ctx ending is the first
 // signal. It returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "check" {
+		return runCheck(ctx, args[1:], stdout, stderr)
+	}
 	// The progress line, the summary and a cluster node's log share stdout.
 	tty := terminal(stdout)
 	stdout = &syncWriter{w: stdout}
@@ -278,7 +300,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	capture := os.Getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") == "true"
 	cfg := sim.Config{MeterProvider: tel.Meter, TracerProvider: tel.Tracer, LoggerProvider: tel.Logger,
 		ContentCapture: capture, Keyspace: keys, KeyspaceSystem: dbSystem(o.keyspace),
-		Rate: o.rate, Workers: o.workers, MaxInFlight: o.maxInFlight, Seed: o.seed, Drain: o.drain, Retention: o.retention}
+		Rate: o.rate, Workers: o.workers, MaxInFlight: o.maxInFlight, Seed: o.seed, Drain: o.drain, Retention: o.retention,
+		RunTimeout: o.runTimeout}
 	var node *cluster.Node
 	if dsn, ok := strings.CutPrefix(o.store, "postgres:"); ok {
 		if node, err = openNode(ctx, dsn, o, tel, stdout); err != nil {

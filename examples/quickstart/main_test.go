@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,21 +30,29 @@ type exported struct {
 	}
 }
 
-// runQuickstart runs the quickstart and returns what its stdout exporter
-// printed.
+// runQuickstart runs the quickstart's main and returns what its stdout
+// exporter printed.
 func runQuickstart(t *testing.T) exported {
 	t.Helper()
-	var out bytes.Buffer
-	if err := run(&out); err != nil {
+	r, w, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	text := out.String()
-	if !strings.HasPrefix(text, "recorded 4 events of workflow ") {
-		t.Fatalf("output starts %q", text[:min(len(text), 60)])
-	}
+	stdout := os.Stdout
+	os.Stdout = w // the exporter writes to os.Stdout as it is when made
+	printed := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(r)
+		printed <- b
+	}()
+	func() {
+		defer func() { os.Stdout = stdout; w.Close() }()
+		main()
+	}()
+	text := string(<-printed)
 	var got exported
-	if err := json.Unmarshal([]byte(text[strings.IndexByte(text, '{'):]), &got); err != nil {
-		t.Fatalf("metrics JSON: %v", err)
+	if err := json.Unmarshal([]byte(text[max(0, strings.IndexByte(text, '{')):]), &got); err != nil {
+		t.Fatalf("metrics JSON: %v\n%s", err, text)
 	}
 	return got
 }
@@ -89,8 +97,12 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// readmePath is the repository's README, from this directory.
-var readmePath = filepath.Join("..", "..", "README.md")
+// readmePath is the quickstart's README, which lists what it prints.
+var readmePath = "README.md"
+
+// frontPage is the repository's README, whose first Go block is this
+// program.
+var frontPage = filepath.Join("..", "..", "README.md")
 
 // numberWords are the counts the README may spell out.
 var numberWords = map[string]int{
@@ -106,8 +118,8 @@ var (
 	readmeItem = regexp.MustCompile("(?m)^- `([a-z_.]+)`")
 )
 
-// readmeInstruments returns the instruments the README's "The smallest
-// program" section says the quickstart prints, and the count its prose
+// readmeInstruments returns the instruments the quickstart README's "What
+// it prints" section says the quickstart prints, and the count its prose
 // gives.
 func readmeInstruments(t *testing.T) (names []string, count int) {
 	t.Helper()
@@ -116,9 +128,9 @@ func readmeInstruments(t *testing.T) (names []string, count int) {
 		t.Fatal(err)
 	}
 	text := string(raw)
-	start := strings.Index(text, "\n## The smallest program\n")
+	start := strings.Index(text, "\n## What it prints\n")
 	if start < 0 {
-		t.Fatal(`README.md has no "## The smallest program" section`)
+		t.Fatal(`examples/quickstart/README.md has no "## What it prints" section`)
 	}
 	section := text[start+1:]
 	if end := strings.Index(section[1:], "\n## "); end >= 0 {
@@ -126,12 +138,12 @@ func readmeInstruments(t *testing.T) (names []string, count int) {
 	}
 	m := readmeCount.FindStringSubmatchIndex(section)
 	if m == nil {
-		t.Fatalf("README.md, The smallest program: no sentence matching %q", readmeCount)
+		t.Fatalf("examples/quickstart/README.md, What it prints: no sentence matching %q", readmeCount)
 	}
 	word := section[m[2]:m[3]]
 	count, ok := numberWords[word]
 	if !ok {
-		t.Fatalf("README.md, The smallest program: %q is not a count this test reads", word)
+		t.Fatalf("examples/quickstart/README.md, What it prints: %q is not a count this test reads", word)
 	}
 	// The list right after the sentence: its items, up to the first line
 	// that is not one.
@@ -175,6 +187,43 @@ func TestREADMEInstruments(t *testing.T) {
 			t.Errorf("%s: %d points, the README says one each", name, n)
 		}
 	}
+}
+
+// TestFrontPageProgramIsTheQuickstart holds the front page's first Go block
+// to this program, byte for byte from its package clause: what this
+// package's tests show of the quickstart (TestRun, TestREADMEInstruments)
+// is shown of the program a reader pastes, and CI builds and runs that
+// block in a fresh module through the README's install route
+// (.ci/modules.sh).
+func TestFrontPageProgramIsTheQuickstart(t *testing.T) {
+	raw, err := os.ReadFile(frontPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, ok := firstGoBlock(string(raw))
+	if !ok {
+		t.Fatal("README.md has no ```go block")
+	}
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	program := string(src)
+	program = program[strings.Index(program, "package main"):]
+	if block != program {
+		t.Errorf("README.md's first Go block is not examples/quickstart/main.go (from its package clause); the block:\n%s", block)
+	}
+}
+
+// firstGoBlock returns the body of the first ```go fenced block of a
+// Markdown text.
+func firstGoBlock(text string) (string, bool) {
+	_, rest, ok := strings.Cut(text, "\n```go\n")
+	if !ok {
+		return "", false
+	}
+	body, _, ok := strings.Cut(rest, "\n```\n")
+	return body + "\n", ok
 }
 
 func toString(v any) string {

@@ -74,15 +74,24 @@ func (s *Server) activityWorker(ctx context.Context) {
 			return
 		case row := <-s.work:
 			s.running.Add(1)
-			if agentTypes[row.ActivityType] {
-				until := s.transcript(ctx, row)
-				if d := time.Until(until); d > 0 {
-					_ = s.pause(ctx, d, d)
+			actx, stop := s.runContext(ctx, row.RunID)
+			if !s.live(actx, row) {
+				s.count("activities.shed", 1) // its run closed while the row waited
+			} else {
+				if agentTypes[row.ActivityType] {
+					until := s.transcript(actx, row)
+					if d := time.Until(until); d > 0 {
+						_ = s.pause(actx, d, d)
+					}
+				}
+				if actx.Err() == nil {
+					s.perform(actx, row)
+				}
+				if actx.Err() != nil && ctx.Err() == nil {
+					s.count("activities.stopped", 1) // its run closed under it
 				}
 			}
-			if ctx.Err() == nil {
-				s.perform(ctx, row)
-			}
+			stop()
 			s.running.Add(-1)
 			<-s.slots
 			select {
@@ -91,6 +100,21 @@ func (s *Server) activityWorker(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// live reports whether the row's activity is still in flight in an open
+// run, so that a worker spends no time on an activity whose run closed
+// (timed out, say) while its row waited.
+func (s *Server) live(ctx context.Context, row eventstore.OutboxRow) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	events, err := s.store.ReadHistory(ctx, row.WorkflowID)
+	if err != nil {
+		return false
+	}
+	h := fold(events)
+	return h.running(row.RunID) && h.open[row.Ordinal]
 }
 
 // perform plays an activity's attempts: most succeed, some fail retryably

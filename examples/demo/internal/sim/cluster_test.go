@@ -69,7 +69,7 @@ func startClusterServer(t *testing.T, store *eventstore.Memory, seed uint64, sha
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(pairing.NewIDGenerator(nil)))
 	node := &testNode{count: testShards}
-	srv, err := New(Config{MeterProvider: mp, TracerProvider: tp, Store: store, Cluster: node,
+	srv, err := New(Config{MeterProvider: mp, TracerProvider: tp, Store: store, Cluster: node, RunTimeout: 3 * time.Second,
 		Rate: 30, Drain: 500 * time.Millisecond, Seed: seed})
 	if err != nil {
 		t.Fatal(err)

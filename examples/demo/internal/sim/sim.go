@@ -21,6 +21,20 @@
 // transcripts, when the keyspace is the in-memory one, with
 // keyspace.Memory.DeleteRun: the memory levels off.
 //
+// # Load
+//
+// The server stays healthy when the machine cannot keep up: no work is
+// spent on a run that has closed. A run that closes (timed out, failed,
+// cancelled) cancels its outbox rows still waiting, so no worker claims
+// them; a worker checks, before it starts an activity, that its run is
+// open and the activity still in flight, and stops an activity (without
+// reporting it) as soon as its run closes. A backlog therefore lasts at
+// most a run timeout (Config.RunTimeout), and what waits is bounded by the
+// rate times that timeout. The default pool (DefaultWorkers) is sized from
+// the rate: on an idle machine work waits for a worker now and then, and
+// briefly. The pairing tracker remembers about 50 s of closed runs, so the
+// heap levels off within minutes (TestSoakHeapFlat).
+//
 // A Server runs once; Stats may be called at any time from any goroutine.
 package sim
 
@@ -28,6 +42,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -49,8 +64,8 @@ import (
 type Config struct {
 	MeterProvider  metric.MeterProvider // required
 	TracerProvider trace.TracerProvider // required
-	// LoggerProvider receives one log record per committed transcript
-	// event (otelstore.WithTranscriptLogs); nil: no log records.
+	// LoggerProvider receives one log record per model call a transcript
+	// commits (otelstore.WithTranscriptLogs); nil: no log records.
 	LoggerProvider log.LoggerProvider
 	// ContentCapture lets message text and tool arguments and output into
 	// the log records (otelstore.WithContentCapture).
@@ -65,12 +80,15 @@ type Config struct {
 	Rate           float64 // workflows started per second; 0: 20
 	// Workers is the activity worker pool: each runs one activity at a
 	// time, from its claim to its result, and rows wait in the outbox while
-	// all are busy; 0: DefaultWorkers.
+	// all are busy; 0: DefaultWorkers(Rate).
 	Workers     int
 	MaxInFlight int           // pairing.WithMaxInFlight; 0: the tracker's default
 	Seed        uint64        // seeds every random draw
 	Drain       time.Duration // how long started workflows may finish after Run's context ends
 	Retention   time.Duration // how long a closed workflow is kept; 0: 10s
+	// RunTimeout is each run's execution timeout, a durable timer: a run
+	// still open then closes as timed out; 0: DefaultRunTimeout.
+	RunTimeout time.Duration
 	// Store holds the histories. Nil: an eventstore.Memory owned by the
 	// server, whose closed workflows are pruned after the retention. A
 	// given store must have the Outbox capability; it keeps its histories.
@@ -85,10 +103,21 @@ type Config struct {
 	ResumeReports func(pairing.ResumeReport, error)
 }
 
-// DefaultWorkers is the activity worker pool without Config.Workers:
-// small enough that, at the default rate, work waits for a worker now and
-// then.
-const DefaultWorkers = 40
+// DefaultWorkers is the activity worker pool without Config.Workers at a
+// rate of workflows per second: two workers per workflow started per
+// second, at least 4 (40 at the default rate). On an idle machine work
+// then waits for a worker now and then, for tens to hundreds of
+// milliseconds; on a loaded one the waits grow, and rows of runs that
+// close meanwhile are shed (see Load).
+func DefaultWorkers(rate float64) int {
+	return min(1024, max(4, int(math.Ceil(2*rate))))
+}
+
+// DefaultRunTimeout is each run's execution timeout without
+// Config.RunTimeout: about five times what a run takes on an idle
+// machine, so that only the runs meant to time out (a customer who never
+// confirms) do, unless the machine is badly overloaded.
+const DefaultRunTimeout = 10 * time.Second
 
 // Server is one simulated workflow server. It must not be copied.
 type Server struct {
@@ -105,6 +134,7 @@ type Server struct {
 	slots    chan struct{}             // a worker's slot, taken before its row is claimed
 	idle     chan struct{}             // a worker became idle: claim again
 	inboxes  sync.Map                  // eventstore.WorkflowID -> chan note
+	open     sync.Map                  // eventstore.RunID -> context.Context, cancelled when the run closes
 	running  atomic.Int64
 	rngMu    sync.Mutex
 	rng      *rand.Rand
@@ -130,10 +160,13 @@ func New(cfg Config) (*Server, error) {
 		cfg.Rate = 20
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = DefaultWorkers
+		cfg.Workers = DefaultWorkers(cfg.Rate)
 	}
 	if cfg.Retention <= 0 {
 		cfg.Retention = 10 * time.Second
+	}
+	if cfg.RunTimeout <= 0 {
+		cfg.RunTimeout = DefaultRunTimeout
 	}
 	s := &Server{
 		cfg:   cfg,
@@ -144,7 +177,14 @@ func New(cfg Config) (*Server, error) {
 		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		stats: map[string]int64{},
 	}
-	tracker, err := pairing.New(pairing.WithMeterProvider(cfg.MeterProvider), pairing.WithTracerProvider(cfg.TracerProvider), pairing.WithMaxInFlight(cfg.MaxInFlight))
+	// The tracker remembers closed runs and their workflows (about 2.4 a
+	// second per workflow started per second) to recognise repeats and
+	// late facts: here about 50 s of them, not the default 65,536 entries,
+	// which take the better part of an hour to fill at the default rate
+	// and hold tens of MiB, so that the heap levels off within minutes.
+	remembered := max(1024, int(120*cfg.Rate))
+	tracker, err := pairing.New(pairing.WithMeterProvider(cfg.MeterProvider), pairing.WithTracerProvider(cfg.TracerProvider),
+		pairing.WithMaxInFlight(cfg.MaxInFlight), pairing.WithMaxRemembered(remembered))
 	if err != nil {
 		return nil, err
 	}

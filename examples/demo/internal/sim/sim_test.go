@@ -178,7 +178,7 @@ func runFor(t *testing.T, d time.Duration, cfg Config) (observed, map[string]int
 // and activity outcome, real sequence conflicts in both stores, and that no
 // activity is left in flight once Run has returned.
 func TestRunMovesEveryInstrument(t *testing.T) {
-	o, stats, spans := runFor(t, 8*time.Second, Config{Rate: 50, Workers: 150, MaxInFlight: 64, Drain: 500 * time.Millisecond, Retention: time.Second, Seed: 7})
+	o, stats, spans := runFor(t, 8*time.Second, Config{Rate: 50, Workers: 150, MaxInFlight: 64, Drain: 500 * time.Millisecond, Retention: time.Second, Seed: 7, RunTimeout: 3 * time.Second})
 	for _, name := range catalog {
 		if gauge := name == "aion.inflight_activities" || strings.HasPrefix(name, "aion.activity.oldest_"); gauge && o.values[name+" aion.activity.type"] == nil || !gauge && o.total[name] <= 0 {
 			t.Errorf("%s did not move", name)

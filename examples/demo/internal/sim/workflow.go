@@ -22,9 +22,6 @@ const (
 	continuedAsNew = "continued_as_new"
 )
 
-// runTimeout is each run's execution timeout, a durable timer.
-const runTimeout = 3 * time.Second
-
 // note tells a workflow what another writer committed to its history.
 type note struct {
 	act     eventstore.ActivityID
@@ -70,6 +67,7 @@ func (s *Server) runWorkflow(ctx context.Context, kind string) {
 	f := &flow{s: s, id: id, kind: kind, inbox: make(chan note, 8), done: make(chan struct{})}
 	s.inboxes.Store(f.id, f)
 	defer func() {
+		s.closeRun(f.run)
 		close(f.done)
 		s.inboxes.Delete(f.id)
 		f.clients.Wait()
@@ -189,7 +187,7 @@ func (f *flow) env() eventstore.Envelope { return eventstore.Envelope{RunID: f.r
 func (f *flow) startRun(ctx context.Context, previous []eventstore.RunID) error {
 	old, run := f.run, eventstore.NewRunID()
 	timer := eventstore.TimerID(fmt.Sprintf("run-timeout-%d", len(previous)+1))
-	fireAt := time.Now().Add(runTimeout)
+	fireAt := time.Now().Add(f.s.cfg.RunTimeout)
 	seq, err := f.s.commit(ctx, f.id, nil, func(h history) *decision {
 		var events []eventstore.Event
 		if previous != nil {
@@ -211,6 +209,8 @@ func (f *flow) startRun(ctx context.Context, previous []eventstore.RunID) error 
 	if seq == 0 {
 		return fmt.Errorf("workflow %s: run closed under it", f.id)
 	}
+	f.s.closeRun(old)
+	f.s.openRun(run)
 	if previous != nil {
 		f.s.count("workflows."+continuedAsNew, 1)
 		f.retireDeadline(ctx)
@@ -249,8 +249,14 @@ func (f *flow) close(ctx context.Context, status string) error {
 	if err != nil {
 		return err
 	}
+	f.s.closeRun(f.run) // its activities stop
 	if seq > 0 {
 		f.s.count("workflows."+status, 1)
+		if status != completed {
+			// Rows still waiting (a sibling of a failed activity, all of a
+			// run that timed out) are never claimed.
+			_, _ = f.s.outbox.SettleWorkflowOutboxRowsCancelled(ctx, f.id)
+		}
 	}
 	f.retireDeadline(ctx)
 	return nil
@@ -279,7 +285,8 @@ func (f *flow) steps(ctx context.Context, types ...string) (string, error) {
 			return "", fmt.Errorf("workflow %s: reopen: %w", f.id, err)
 		}
 		f.s.count("workflows.reopened", 1)
-		f.deadline.FireAt = time.Now().Add(runTimeout)
+		f.s.openRun(f.run)
+		f.deadline.FireAt = time.Now().Add(f.s.cfg.RunTimeout)
 		if err := f.s.store.ScheduleTimer(ctx, f.id, f.deadline.TimerID, f.deadline.FireAt, f.deadline.ArmedSeq); err != nil {
 			return "", err
 		}
@@ -413,4 +420,40 @@ func (f *flow) client(ctx context.Context, name string) {
 		}
 		wg.Wait()
 	})
+}
+
+// openRun records that run is open in this server: the context of its
+// activities (runContext) ends when closeRun is called for it.
+func (s *Server) openRun(run eventstore.RunID) {
+	ctx, cancel := context.WithCancel(context.Background())
+	if old, loaded := s.open.Swap(run, runLife{ctx, cancel}); loaded {
+		old.(runLife).cancel()
+	}
+}
+
+// closeRun ends the context of run's activities: they stop and report
+// nothing.
+func (s *Server) closeRun(run eventstore.RunID) {
+	if v, ok := s.open.LoadAndDelete(run); ok {
+		v.(runLife).cancel()
+	}
+}
+
+// runContext returns a context for an activity of run: ctx, also ended
+// when the run closes in this server. A run this server does not know
+// (an orphan taken over) gets ctx; the worker's liveness check guards it.
+func (s *Server) runContext(ctx context.Context, run eventstore.RunID) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(ctx)
+	v, ok := s.open.Load(run)
+	if !ok {
+		return c, cancel
+	}
+	stop := context.AfterFunc(v.(runLife).ctx, cancel)
+	return c, func() { stop(); cancel() }
+}
+
+// runLife is an open run's context and its cancellation.
+type runLife struct {
+	ctx    context.Context
+	cancel context.CancelFunc
 }

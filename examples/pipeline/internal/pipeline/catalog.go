@@ -21,8 +21,8 @@ func (k metricKind) String() string {
 	return "unknown"
 }
 
-// catalogMetric is one row of the telemetry catalog (README.md, "Telemetry
-// catalog") as Prometheus sees it: the contract the dashboard and the alert
+// catalogMetric is one row of the telemetry catalog (otelstore's package
+// doc, "Telemetry catalog", and NewKeyspace's) as Prometheus sees it: the contract the dashboard and the alert
 // rules are written against.
 type catalogMetric struct {
 	Name     string // Prometheus metric family name
@@ -35,7 +35,7 @@ type catalogMetric struct {
 // own, and the OpenTelemetry GenAI conventions' (gen_ai.client.token.usage).
 var catalogPrefixes = []string{"aion_", "gen_ai_"}
 
-// catalogMetrics is the whole catalog, in the order of the README's table.
+// catalogMetrics is the whole catalog.
 var catalogMetrics = []catalogMetric{
 	{Name: "aion_store_operation_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "db_operation_name", "db_system_name"}, Optional: []string{"error_type"}},
 	{Name: "aion_workflows_started_total", Kind: counter, Labels: []string{"aion_namespace", "aion_workflow_type"}},

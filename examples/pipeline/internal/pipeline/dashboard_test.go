@@ -301,8 +301,8 @@ func checkAgainstCatalog(expr string) (used []catalogMetric, problems []string) 
 // rules without any server: every query uses catalog names only, every
 // catalog metric has a panel, the variables are the documented ones, every
 // query's variables can be substituted, and every series selector of every
-// query is filtered by job and namespace (README: "every query is filtered
-// by both").
+// query is filtered by job and namespace (examples/grafana/README.md: "every
+// query is filtered by both").
 func TestDashboardContract(t *testing.T) {
 	raw := readDashboard(t)
 	queries, err := dashboardQueries(raw, "${datasource}")

@@ -48,8 +48,8 @@ const (
 	jaegerExporter = "otlp_grpc/jaeger"
 )
 
-// The Collector and Jaeger are the README's builds (README, "Demo ->
-// Collector -> Prometheus"), where its commands put them: the tests never
+// The Collector and Jaeger are the README's builds (examples/pipeline's
+// README, "Demo -> Collector -> Prometheus"), where its commands put them: the tests never
 // build them, so CI builds each once, with the README's own commands
 // (`bash .ci/readme.sh collector jaeger` from the repository root).
 var (
