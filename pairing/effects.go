@@ -167,6 +167,7 @@ func putEffects(fx *effects) {
 // tracers, span processors), so each recovers a panic of its own and
 // reports it: the others still run, so the gauge stays balanced.
 func (t *Tracker) apply(fx *effects) {
+	t.openClosedRuns(fx)
 	for i := 0; i < len(fx.list); {
 		i = t.applyFrom(fx, i)
 	}
@@ -249,6 +250,53 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 			fx.opened = append(fx.opened, opened{run: w.run, gen: w.gen, span: span, sc: span.SpanContext(), ids: w.ids})
 		}
 	}
+}
+
+// openClosedRuns starts, ahead of the other effects, the span of a run
+// that this call makes whole (started and closed here) when this call also
+// makes the span of one of its activities: the activity span is then its
+// child, whatever the order of the two effects (a terminal comes before
+// the close in history, and an abandoned activity is settled after it).
+// Without the ID generator the run span's ID is random, so an activity
+// span made first could only hang under the run's anchor. The run span is
+// ended by its close effect, as if it had been held.
+func (t *Tracker) openClosedRuns(fx *effects) {
+	if t.spans == nil || len(fx.work) == 0 {
+		return
+	}
+	defer t.recovered()
+	for i := range fx.list {
+		c := &fx.list[i]
+		if c.op != opClose || c.span != nil || c.wa == nil {
+			continue
+		}
+		cw := fx.workOf(c)
+		if cw == nil || cw.run == nil || !t.hasChildSpan(fx, cw) {
+			continue
+		}
+		tr := t.spans.tracer()
+		if tr == nil {
+			return
+		}
+		span := t.spans.openRun(fx.ctx, tr, c, cw)
+		c.span = span
+		fx.opened = append(fx.opened, opened{run: cw.run, gen: cw.gen, span: span, sc: span.SpanContext(), ids: cw.ids})
+	}
+}
+
+// hasChildSpan reports whether fx makes the span of an activity of the
+// run closed by the effect whose work is cw, without a parent known.
+func (t *Tracker) hasChildSpan(fx *effects, cw *spanWork) bool {
+	for i := range fx.list {
+		e := &fx.list[i]
+		if e.op != opSettle || e.span != nil {
+			continue
+		}
+		if w := fx.workOf(e); w != nil && w.run == cw.run && w.runGen == cw.gen && !w.parent.span.IsValid() {
+			return true
+		}
+	}
+	return false
 }
 
 // runSpan makes a run span opened earlier in the same call the parent of

@@ -697,7 +697,7 @@ func (j *join) resolveRun(r *run, fx *effects) {
 func (j *join) closeEffect(r *run, c closeFact, fx *effects) effect {
 	e := effect{op: opClose, wa: r.wa, status: uint8(c.status), from: r.startAt, to: c.at, span: r.span}
 	if j.spans {
-		e.work = fx.addWork(spanWork{key: r.key(), start: r.startCall, end: c.call, next: c.next, ids: r.ids})
+		e.work = fx.addWork(spanWork{key: r.key(), start: r.startCall, end: c.call, next: c.next, ids: r.ids, run: r, gen: r.gen})
 	}
 	return e
 }
