@@ -137,13 +137,17 @@ type cluster struct {
 	clock      int64 // whole seconds
 	names      int
 	resumeErrs []error
+	// inner wraps a node's store before the decorator does; nil: none.
+	inner func(*eventstore.Memory) eventstore.Store
 }
 
-func newCluster(t *testing.T) *cluster {
+func newCluster(t *testing.T) *cluster { return newClusterWith(t, nil) }
+
+func newClusterWith(t *testing.T, inner func(*eventstore.Memory) eventstore.Store) *cluster {
 	c := &cluster{
 		t: t, mem: eventstore.NewMemoryCluster(eventstore.WithShardCount(clusterShards)),
 		live: map[string]*process{}, owner: map[int]string{}, shards: map[string][]int{},
-		clock: 1_000_000,
+		clock: 1_000_000, inner: inner,
 	}
 	for i := range clusterWorkflows {
 		var id eventstore.WorkflowID
@@ -190,7 +194,11 @@ func (c *cluster) newProcess(node string) *process {
 	p := &process{node: node, reader: sdkmetric.NewManualReader(), spans: tracetest.NewSpanRecorder(), errs: &c.resumeErrs}
 	p.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(p.reader))
 	p.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p.spans), sdktrace.WithIDGenerator(pairing.NewIDGenerator(nil)))
-	s, err := otelstore.New(c.mem.Node(node), otelstore.WithMeterProvider(p.mp), otelstore.WithTracerProvider(p.tp),
+	var inner eventstore.Store = c.mem.Node(node)
+	if c.inner != nil {
+		inner = c.inner(c.mem.Node(node))
+	}
+	s, err := otelstore.New(inner, otelstore.WithMeterProvider(p.mp), otelstore.WithTracerProvider(p.tp),
 		otelstore.WithResumeReports(func(_ pairing.ResumeReport, err error) {
 			if err != nil {
 				*p.errs = append(*p.errs, err)
@@ -591,3 +599,4 @@ func typeOutcome(set attribute.Set) string {
 	outcome, _ := set.Value(otelstore.AttrActivityOutcome)
 	return typ.AsString() + "/" + outcome.AsString()
 }
+

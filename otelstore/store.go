@@ -115,7 +115,7 @@ func New(inner eventstore.Store, opts ...Option) (eventstore.Store, error) {
 		return nil, err
 	}
 	meter := newMeter(cfg)
-	life, err := newLifecycle(cfg, meter)
+	life, err := newLifecycle(cfg, meter, inner)
 	if err != nil {
 		return nil, err
 	}

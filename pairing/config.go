@@ -45,6 +45,9 @@ type config struct {
 	attrs          []attribute.KeyValue
 	typeLimit      int
 	nsLimit        int
+	// history and fillConcurrency: gap filling (fill.go).
+	history         HistoryReader
+	fillConcurrency int
 	// handle receives telemetry errors (instrument creation, invalid
 	// outcomes). It is otel.Handle outside tests.
 	handle func(error)
@@ -52,13 +55,14 @@ type config struct {
 
 func newConfig(opts []Option) (config, error) {
 	c := config{
-		meterProvider: otel.GetMeterProvider(),
-		timeline:      true,
-		maxInFlight:   DefaultMaxInFlight,
-		maxRemembered: DefaultMaxRemembered,
-		typeLimit:     DefaultTypeCardinalityLimit,
-		nsLimit:       DefaultNamespaceCardinalityLimit,
-		handle:        otel.Handle,
+		meterProvider:   otel.GetMeterProvider(),
+		timeline:        true,
+		maxInFlight:     DefaultMaxInFlight,
+		maxRemembered:   DefaultMaxRemembered,
+		typeLimit:       DefaultTypeCardinalityLimit,
+		nsLimit:         DefaultNamespaceCardinalityLimit,
+		fillConcurrency: DefaultFillConcurrency,
+		handle:          otel.Handle,
 	}
 	for _, o := range opts {
 		if o != nil {

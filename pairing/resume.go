@@ -100,7 +100,7 @@ func (t *Tracker) Resume(ctx context.Context, namespace string, store eventstore
 	if t == nil || t.join == nil || store == nil {
 		return ResumeReport{}, nil
 	}
-	ctx = orBackground(ctx)
+	ctx = markReadBack(orBackground(ctx))
 	c := resumeConfig{concurrency: DefaultResumeConcurrency}
 	for _, o := range opts {
 		if o != nil {
