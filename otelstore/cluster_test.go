@@ -599,4 +599,3 @@ func typeOutcome(set attribute.Set) string {
 	outcome, _ := set.Value(otelstore.AttrActivityOutcome)
 	return typ.AsString() + "/" + outcome.AsString()
 }
-

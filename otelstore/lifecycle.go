@@ -22,7 +22,7 @@ type lifecycle struct {
 	tracker   *pairing.Tracker
 	// history is the inner store: a gap is filled from it.
 	history pairing.HistoryReader
-	handle    func(error)
+	handle  func(error)
 
 	started   metric.Int64Counter
 	completed metric.Int64Counter
