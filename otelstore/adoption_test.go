@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -105,6 +106,14 @@ type gates struct {
 	end     chan struct{} // closed at the end
 	rng     *rand.Rand
 	pending int // steps before step opens
+	waiting atomic.Int32
+}
+
+// wait waits for gate, counted.
+func (g *gates) wait(gate chan struct{}) {
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
+	<-gate
 }
 
 func (g *gates) current() (chan struct{}, bool) {
@@ -157,7 +166,7 @@ func (n gatedNode) list(ctx context.Context) error {
 		<-n.g.end
 	default:
 		gate, _ := n.g.current()
-		<-gate
+		n.g.wait(gate)
 	}
 	return nil
 }
@@ -179,7 +188,7 @@ func (n gatedNode) ListPaused(ctx context.Context) ([]eventstore.WorkflowID, err
 func (n gatedNode) hold(ctx context.Context) {
 	if pairing.IsReadBack(ctx) {
 		if gate, held := n.g.current(); held {
-			<-gate
+			n.g.wait(gate)
 		}
 	}
 }
@@ -201,12 +210,15 @@ func runAdoption(t *testing.T, mode resumeMode, ops []clusterOp) (err error) {
 		c := newClusterWith(t, func(m *eventstore.Memory) eventstore.Store { return gatedNode{m, g} })
 		defer c.close()
 		for i, op := range ops {
-			if op.kind == 16 || op.kind == 17 || op.kind >= 20 {
-				// A node about to die (or restart) finishes the fills it
-				// has begun: a fill takes a read, a death is not that
-				// quick. What a node dying within a fill loses is the
-				// window the package doc states.
-				g.flush()
+			if op.kind >= 16 {
+				// A node about to die, restart or hand a shard over
+				// finishes the fills it has begun: a fill takes one read,
+				// a death or a handoff is not that quick. What a node
+				// loses when it dies or lets a shard go within a fill is
+				// the window the package doc states.
+				for g.flush(); g.waiting.Load() > 0; g.flush() {
+					synctest.Wait()
+				}
 				synctest.Wait()
 			}
 			if op.kind >= 20 {
