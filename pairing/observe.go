@@ -108,6 +108,10 @@ func envelopeOf(ev eventstore.Event) (env eventstore.Envelope) {
 // between its two facts has been observed; until then the activity is out
 // of the gauge (history has it settled) and its completion waits.
 //
+// With [WithHistory], a batch past what the tracker has seen of its
+// workflow is a gap, filled from that reader in the background (see the
+// package doc and [Tracker.ObserveFrom]).
+//
 // ctx carries the store call that committed the batch: it is passed to
 // the instruments (for exemplars) and linked from the spans. Nothing of
 // events is kept after Observe returns.
