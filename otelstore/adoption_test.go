@@ -240,7 +240,9 @@ func runAdoption(t *testing.T, mode resumeMode, ops []clusterOp) (err error) {
 			err = c.checkExact()
 		}
 		if err == nil && mode != resumeFailing {
+			c.errMu.Lock()
 			c.resumeErrs = slices.DeleteFunc(c.resumeErrs, func(e error) bool { return errors.Is(e, eventstore.ErrNotOwner) })
+			c.errMu.Unlock()
 			err = c.checkInFlight()
 		}
 	})

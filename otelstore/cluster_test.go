@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -136,6 +137,7 @@ type cluster struct {
 	wfs        []*wfModel
 	clock      int64 // whole seconds
 	names      int
+	errMu      sync.Mutex
 	resumeErrs []error
 	// inner wraps a node's store before the decorator does; nil: none.
 	inner func(*eventstore.Memory) eventstore.Store
@@ -201,7 +203,9 @@ func (c *cluster) newProcess(node string) *process {
 	s, err := otelstore.New(inner, otelstore.WithMeterProvider(p.mp), otelstore.WithTracerProvider(p.tp),
 		otelstore.WithResumeReports(func(_ pairing.ResumeReport, err error) {
 			if err != nil {
+				c.errMu.Lock() // the nodes' resumes report concurrently
 				*p.errs = append(*p.errs, err)
+				c.errMu.Unlock()
 			}
 		}))
 	if err != nil {
@@ -472,8 +476,11 @@ func (c *cluster) truth() (truth, error) {
 // checkInFlight: the live processes' gauges add up to history's activities
 // in flight.
 func (c *cluster) checkInFlight() error {
-	if len(c.resumeErrs) > 0 {
-		return fmt.Errorf("resumes failed: %w", errors.Join(c.resumeErrs...))
+	c.errMu.Lock()
+	errs := slices.Clone(c.resumeErrs)
+	c.errMu.Unlock()
+	if len(errs) > 0 {
+		return fmt.Errorf("resumes failed: %w", errors.Join(errs...))
 	}
 	want, err := c.truth()
 	if err != nil {
