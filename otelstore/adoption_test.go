@@ -2,7 +2,6 @@ package otelstore_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -438,5 +437,3 @@ func parseID(s string) (id eventstore.WorkflowID) {
 	}
 	return id
 }
-
-var _ = binary.BigEndian
