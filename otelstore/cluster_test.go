@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -136,14 +137,19 @@ type cluster struct {
 	wfs        []*wfModel
 	clock      int64 // whole seconds
 	names      int
+	errMu      sync.Mutex
 	resumeErrs []error
+	// inner wraps a node's store before the decorator does; nil: none.
+	inner func(*eventstore.Memory) eventstore.Store
 }
 
-func newCluster(t *testing.T) *cluster {
+func newCluster(t *testing.T) *cluster { return newClusterWith(t, nil) }
+
+func newClusterWith(t *testing.T, inner func(*eventstore.Memory) eventstore.Store) *cluster {
 	c := &cluster{
 		t: t, mem: eventstore.NewMemoryCluster(eventstore.WithShardCount(clusterShards)),
 		live: map[string]*process{}, owner: map[int]string{}, shards: map[string][]int{},
-		clock: 1_000_000,
+		clock: 1_000_000, inner: inner,
 	}
 	for i := range clusterWorkflows {
 		var id eventstore.WorkflowID
@@ -190,10 +196,16 @@ func (c *cluster) newProcess(node string) *process {
 	p := &process{node: node, reader: sdkmetric.NewManualReader(), spans: tracetest.NewSpanRecorder(), errs: &c.resumeErrs}
 	p.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(p.reader))
 	p.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p.spans), sdktrace.WithIDGenerator(pairing.NewIDGenerator(nil)))
-	s, err := otelstore.New(c.mem.Node(node), otelstore.WithMeterProvider(p.mp), otelstore.WithTracerProvider(p.tp),
+	var inner eventstore.Store = c.mem.Node(node)
+	if c.inner != nil {
+		inner = c.inner(c.mem.Node(node))
+	}
+	s, err := otelstore.New(inner, otelstore.WithMeterProvider(p.mp), otelstore.WithTracerProvider(p.tp),
 		otelstore.WithResumeReports(func(_ pairing.ResumeReport, err error) {
 			if err != nil {
+				c.errMu.Lock() // the nodes' resumes report concurrently
 				*p.errs = append(*p.errs, err)
+				c.errMu.Unlock()
 			}
 		}))
 	if err != nil {
@@ -464,8 +476,11 @@ func (c *cluster) truth() (truth, error) {
 // checkInFlight: the live processes' gauges add up to history's activities
 // in flight.
 func (c *cluster) checkInFlight() error {
-	if len(c.resumeErrs) > 0 {
-		return fmt.Errorf("resumes failed: %w", errors.Join(c.resumeErrs...))
+	c.errMu.Lock()
+	errs := slices.Clone(c.resumeErrs)
+	c.errMu.Unlock()
+	if len(errs) > 0 {
+		return fmt.Errorf("resumes failed: %w", errors.Join(errs...))
 	}
 	want, err := c.truth()
 	if err != nil {

@@ -19,8 +19,12 @@
 // observed: workflow counters, and the batch for the [pairing.Tracker],
 // which joins facts whatever order appends return in (see [New]) and rebuilds each
 // run as a trace: a run span and its activity spans with the times history
-// recorded ([WithTimelineSpans]); a process that restarts or adopts shards
-// resumes it from history ([Resume]). The keyspace decorator turns
+// recorded ([WithTimelineSpans]). A process that restarts or adopts shards
+// needs nothing more: an append past what its tracker has seen of a
+// workflow has that workflow's history read once from the inner store, in
+// the background, so completions, durations and spans stay exact (a gap
+// is filled, not waited for; see [New]); [Resume] is a warm-up that makes
+// the gauges right before the first write. The keyspace decorator turns
 // committed agent transcripts into GenAI telemetry by the GenAI
 // conventions: token usage, tool calls, one invoke_agent span per attempt
 // with its model-call and tool spans, and, opt-in, log records (see

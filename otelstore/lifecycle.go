@@ -20,7 +20,9 @@ import (
 type lifecycle struct {
 	namespace string
 	tracker   *pairing.Tracker
-	handle    func(error)
+	// history is the inner store: a gap is filled from it.
+	history pairing.HistoryReader
+	handle  func(error)
 
 	started   metric.Int64Counter
 	completed metric.Int64Counter
@@ -35,8 +37,8 @@ type lifecycle struct {
 	types *attrcache.Cache[[]metric.AddOption] // workflow type -> started options
 }
 
-func newLifecycle(c *config, meter *instrument.Meter) (*lifecycle, error) {
-	l := &lifecycle{namespace: c.namespace, tracker: c.tracker, handle: c.handle}
+func newLifecycle(c *config, meter *instrument.Meter, history pairing.HistoryReader) (*lifecycle, error) {
+	l := &lifecycle{namespace: c.namespace, tracker: c.tracker, handle: c.handle, history: history}
 	if l.tracker == nil {
 		t, err := pairing.New(
 			pairing.WithMeterProvider(c.meterProvider),
@@ -110,7 +112,7 @@ func (l *lifecycle) observe(ctx context.Context, workflowID eventstore.WorkflowI
 		}
 	}
 	if pair {
-		l.tracker.Observe(ctx, l.namespace, workflowID, firstSeq, events)
+		l.tracker.ObserveFrom(ctx, l.history, l.namespace, workflowID, firstSeq, events)
 	}
 }
 

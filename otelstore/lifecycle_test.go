@@ -122,7 +122,9 @@ func TestGaugeIsolatedPerNamespace(t *testing.T) {
 	h := newHarness(t)
 	inner := eventstore.NewMemory()
 	a := newWriter(t, h.wrap(t, inner, otelstore.WithNamespace("tenant-a")))
-	b := h.wrap(t, inner, otelstore.WithNamespace("tenant-b"))
+	// tenant-b cannot read tenant-a's histories, as a store scoped by
+	// tenant would refuse: its gap fill finds nothing to pair with.
+	b := h.wrap(t, noHistory{inner}, otelstore.WithNamespace("tenant-b"))
 	a.append(a.scheduled(0, "charge", 0))
 	// tenant-b sees a terminal for the same workflow and activity: it must not
 	// release tenant-a's slot.
@@ -281,4 +283,15 @@ func TestUnobservableEventsAreIgnored(t *testing.T) {
 		t.Fatalf("AppendWithOutbox: %v", err)
 	}
 	h.assertSum(t, "aion.inflight_activities", false, point(1, ns, charge))
+}
+
+// noHistory is a store whose histories cannot be read.
+type noHistory struct{ eventstore.Store }
+
+func (noHistory) ReadHistory(context.Context, eventstore.WorkflowID) ([]eventstore.Event, error) {
+	return nil, eventstore.ErrNotFound
+}
+
+func (noHistory) ReadHistoryFrom(context.Context, eventstore.WorkflowID, uint64) ([]eventstore.Event, error) {
+	return nil, eventstore.ErrNotFound
 }

@@ -87,11 +87,21 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // observed before a terminal committed ahead of it does not settle that
 // activity as abandoned). The decorator holds no lock of its own.
 //
-// Restarts and handoffs: a process that starts over an existing store calls
-// [Resume] to take the open runs and the activities in flight from history
-// (pairing.Tracker.Resume): the gauges are then what history says, and the
-// terminals and closes that commit later record their completions,
-// durations and spans at history's times; nothing is counted twice. Over a
+// Restarts and handoffs: a gap is filled, not waited for. An append to a
+// workflow past what the tracker has seen of it (after a restart, an
+// adoption, another node's write) makes the tracker read that workflow's
+// history once from the inner store, in the background (at most 4 reads
+// at once, without spans; see the pairing package, "A gap is filled"),
+// so that New alone is right after a restart and a handoff: the
+// terminals, retries and closes committed here record their completions,
+// durations and spans at history's times, nothing is counted twice, and
+// a history that cannot be read counts on aion.pairing.resumed with its
+// error.type. [Resume] is then a warm-up: it takes the open runs and the
+// activities in flight from history (pairing.Tracker.Resume), so the
+// gauges are what history says before the first write to each workflow.
+// A node that dies or lets a shard go while one of its fills is pending
+// loses what that fill was to record, as it loses the spans its exporter
+// held. Over a
 // [eventstore.ShardOwner] whose shard count the decorator knows
 // ([WithShardCount], or a ShardCount method of the store), the decorator
 // also follows the shards it serves: in its enumeration scope and, once it
@@ -115,7 +125,7 @@ func New(inner eventstore.Store, opts ...Option) (eventstore.Store, error) {
 		return nil, err
 	}
 	meter := newMeter(cfg)
-	life, err := newLifecycle(cfg, meter)
+	life, err := newLifecycle(cfg, meter, inner)
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func (j *join) check() error {
 				if a.slot.in != wantQ {
 					fail("activity %d in state %d is in the wrong queue", aid, a.state)
 				}
-				if a.state == actDone && a.emitted {
+				if a.state == actDone && a.emitted && a.counted && a.retriesLive() {
 					fail("activity %d settled and recorded but kept as an entry", aid)
 				}
 				if r.isSettled(aid) {

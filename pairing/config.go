@@ -16,12 +16,15 @@ import (
 // Defaults applied by [New] before any option.
 const (
 	// DefaultMaxInFlight is the number of activities in flight and open
-	// runs a [Tracker] keeps without [WithMaxInFlight]: 131,072, which
-	// holds at most about 170 MB of heap with sampled timeline spans (each
-	// entry keeps its SDK span open, about 1.3 KB in all) and about 50 MB
-	// without (about 400 B), so that a process sharing its host stays
-	// small however large the backlog (BenchmarkHeapPerEntry measures it).
-	// A larger backlog needs a larger bound, or evictions are counted.
+	// runs a [Tracker] keeps without [WithMaxInFlight]: 131,072. Full,
+	// in the worst case (every activity of its own workflow), it holds
+	// about 320 MiB of heap with sampled timeline spans (each entry keeps
+	// its SDK span open: about 2.5 KiB per entry in all) and about 178 MiB
+	// without (about 1.4 KiB: the activity, its run and its workflow);
+	// activities that share workflows cost less (BenchmarkHeapPerEntry
+	// measures the worst case). The default is kept: it bounds a backlog
+	// that large, and a process that must stay smaller sets a lower bound,
+	// past which evictions are counted.
 	DefaultMaxInFlight = 1 << 17
 	// DefaultMaxRemembered is the number of settled activities, closed
 	// runs and unpaired facts a [Tracker] remembers without
@@ -45,6 +48,9 @@ type config struct {
 	attrs          []attribute.KeyValue
 	typeLimit      int
 	nsLimit        int
+	// history and fillConcurrency: gap filling (fill.go).
+	history         HistoryReader
+	fillConcurrency int
 	// handle receives telemetry errors (instrument creation, invalid
 	// outcomes). It is otel.Handle outside tests.
 	handle func(error)
@@ -52,13 +58,14 @@ type config struct {
 
 func newConfig(opts []Option) (config, error) {
 	c := config{
-		meterProvider: otel.GetMeterProvider(),
-		timeline:      true,
-		maxInFlight:   DefaultMaxInFlight,
-		maxRemembered: DefaultMaxRemembered,
-		typeLimit:     DefaultTypeCardinalityLimit,
-		nsLimit:       DefaultNamespaceCardinalityLimit,
-		handle:        otel.Handle,
+		meterProvider:   otel.GetMeterProvider(),
+		timeline:        true,
+		maxInFlight:     DefaultMaxInFlight,
+		maxRemembered:   DefaultMaxRemembered,
+		typeLimit:       DefaultTypeCardinalityLimit,
+		nsLimit:         DefaultNamespaceCardinalityLimit,
+		fillConcurrency: DefaultFillConcurrency,
+		handle:          otel.Handle,
 	}
 	for _, o := range opts {
 		if o != nil {

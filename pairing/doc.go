@@ -25,6 +25,44 @@
 // have no position: arrival stands in for it. Counters count facts
 // observed committing, once each.
 //
+// # A gap is filled, not waited for
+//
+// The join knows history positions, so it knows what it has not seen: a
+// batch observed committing whose first position is past what this
+// tracker has seen of its workflow (after a restart, an adoption of
+// shards, a write by another node) follows facts it never saw, and their
+// partners (the dispatch of a terminal committed here, the start of a run
+// closed here, the retries between) are in history. Given a reader
+// ([WithHistory], or per batch [Tracker.ObserveFrom]; otelstore passes
+// its inner store), the tracker reads that workflow's history once, in
+// the background (at most [WithFillConcurrency] reads at once, default
+// 4, each holding one history; gaps waiting are bounded at 64Ki), and
+// joins it as facts read back. Facts read back count nothing themselves;
+// the facts committed here pair with them and count once: the counters
+// count facts observed committing, and each completion, duration and
+// span is recorded by the process that observed its settling fact
+// commit. The order of the read, a [Tracker.Resume] and the live batches
+// does not matter: a fact read back and then observed committing counts
+// then, and a settlement whose run's start is in the gap waits for the
+// fill, so that its span has its run span as parent. A read that fails
+// (the store down, the workflow deleted by retention) counts on
+// aion.pairing.resumed with its error.type and in [Tracker.Fills]; its
+// facts are not guessed: they wait for partners until the bound drops
+// them (aion.pairing.forgotten), and the gap is not read again. So
+// [Tracker.Resume] is a warm-up: it makes the gauges right before the
+// first write to each workflow (a fill makes them right at the first);
+// completions, durations and spans do not need it. [Tracker.WaitFilled]
+// waits for the fills begun. The reads carry a context for which
+// [IsReadBack] reports true.
+//
+// Two windows stay. A process that dies, or lets a shard go, while a
+// fill of one of its workflows is pending loses what that fill was to
+// record (the completions of the facts it committed whose partners were
+// being read), as it loses the spans its exporter still held; a fill is
+// one history read. And a batch that returns after a fill already read
+// its facts counts once, exactly, but a span whose pairing the fill
+// decided lacks the link to that late batch's store call.
+//
 // # Waiting for a worker
 //
 // Two facts come from the outbox, not from history: rows staged with a
@@ -82,9 +120,13 @@
 //     bounded ([WithNamespaceCardinalityLimit], [WithTypeCardinalityLimit]),
 //     past which they are recorded as "_other"; IDs go on spans only.
 //   - Per process: the gauges count what this process saw dispatched and
-//     not settled. A pairing across history positions this tracker never
-//     observes (an append by a writer it does not see) waits until the
-//     bound drops it.
+//     not settled. Without a reader to fill gaps from, a pairing across
+//     history positions this tracker never observes (an append by a
+//     writer it does not see) waits until the bound drops it.
+//   - Heap: at [DefaultMaxInFlight], every activity of its own workflow,
+//     about 320 MiB with sampled timeline spans and 178 MiB without
+//     (BenchmarkHeapPerEntry); fills add at most [WithFillConcurrency]
+//     histories being read and 64Ki waiting gaps of about 100 bytes.
 //   - Times are history's: a zero time is the time of observation; a time
 //     OTLP cannot carry (before 1970, after 2262) is clamped to that range.
 //   - Errors: [New] fails only on a misused option ([ErrInvalidOption]);

@@ -84,6 +84,13 @@ type effects struct {
 	// retired are the activities this call settled and recorded: once its
 	// facts are applied they are kept as ranges of their runs.
 	retired []*activity
+	// history is the reader a gap of a live batch is filled from (nil:
+	// none); fill is the token of the fill whose history this call joins
+	// (0: not a fill); gap and fillReq are what the call decided.
+	history HistoryReader
+	fill    uint64
+	gap     uint8
+	fillReq fillRequest
 }
 
 type opened struct {
@@ -97,6 +104,9 @@ type opened struct {
 	// start never does.
 	quiet bool
 	ids   *runIDs // its run's shared values, for the run to keep
+	// ended: the span of a closed run, made whole; only its context is
+	// kept, as the parent of the run's activity spans made later.
+	ended bool
 }
 
 func (fx *effects) add(e effect) { fx.list = append(fx.list, e) }
@@ -159,6 +169,7 @@ func putEffects(fx *effects) {
 	clear(fx.work)
 	clear(fx.opened)
 	clear(fx.retired)
+	fx.fillReq = fillRequest{}
 	*fx = effects{facts: fx.facts[:0], list: fx.list[:0], work: fx.work[:0], times: fx.times[:0], ranges: fx.ranges[:0], opened: fx.opened[:0], retired: fx.retired[:0]}
 	effectsPool.Put(fx)
 }
@@ -167,6 +178,7 @@ func putEffects(fx *effects) {
 // tracers, span processors), so each recovers a panic of its own and
 // reports it: the others still run, so the gauge stays balanced.
 func (t *Tracker) apply(fx *effects) {
+	t.openClosedRuns(fx)
 	for i := 0; i < len(fx.list); {
 		i = t.applyFrom(fx, i)
 	}
@@ -235,7 +247,11 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 			t.inst.workflowDuration.Record(ctx, secondsBetween(e.from, e.to), e.wa.duration[e.status]...)
 		}
 		if w := fx.workOf(e); w != nil {
-			t.spans.close(ctx, e, w)
+			if span := t.spans.close(ctx, e, w); span != nil && w.run != nil {
+				// Its context stays the parent of the run's later
+				// activity spans (a terminal observed after the close).
+				fx.opened = append(fx.opened, opened{run: w.run, gen: w.gen, sc: span.SpanContext(), ended: true})
+			}
 		}
 	case opStartActivity:
 		w := fx.workOf(e)
@@ -249,6 +265,53 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 			fx.opened = append(fx.opened, opened{run: w.run, gen: w.gen, span: span, sc: span.SpanContext(), ids: w.ids})
 		}
 	}
+}
+
+// openClosedRuns starts, ahead of the other effects, the span of a run
+// that this call makes whole (started and closed here) when this call also
+// makes the span of one of its activities: the activity span is then its
+// child, whatever the order of the two effects (a terminal comes before
+// the close in history, and an abandoned activity is settled after it).
+// Without the ID generator the run span's ID is random, so an activity
+// span made first could only hang under the run's anchor. The run span is
+// ended by its close effect, as if it had been held.
+func (t *Tracker) openClosedRuns(fx *effects) {
+	if t.spans == nil || len(fx.work) == 0 {
+		return
+	}
+	defer t.recovered()
+	for i := range fx.list {
+		c := &fx.list[i]
+		if c.op != opClose || c.span != nil || c.wa == nil {
+			continue
+		}
+		cw := fx.workOf(c)
+		if cw == nil || cw.run == nil || !t.hasChildSpan(fx, cw) {
+			continue
+		}
+		tr := t.spans.tracer()
+		if tr == nil {
+			return
+		}
+		span := t.spans.openRun(fx.ctx, tr, c, cw)
+		c.span = span
+		fx.opened = append(fx.opened, opened{run: cw.run, gen: cw.gen, span: span, sc: span.SpanContext(), ids: cw.ids, ended: true})
+	}
+}
+
+// hasChildSpan reports whether fx makes the span of an activity of the
+// run closed by the effect whose work is cw, without a parent known.
+func (t *Tracker) hasChildSpan(fx *effects, cw *spanWork) bool {
+	for i := range fx.list {
+		e := &fx.list[i]
+		if e.op != opSettle || e.span != nil {
+			continue
+		}
+		if w := fx.workOf(e); w != nil && w.run == cw.run && w.runGen == cw.gen && !w.parent.span.IsValid() {
+			return true
+		}
+	}
+	return false
 }
 
 // runSpan makes a run span opened earlier in the same call the parent of
@@ -282,6 +345,10 @@ func (t *Tracker) attach(spans []opened) {
 	defer j.mu.Unlock()
 	for _, o := range spans {
 		switch {
+		case o.ended:
+			if o.run.gen == o.gen && o.run.state == runDone && !o.run.spanSC.IsValid() {
+				o.run.spanSC = o.sc
+			}
 		case o.act != nil && o.act.gen == o.gen && o.act.state == actLive && o.act.span == nil:
 			o.act.span, o.act.spanSC, o.act.spanQuiet = o.span, o.sc, o.quiet
 			o.act.run.keepIDs(o.ids)

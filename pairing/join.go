@@ -46,6 +46,11 @@ type workflow struct {
 	// waiting are the settling activities and closing runs: their
 	// decision waits for positions not yet observed.
 	waiting []queued
+	// fill is the token of the pending fill of a gap (fill.go), 0 if none;
+	// fillTo the last position it is asked to fill; fillTried the last
+	// position a fill was tried for (read or failed): a gap up to it is
+	// not read again.
+	fill, fillTo, fillTried uint64
 }
 
 // The states of a run's marker.
@@ -244,6 +249,9 @@ type join struct {
 
 	waits map[*typeAttrs]*byDispatch // activities waiting for a worker (claims.go)
 
+	fillSeq      uint64 // the last fill token given
+	pendingFills int    // fills queued or running
+
 	freeWorkflows []*workflow
 	freeRuns      []*run
 	freeActs      []*activity
@@ -346,10 +354,13 @@ func (r *run) isSettled(id eventstore.ActivityID) bool {
 
 // retire keeps a settled and recorded activity as a range of its run's
 // settled IDs instead of an entry, once the call that settled it is done
-// with it (the facts of the same batch may still name it).
+// with it (the facts of the same batch may still name it). An activity
+// with a fact read back (a gap filled, a resume) stays an entry: that fact
+// may still be observed committing here (a batch that returns late), and
+// then counts, which a range could not tell from a repeat.
 func (j *join) retire(fx *effects) {
 	for _, a := range fx.retired {
-		if a.state != actDone || !a.emitted || a.id == ^eventstore.ActivityID(0) {
+		if a.state != actDone || !a.emitted || !a.counted || a.id == ^eventstore.ActivityID(0) || !a.retriesLive() {
 			continue
 		}
 		r := a.run
@@ -371,6 +382,9 @@ func (j *join) dispatch(w *workflow, f *fact, fx *effects) (isNew, inFlight bool
 	}
 	if f.live && !a.counted {
 		a.counted = true
+		if a.dispatched && !a.dcall.span.IsValid() {
+			a.dcall = f.call // read back first: the call that wrote it
+		}
 		ta := f.ta
 		if a.dispatched {
 			ta = a.ta
@@ -408,6 +422,7 @@ func (j *join) terminal(w *workflow, f *fact, fx *effects) bool {
 			return false // a repeat
 		}
 		a.term.live = true // seen committing here: its completion is ours
+		a.term.call = f.call
 	case a.state == actDone:
 		return false
 	case a.dispatched && !f.pos.follows(a.dpos):
@@ -459,6 +474,17 @@ func (j *join) retry(w *workflow, f *fact, fx *effects) bool {
 	return j.countRetry(a, &a.retries[i], a.settler(), fx)
 }
 
+// retriesLive reports whether every retry a remembers was observed
+// committing here.
+func (a *activity) retriesLive() bool {
+	for _, r := range a.retries {
+		if !r.live {
+			return false
+		}
+	}
+	return true
+}
+
 // findRetry returns where a retry at (pos, at) is, or would go, in
 // a.retries, and whether it is there: a retry is the same retry when its
 // Seq is, or, without a Seq, when its time is.
@@ -490,6 +516,9 @@ func (j *join) start(w *workflow, f *fact, fx *effects) bool {
 	r := j.runOf(w, f.run)
 	r.ns = f.ns
 	if r.started {
+		if f.live && !r.startCall.span.IsValid() && r.startPos.seq == f.pos.seq {
+			r.startCall = f.call // read back first: the call that wrote it
+		}
 		return false
 	}
 	r.started, r.startPos, r.startAt, r.wa, r.startCall = true, f.pos, f.at, f.wa, f.call
@@ -511,7 +540,7 @@ func (j *join) close(w *workflow, f *fact, fx *effects) int {
 			if !f.live || old.live {
 				return 0 // a repeat
 			}
-			r.closes[i].live = true
+			r.closes[i].live, r.closes[i].call = true, f.call
 			at = -1
 			break
 		}
@@ -534,7 +563,9 @@ func (j *join) close(w *workflow, f *fact, fx *effects) int {
 	j.resolveRun(r, fx)
 	n := 0
 	for _, a := range r.acts {
-		if a.state == actLive || a.state == actSettling {
+		// Also one settled by this close read back: seen committing
+		// now, its completion is recorded here.
+		if a.state == actLive || a.state == actSettling || a.state == actDone && !a.emitted {
 			before := a.state
 			j.resolveActivity(a, fx)
 			if before == actLive && a.state != actLive {
@@ -584,7 +615,9 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 		}
 		return false
 	}
-	if !a.run.wf.seen.between(a.dpos, s.pos) {
+	if !a.run.wf.seen.between(a.dpos, s.pos) || !a.run.started && a.run.wf.fill != 0 {
+		// Positions between are missing, or the run's start is in a gap
+		// being filled: its span, the parent, comes with the fill.
 		if release {
 			fx.add(effect{op: opGauge, ta: a.ta})
 		}
@@ -697,7 +730,7 @@ func (j *join) resolveRun(r *run, fx *effects) {
 func (j *join) closeEffect(r *run, c closeFact, fx *effects) effect {
 	e := effect{op: opClose, wa: r.wa, status: uint8(c.status), from: r.startAt, to: c.at, span: r.span}
 	if j.spans {
-		e.work = fx.addWork(spanWork{key: r.key(), start: r.startCall, end: c.call, next: c.next, ids: r.ids})
+		e.work = fx.addWork(spanWork{key: r.key(), start: r.startCall, end: c.call, next: c.next, ids: r.ids, run: r, gen: r.gen})
 	}
 	return e
 }
@@ -835,7 +868,15 @@ func (j *join) unwait(w *workflow, e queued) {
 // observed records that positions lo..hi of w were observed, and decides
 // the pairings that waited for them.
 func (j *join) observed(w *workflow, lo, hi uint64, fx *effects) {
-	if lo == 0 || !w.seen.add(lo, hi, maxRanges) || len(w.waiting) == 0 {
+	if lo == 0 || !w.seen.add(lo, hi, maxRanges) {
+		return
+	}
+	j.resolveWaiting(w, fx)
+}
+
+// resolveWaiting decides again the pairings of w that wait.
+func (j *join) resolveWaiting(w *workflow, fx *effects) {
+	if len(w.waiting) == 0 {
 		return
 	}
 	// Resolving removes from w.waiting: work on a copy of the list head.

@@ -108,6 +108,10 @@ func envelopeOf(ev eventstore.Event) (env eventstore.Envelope) {
 // between its two facts has been observed; until then the activity is out
 // of the gauge (history has it settled) and its completion waits.
 //
+// With [WithHistory], a batch past what the tracker has seen of its
+// workflow is a gap, filled from that reader in the background (see the
+// package doc and [Tracker.ObserveFrom]).
+//
 // ctx carries the store call that committed the batch: it is passed to
 // the instruments (for exemplars) and linked from the spans. Nothing of
 // events is kept after Observe returns.
@@ -120,6 +124,7 @@ func (t *Tracker) Observe(ctx context.Context, namespace string, workflowID even
 	if firstSeq > ^uint64(0)-uint64(len(events)) {
 		firstSeq = 0 // positions past the largest Seq: taken as unknown
 	}
+	fx.history = t.history
 	t.collect(fx, firstSeq, events, true)
 	t.observe(fx, namespace, workflowID)
 }
@@ -193,11 +198,19 @@ func (t *Tracker) observe(fx *effects, namespace string, workflowID eventstore.W
 	}
 	var res result
 	j := t.join
+	stale := false
 	func() {
 		j.mu.Lock()
 		defer j.mu.Unlock()
 		k := wfKey{namespace: ns, id: workflowID}
 		w := j.workflows[k]
+		if fx.fill != 0 && (w == nil || w.fill != fx.fill) {
+			// The workflow was released or forgotten while its history
+			// was read: what was read is not this tracker's any more.
+			j.pendingFills--
+			stale = true
+			return
+		}
 		if w == nil {
 			w = j.workflowOf(k)
 		}
@@ -205,6 +218,11 @@ func (t *Tracker) observe(fx *effects, namespace string, workflowID eventstore.W
 		if resumed { // what the batch adds is what it resumes
 			res.activities, res.runs = w.live()
 			res.activities, res.runs = -res.activities, -res.runs
+		}
+		if fx.fill == 0 && !resumed && len(fx.ranges) > 0 {
+			// Before the facts: a settlement whose run's start is in
+			// the gap waits for the fill (its run span is the parent).
+			j.gap(w, fx.ranges[0].lo, fx)
 		}
 		for i := range fx.facts {
 			f := &fx.facts[i]
@@ -233,12 +251,31 @@ func (t *Tracker) observe(fx *effects, namespace string, workflowID eventstore.W
 			a, r := w.live()
 			res.activities, res.runs = res.activities+a, res.runs+r
 		}
+		if fx.fill != 0 {
+			j.endFill(w)
+			j.resolveWaiting(w, fx)
+		}
 		j.retire(fx)
 		j.settle(w)
 		j.trim(fx)
 		fx.sealOpenings()
 	}()
+	if stale { // give back what raise took
+		for i := range fx.facts {
+			if fx.facts[i].kind == factDispatch {
+				fx.add(effect{op: opGauge, ta: fx.facts[i].ta})
+			}
+		}
+		fx.gap = gapStale
+	}
 	t.apply(fx)
+	switch fx.gap {
+	case gapQueued:
+		t.fill.enqueue(t, fx.fillReq)
+	case gapDropped:
+		t.fill.gaps.Add(1)
+		t.fill.dropped.Add(1)
+	}
 	return res
 }
 

@@ -74,6 +74,11 @@ func ResumeConcurrency(n int) ResumeOption {
 // counts them all.
 const maxResumeErrors = 8
 
+// Resume is a warm-up: gap filling (see the package doc) already makes
+// the completions, durations and spans of a workflow exact at its first
+// write here; Resume makes the gauges right before that write, for every
+// open workflow at once.
+//
 // Resume reads from store the workflows whose current run is open (running
 // or paused: ListActive and ListPaused, in the store's enumeration scope for
 // a ShardOwner) and their histories, and feeds what each history says, as
@@ -100,7 +105,7 @@ func (t *Tracker) Resume(ctx context.Context, namespace string, store eventstore
 	if t == nil || t.join == nil || store == nil {
 		return ResumeReport{}, nil
 	}
-	ctx = orBackground(ctx)
+	ctx = markReadBack(orBackground(ctx))
 	c := resumeConfig{concurrency: DefaultResumeConcurrency}
 	for _, o := range opts {
 		if o != nil {

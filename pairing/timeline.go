@@ -386,22 +386,24 @@ func (s *spans) openRun(ctx context.Context, tr trace.Tracer, e *effect, w *span
 
 // close ends a closed run's span, or makes it whole from its start when it
 // has none: status, a link to the call that wrote the close and, for a
-// continue-as-new, to the next run's root.
-func (s *spans) close(ctx context.Context, e *effect, w *spanWork) {
+// continue-as-new, to the next run's root. It returns the span it made
+// whole, if any.
+func (s *spans) close(ctx context.Context, e *effect, w *spanWork) (made trace.Span) {
 	if s == nil || e.wa == nil {
-		return
+		return nil
 	}
 	span := e.span
 	if span == nil {
 		tr := s.tracer()
 		if tr == nil {
-			return
+			return nil
 		}
 		span = s.openRun(ctx, tr, e, w)
+		made = span
 	}
 	if !span.IsRecording() {
 		span.End()
-		return
+		return made
 	}
 	status := statuses[e.status]
 	span.SetAttributes(catalog.WorkflowStatus.String(string(status)))
@@ -415,4 +417,5 @@ func (s *spans) close(ctx context.Context, e *effect, w *spanWork) {
 		span.AddLink(trace.Link{SpanContext: timeline.Root(w.key.Namespace, w.key.WorkflowID, w.next), Attributes: linkNextRun})
 	}
 	span.End(trace.WithTimestamp(timeOf(max(e.to, e.from))))
+	return made
 }

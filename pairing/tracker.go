@@ -26,6 +26,9 @@ type Tracker struct {
 	inst   instruments
 	spans  *spans // nil: no timeline spans
 	join   *join
+	// history is the reader of WithHistory; fill runs the fills.
+	history HistoryReader
+	fill    *filler
 }
 
 // New returns a Tracker configured by opts.
@@ -45,9 +48,11 @@ func New(opts ...Option) (*Tracker, error) {
 		return nil, err
 	}
 	t := &Tracker{
-		handle: c.handle,
-		attrs:  newAttrCache(c.attrs, c.nsLimit, c.typeLimit),
-		spans:  newSpans(c.tracerProvider, c.timeline),
+		handle:  c.handle,
+		attrs:   newAttrCache(c.attrs, c.nsLimit, c.typeLimit),
+		spans:   newSpans(c.tracerProvider, c.timeline),
+		history: c.history,
+		fill:    &filler{max: c.fillConcurrency},
 	}
 	t.join = newJoin(c.maxInFlight, c.maxRemembered, t.spans != nil)
 	t.inst = newInstruments(c.meterProvider, c.handle, t.observeAges)

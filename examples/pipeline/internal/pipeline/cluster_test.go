@@ -323,9 +323,14 @@ func (r *e2e) killFrozen(ctx context.Context, db *clusterDB, name, instance stri
 }
 
 // lossWindow is how long before the freeze a killed node's spans may
-// still have been in its batch processor: its schedule delay (500 ms)
-// and an export's time on a loaded machine, which a cold CI run showed
-// can take seconds.
+// still have been in its batch processor: its schedule delay (500 ms,
+// OTEL_BSP_SCHEDULE_DELAY), export batches of 512 spans (the SDK's
+// default) from a queue of up to 65,536 (OTEL_BSP_MAX_QUEUE_SIZE), and an
+// export's time on a loaded machine, which a cold CI run showed can take
+// seconds. A SIGKILL loses every span the processor still holds (at most
+// the queue: those ended since the last export completed). The adopter
+// cannot rebuild them from history without duplicating the ones that were
+// exported (nothing tells it which were), so the window stays, stated.
 const lossWindow = 10 * time.Second
 
 // killLoss says which spans a kill may have lost: those the killed node
@@ -454,7 +459,6 @@ func (r *e2e) checkClusterTimeline(ctx context.Context, final truth, since time.
 	var (
 		problems []string
 		excused  int
-		gaps     []string
 	)
 	// The nodes flushed their spans when they stopped: what Jaeger lacks
 	// after two minutes is missing.
@@ -468,22 +472,13 @@ func (r *e2e) checkClusterTimeline(ctx context.Context, final truth, since time.
 		if err != nil {
 			return err
 		}
-		// A safety net kept from before the cause was found (another
-		// scenario's traces evicting these from Jaeger's memory; see the
-		// closing note of issue 23): up to 3 % of the closed runs may lack
-		// their run span; they are logged, and their activity spans are not
-		// compared. Wrong, doubled or orphaned spans still fail.
-		budget := closed * 3 / 100
-		gaps = gaps[:0]
-		problems, excused = compareTimeline(final, spans, func(run runTruth, runSpan bool, end time.Time) bool {
-			if loss.excused(run, end) {
-				return true
-			}
-			if runSpan && len(gaps) < budget {
-				gaps = append(gaps, run.Run.String())
-				return true
-			}
-			return false
+		// Exact: one run span per closed run, with its activity spans, at
+		// the histories' times; a new owner that closes a run before its
+		// resume lists it fills the gap from history (issue 33), so no
+		// closed run may lack its span. Only the SIGKILL window is
+		// excused: what the killed node ended within lossWindow.
+		problems, excused = compareTimeline(final, spans, func(run runTruth, _ bool, end time.Time) bool {
+			return loss.excused(run, end)
 		})
 		if len(problems) > 0 {
 			return fmt.Errorf("%d problems", len(problems))
@@ -496,9 +491,6 @@ func (r *e2e) checkClusterTimeline(ctx context.Context, final truth, since time.
 			problems = append(problems[:30], fmt.Sprintf("... and %d more", len(problems)-30))
 		}
 		r.t.Fatalf("Jaeger against the histories: %v:\n\t%s", err, strings.Join(problems, "\n\t"))
-	}
-	if len(gaps) > 0 {
-		r.t.Logf("%d closed runs without a run span in Jaeger, tolerated: %v", len(gaps), gaps)
 	}
 	r.t.Logf("Jaeger holds one run span for each of the %d closed runs, with their activity spans, at the histories' times (%d spans the killed node may have lost are missing)", closed, excused)
 }

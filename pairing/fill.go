@@ -1,0 +1,332 @@
+package pairing
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aionotel/aionotel/eventstore"
+)
+
+// A gap is filled, not waited for. The join knows history positions: a
+// live batch of a workflow whose first position is past what this tracker
+// has seen of that workflow (positions 1 to the batch's first are not all
+// observed) follows facts it never saw: written before a restart, by the
+// node whose shards it adopted, or by another node. Their partners (the
+// dispatch of a terminal committed here, the start of a run closed here,
+// the retries between) are in history, so the tracker reads that
+// workflow's history once, off the caller's path, and joins it as facts
+// read back: they count nothing themselves, and pair with the facts
+// committed here, which count once.
+
+// HistoryReader reads workflow histories: what filling a gap needs of a
+// store. Every eventstore.Store is one.
+type HistoryReader interface {
+	ReadHistory(ctx context.Context, workflowID eventstore.WorkflowID) ([]eventstore.Event, error)
+	ReadHistoryFrom(ctx context.Context, workflowID eventstore.WorkflowID, fromSeq uint64) ([]eventstore.Event, error)
+}
+
+// DefaultFillConcurrency is how many gaps a [Tracker] fills at once (and
+// so how many histories it holds at once) without [WithFillConcurrency].
+const DefaultFillConcurrency = 4
+
+// maxPendingFills bounds the gaps waiting for a reader: each is about 100
+// bytes. Past it a gap is not filled; it counts on [FillReport.Dropped]
+// and its facts wait, as without a reader, until the memory bound drops
+// them (aion.pairing.forgotten).
+const maxPendingFills = 1 << 16
+
+// WithHistory gives the tracker the store to fill gaps from (see the
+// package doc, "A gap is filled"): every batch given to [Tracker.Observe]
+// whose first position is past what the tracker has seen of its workflow
+// makes it read that workflow's history once, through r. Without it (or
+// with nil) Observe fills no gap; [Tracker.ObserveFrom] names the reader
+// per batch.
+func WithHistory(r HistoryReader) Option {
+	return optionFunc(func(c *config) {
+		c.history = r
+	})
+}
+
+// WithFillConcurrency sets how many gaps the tracker fills at once, each
+// holding one history in memory while it is read and joined. Without it,
+// or with n <= 0, it is [DefaultFillConcurrency].
+func WithFillConcurrency(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.fillConcurrency = n
+		}
+	})
+}
+
+// FillReport is what the tracker did about gaps since it was made
+// ([Tracker.Fills]). Every figure only grows.
+type FillReport struct {
+	// Gaps is the number of gaps found: live batches past what the
+	// tracker had seen of their workflow, one per workflow while its fill
+	// is pending.
+	Gaps int64
+	// Read is the number of histories read and joined; Failed, those that
+	// could not be read (each also counts on aion.pairing.resumed with its
+	// error.type). Their facts are not guessed: they wait for their
+	// partners until the memory bound drops them (aion.pairing.forgotten).
+	Read, Failed int64
+	// Skipped is the number of fills not read: the gap closed before the
+	// read (the batches in between were observed, or a resume read the
+	// workflow), or the workflow was released meanwhile.
+	Skipped int64
+	// Dropped is the number of gaps not filled because too many waited.
+	Dropped int64
+	// Events is the number of events the fills read.
+	Events int64
+}
+
+// Fills returns what the tracker did about gaps so far.
+func (t *Tracker) Fills() FillReport {
+	if t == nil || t.fill == nil {
+		return FillReport{}
+	}
+	f := t.fill
+	return FillReport{Gaps: f.gaps.Load(), Read: f.read.Load(), Failed: f.failed.Load(),
+		Skipped: f.skipped.Load(), Dropped: f.dropped.Load(), Events: f.events.Load()}
+}
+
+// WaitFilled waits until every gap found so far is filled (read and
+// joined, or given up), or ctx is done, whose error it then returns. A
+// program can call it before a final export; tests call it instead of
+// sleeping.
+func (t *Tracker) WaitFilled(ctx context.Context) error {
+	if t == nil || t.fill == nil {
+		return nil
+	}
+	ctx = orBackground(ctx)
+	t.fill.mu.Lock()
+	idle := t.fill.idle
+	t.fill.mu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ObserveFrom is [Tracker.Observe], filling a gap of the batch's workflow
+// from history (nil: the reader of [WithHistory], if any). The read
+// happens in the background, at most [WithFillConcurrency] at a time: the
+// call itself never waits for it.
+func (t *Tracker) ObserveFrom(ctx context.Context, history HistoryReader, namespace string, workflowID eventstore.WorkflowID, firstSeq uint64, events []eventstore.Event) {
+	if t == nil || t.join == nil || len(events) == 0 {
+		return
+	}
+	fx := getEffects(orBackground(ctx))
+	defer putEffects(fx)
+	if firstSeq > ^uint64(0)-uint64(len(events)) {
+		firstSeq = 0
+	}
+	fx.history = history
+	if fx.history == nil {
+		fx.history = t.history
+	}
+	t.collect(fx, firstSeq, events, true)
+	t.observe(fx, namespace, workflowID)
+}
+
+// filler runs the fills: a queue of gaps and up to max readers, started
+// when work comes and gone when there is none.
+type filler struct {
+	mu      sync.Mutex
+	queue   []fillRequest
+	workers int
+	max     int
+	// idle is closed when no fill is queued or running; nil while so.
+	idle chan struct{}
+
+	gaps, read, failed, skipped, dropped, events atomic.Int64
+}
+
+// fillRequest is a gap to fill: its workflow, the reader, and the token
+// the workflow holds while the fill is pending (a workflow released or
+// forgotten meanwhile holds another, or none).
+type fillRequest struct {
+	k      wfKey
+	reader HistoryReader
+	token  uint64
+}
+
+// What a live batch decided about a gap.
+const (
+	gapNone    uint8 = iota
+	gapQueued        // a fill to queue once the lock is released
+	gapDropped       // too many fills wait
+	gapStale         // a fill's history came back for a workflow released meanwhile
+)
+
+// gap decides, under the join's lock, whether the live batch just applied
+// to w (whose first position is lo) leaves a gap to fill, and if so marks
+// w and puts the request to queue, once the lock is released, in fx.
+func (j *join) gap(w *workflow, lo uint64, fx *effects) {
+	if lo <= 1 || fx.history == nil {
+		return
+	}
+	upTo := lo - 1
+	if upTo <= w.fillTried || w.seen.covers(w.fillTried+1, upTo) {
+		return
+	}
+	w.fillTo = max(w.fillTo, upTo)
+	if w.fill != 0 {
+		return // one pending fill per workflow
+	}
+	if j.pendingFills >= maxPendingFills {
+		w.fillTried = w.fillTo
+		fx.gap = gapDropped
+		return
+	}
+	j.fillSeq++
+	j.pendingFills++
+	w.fill = j.fillSeq
+	fx.gap, fx.fillReq = gapQueued, fillRequest{k: w.key, reader: fx.history, token: w.fill}
+}
+
+// firstUnseen is the lowest position from lo on not observed.
+func (s *seen) firstUnseen(lo uint64) uint64 {
+	for _, r := range s.ranges {
+		if r.lo > lo {
+			break
+		}
+		if r.hi >= lo {
+			lo = r.hi + 1
+		}
+	}
+	return lo
+}
+
+// enqueue queues a fill and starts a reader if fewer than max run.
+func (f *filler) enqueue(t *Tracker, r fillRequest) {
+	f.gaps.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queue = append(f.queue, r)
+	if f.idle == nil {
+		f.idle = make(chan struct{})
+	}
+	if f.workers < f.max {
+		f.workers++
+		go t.fillLoop()
+	}
+}
+
+// fillLoop fills queued gaps until none is left.
+func (t *Tracker) fillLoop() {
+	f := t.fill
+	for {
+		f.mu.Lock()
+		if len(f.queue) == 0 {
+			f.workers--
+			if f.workers == 0 && f.idle != nil {
+				close(f.idle)
+				f.idle = nil
+			}
+			f.mu.Unlock()
+			return
+		}
+		r := f.queue[0]
+		f.queue[0] = fillRequest{}
+		f.queue = f.queue[1:]
+		if len(f.queue) == 0 {
+			f.queue = nil // let the backing array go
+		}
+		f.mu.Unlock()
+		t.fillOne(r)
+	}
+}
+
+// fillOne reads the history of one gap's workflow and joins it, unless the
+// gap closed meanwhile.
+func (t *Tracker) fillOne(r fillRequest) {
+	f := t.fill
+	j := t.join
+	j.mu.Lock()
+	w := j.workflows[r.k]
+	if w == nil || w.fill != r.token {
+		j.pendingFills--
+		j.mu.Unlock()
+		f.skipped.Add(1)
+		return
+	}
+	if w.seen.covers(w.fillTried+1, w.fillTo) {
+		j.endFill(w)
+		j.mu.Unlock()
+		f.skipped.Add(1)
+		return
+	}
+	from := w.seen.firstUnseen(w.fillTried + 1)
+	j.mu.Unlock()
+
+	ctx := markReadBack(context.Background())
+	history, err := t.readHistory(ctx, r.reader, r.k.id, from)
+	t.countResumed(ctx, t.attrs.namespaces.Get(r.k.namespace), err)
+	fx := getEffects(ctx)
+	defer putEffects(fx)
+	fx.fill = r.token
+	if err == nil {
+		t.collect(fx, 0, history, false)
+	}
+	if len(fx.facts) == 0 && len(fx.ranges) == 0 {
+		fx.ranges = append(fx.ranges, seqRange{}) // still end the fill
+	}
+	t.observe(fx, r.k.namespace, r.k.id) // ends the fill, also a failed one
+	if err != nil {
+		f.failed.Add(1)
+		return
+	}
+	if fx.gap == gapStale {
+		f.skipped.Add(1)
+		return
+	}
+	f.read.Add(1)
+	f.events.Add(int64(len(history)))
+}
+
+// readHistory reads a workflow's history from position from; a panic of
+// the reader is an error.
+func (t *Tracker) readHistory(ctx context.Context, r HistoryReader, id eventstore.WorkflowID, from uint64) (history []eventstore.Event, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = errReaderPanicked{p}
+		}
+	}()
+	if from <= 1 {
+		return r.ReadHistory(ctx, id)
+	}
+	return r.ReadHistoryFrom(ctx, id, from)
+}
+
+// IsReadBack reports whether ctx is the context of a read the tracker
+// makes on its own, not a caller's: a gap fill's, or a resume's. A test
+// that checks what reaches a store through a decorator (every method
+// once) tells these apart with it.
+func IsReadBack(ctx context.Context) bool {
+	return ctx != nil && ctx.Value(readBackKey{}) != nil
+}
+
+type readBackKey struct{}
+
+func markReadBack(ctx context.Context) context.Context {
+	return context.WithValue(ctx, readBackKey{}, true)
+}
+
+type errReaderPanicked struct{ v any }
+
+func (e errReaderPanicked) Error() string { return "pairing: history reader panicked" }
+
+// endFill ends w's pending fill: the gaps up to what it was asked for are
+// not read again.
+func (j *join) endFill(w *workflow) {
+	w.fill = 0
+	w.fillTried = max(w.fillTried, w.fillTo)
+	j.pendingFills--
+}
