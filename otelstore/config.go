@@ -36,9 +36,11 @@ func Version() string { return version.Version }
 const DefaultTypeCardinalityLimit = 512
 
 // ErrInvalidOption is returned, wrapped, by [New] and [NewKeyspace] when an
-// option cannot be honoured: a [WithAttributes] attribute with an empty or
-// invalid UTF-8 key, or with a key the decorators or the pairing tracker set
-// themselves.
+// option cannot be honoured (a [WithPairing] tracker not made by
+// pairing.New), and is what the error handler (otel.Handle) is given, wrapped,
+// for each [WithAttributes] attribute dropped because its key is empty,
+// invalid UTF-8, or one the decorators or the pairing tracker set
+// themselves: a bad attribute key never stops a service from starting.
 var ErrInvalidOption = errors.New("otelstore: invalid option")
 
 // config is what the options set. The constructors apply the defaults first.
@@ -115,7 +117,8 @@ func buildConfig[O any](inner any, opts []O, apply func(O, *config), dbSystem st
 
 // validate cleans and checks what the options set, the same way whatever
 // the combination: attribute values are made valid UTF-8 and bounded, and a
-// key that is empty, invalid UTF-8 or reserved is an error.
+// key that is empty, invalid UTF-8 or reserved is dropped and reported to
+// the error handler.
 func (c *config) validate() error {
 	if c.tracker != nil && reflect.ValueOf(c.tracker).Elem().IsZero() {
 		// Its zero value is not ready, and the first dispatch would panic.
@@ -124,20 +127,28 @@ func (c *config) validate() error {
 	c.namespace = attrvalue.String(c.namespace)
 	c.keyspaceNamespace = attrvalue.String(c.keyspaceNamespace)
 	c.dbSystem = attrvalue.String(c.dbSystem)
-	attrs := make([]attribute.KeyValue, len(c.attributes))
-	for i, kv := range c.attributes {
-		if !attrvalue.ValidKey(kv.Key) {
-			return fmt.Errorf("%w: WithAttributes: key %.300q is empty, longer than %d bytes, not valid UTF-8, or has no exportable Prometheus label name", ErrInvalidOption, kv.Key, attrvalue.MaxLen)
+	attrs := make([]attribute.KeyValue, 0, len(c.attributes))
+	for _, kv := range c.attributes {
+		if err := checkKey(kv.Key); err != nil {
+			c.handle(err)
+			continue
 		}
-		if kv.Key == catalog.DBSystemName {
-			return fmt.Errorf("%w: WithAttributes: key %q: use WithDBSystem", ErrInvalidOption, kv.Key)
-		}
-		if reservedLabels[attrvalue.LabelName(string(kv.Key))] {
-			return fmt.Errorf("%w: WithAttributes: key %q is (or has the Prometheus label name of) a key the decorators set themselves", ErrInvalidOption, kv.Key)
-		}
-		attrs[i] = attrvalue.KeyValue(kv)
+		attrs = append(attrs, attrvalue.KeyValue(kv))
 	}
 	c.attributes = attrs
+	return nil
+}
+
+// checkKey says why a WithAttributes key cannot be recorded, or nil.
+func checkKey(key attribute.Key) error {
+	switch {
+	case !attrvalue.ValidKey(key):
+		return fmt.Errorf("%w: WithAttributes: key %.300q dropped: it is empty, longer than %d bytes, not valid UTF-8, or has no exportable Prometheus label name", ErrInvalidOption, key, attrvalue.MaxLen)
+	case key == catalog.DBSystemName:
+		return fmt.Errorf("%w: WithAttributes: key %q dropped: use WithDBSystem", ErrInvalidOption, key)
+	case reservedLabels[attrvalue.LabelName(string(key))]:
+		return fmt.Errorf("%w: WithAttributes: key %q dropped: it is (or has the Prometheus label name of) a key the decorators set themselves", ErrInvalidOption, key)
+	}
 	return nil
 }
 
@@ -268,8 +279,9 @@ func WithSpanFilter(filter func(ctx context.Context, op Operation) bool) SharedO
 // as '_', starts with "__" or "otel_scope_"), or one the decorators set
 // themselves (any aion.* key of the catalog, db.operation.name, error.type,
 // and db.system.name, which has [WithDBSystem]), also under another
-// spelling of its label name ("error_type"), makes the constructor fail
-// with [ErrInvalidOption], whatever the other options. db.namespace and
+// spelling of its label name ("error_type"), is dropped, and reported to
+// the error handler (otel.Handle) with [ErrInvalidOption]; the other
+// attributes are kept and the constructor succeeds. db.namespace and
 // db.collection.name, when given here, also name the target in span names
 // (see [New]). Repeated calls accumulate; for a key given twice the last
 // value wins. Without it only the catalog attributes are recorded.

@@ -74,7 +74,8 @@
 // its own. Memory is
 // bounded by the cardinality limits and the tracker's bounds. The constructors
 // fail only for a nil inner store ([ErrNilStore]) or an option they cannot
-// honour ([ErrInvalidOption]). Telemetry trouble goes to otel.Handle and
+// honour ([ErrInvalidOption]); a bad [WithAttributes] key is dropped and
+// reported, never a failed start. Telemetry trouble goes to otel.Handle and
 // never fails or slows a store call: a panic of user code on the call path
 // (a span filter, classifier, sampler, span processor or instrument) is
 // reported there too and the call goes on. A panic in the inner store ends

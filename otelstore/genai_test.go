@@ -156,14 +156,19 @@ func TestGenAIRedeliveryThroughSequencer(t *testing.T) {
 }
 
 // TestGenAIKeysAreReserved: WithAttributes may not set a key the GenAI
-// telemetry sets.
+// telemetry sets: it is dropped and reported, and the keyspace starts.
 func TestGenAIKeysAreReserved(t *testing.T) {
 	for _, key := range []string{"gen_ai.token.type", "gen_ai.request.model", "gen_ai_provider_name", "gen_ai.tool.name",
 		"aion.agent.role", "aion.keyspace.store_seq", "gen_ai.agent.id", "gen_ai.tool.call.id", "gen_ai.usage.input_tokens"} {
 		t.Run(key, func(t *testing.T) {
-			_, err := otelstore.NewKeyspace(keyspace.NewMemory(), otelstore.WithAttributes(attribute.String(key, "x")))
-			if !errors.Is(err, otelstore.ErrInvalidOption) {
-				t.Fatalf("NewKeyspace with WithAttributes(%s) = %v, want ErrInvalidOption", key, err)
+			var reported []error
+			_, err := otelstore.NewKeyspace(keyspace.NewMemory(),
+				otelstore.WithHandler(func(err error) { reported = append(reported, err) }), otelstore.WithAttributes(attribute.String(key, "x")))
+			if err != nil {
+				t.Fatalf("NewKeyspace with WithAttributes(%s) = %v, want the key dropped", key, err)
+			}
+			if len(reported) != 1 || !errors.Is(reported[0], otelstore.ErrInvalidOption) {
+				t.Fatalf("NewKeyspace with WithAttributes(%s) reported %v, want one ErrInvalidOption", key, reported)
 			}
 		})
 	}

@@ -144,7 +144,7 @@ func (h *handoff) drain() {
 		h.queue = h.queue[1:]
 		h.mu.Unlock()
 
-		report, err := h.tracker.Resume(context.Background(), h.ns, h.inner, pairing.ResumeShards(h.shards, shards...))
+		report, err := h.tracker.Resume(context.Background(), h.ns, h.inner, pairing.WithResumeShards(h.shards, shards...))
 		h.mu.Lock()
 		stale := slices.DeleteFunc(slices.Clone(shards), func(s int) bool { return h.resumed[s] })
 		h.mu.Unlock()

@@ -135,7 +135,7 @@ func TestResumeWhileAppendsGoOnConcurrentSafe(t *testing.T) {
 	second := after.wrap(t, store)
 	done := make(chan error, 1)
 	go func() {
-		_, err := otelstore.Resume(ctx, second, pairing.ResumeConcurrency(3))
+		_, err := otelstore.Resume(ctx, second, pairing.WithResumeConcurrency(3))
 		done <- err
 	}()
 	for _, w := range wfs {

@@ -3,6 +3,7 @@ package otelstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -183,9 +185,9 @@ func (funcKeyspace) ListStreams(context.Context, eventstore.WorkflowID, eventsto
 
 // WithAttributes is validated once, the same way whatever else is given: a
 // key the decorators or the tracker set themselves, an empty key or an
-// invalid UTF-8 key makes the constructor fail.
+// invalid UTF-8 key is dropped and reported to the error handler with
+// ErrInvalidOption; the constructor succeeds and the other attributes stay.
 func TestWithAttributesValidated(t *testing.T) {
-	h := newHarness(t)
 	testCases := []struct {
 		name string
 		kv   attribute.KeyValue
@@ -208,18 +210,76 @@ func TestWithAttributesValidated(t *testing.T) {
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, shared := range []bool{false, true} {
-				opts := h.options(otelstore.WithAttributes(tc.kv))
+				h := newHarness(t)
+				var reported []error
+				opts := h.options(otelstore.WithHandler(func(err error) { reported = append(reported, err) }),
+					otelstore.WithAttributes(tc.kv, keptAttr))
 				if shared {
 					opts = append(opts, otelstore.WithPairing(newTracker(t, h)))
 				}
-				if _, err := otelstore.New(eventstore.NewMemory(), opts...); !errors.Is(err, otelstore.ErrInvalidOption) {
-					t.Errorf("New (shared tracker %v) = %v, want ErrInvalidOption", shared, err)
+				s, err := otelstore.New(eventstore.NewMemory(), opts...)
+				if err != nil {
+					t.Fatalf("New (shared tracker %v) = %v, want the bad key dropped", shared, err)
+				}
+				assertDropped(t, reported, fmt.Sprintf("New (shared tracker %v)", shared))
+				if _, err := s.ReadHistory(context.Background(), eventstore.NewWorkflowID()); err != nil {
+					t.Fatal(err)
+				}
+				assertKeptNotBad(t, h, tc.kv.Key)
+			}
+			h := newHarness(t)
+			var reported []error
+			ks, err := otelstore.NewKeyspace(keyspace.NewMemory(), h.keyspaceOptions(
+				otelstore.WithHandler(func(err error) { reported = append(reported, err) }), otelstore.WithAttributes(tc.kv, keptAttr))...)
+			if err != nil {
+				t.Fatalf("NewKeyspace = %v, want the bad key dropped", err)
+			}
+			assertDropped(t, reported, "NewKeyspace")
+			if _, err := ks.Head(context.Background(), keyspace.StreamKey{WorkflowID: eventstore.NewWorkflowID(), RunID: eventstore.NewRunID()}); err != nil {
+				t.Fatal(err)
+			}
+			assertKeptNotBad(t, h, tc.kv.Key)
+		})
+	}
+}
+
+// keptAttr is a valid WithAttributes attribute given beside a bad one: it
+// stays when the bad one is dropped.
+var keptAttr = attribute.String("deployment", "blue")
+
+// assertDropped checks that exactly one error, wrapping ErrInvalidOption,
+// was reported.
+func assertDropped(t *testing.T, reported []error, who string) {
+	t.Helper()
+	if len(reported) != 1 || !errors.Is(reported[0], otelstore.ErrInvalidOption) {
+		t.Errorf("%s reported %v, want one error wrapping ErrInvalidOption", who, reported)
+	}
+}
+
+// assertKeptNotBad checks that every metric point carries keptAttr and
+// none the bad key, and that some point was read.
+func assertKeptNotBad(t *testing.T, h *harness, bad attribute.Key) {
+	t.Helper()
+	points := 0
+	for name, m := range h.metrics(t) {
+		h, ok := m.Data.(metricdata.Histogram[float64])
+		if !ok {
+			continue
+		}
+		for _, dp := range h.DataPoints {
+			points++
+			if v, ok := dp.Attributes.Value(keptAttr.Key); !ok || v != keptAttr.Value {
+				t.Errorf("%s point %v lacks %s", name, dp.Attributes.ToSlice(), keptAttr.Key)
+			}
+			if bad != keptAttr.Key {
+				if v, ok := dp.Attributes.Value(bad); ok && v.AsString() == "x" {
+					t.Errorf("%s point %v carries the dropped key %q", name, dp.Attributes.ToSlice(), bad)
 				}
 			}
-			if _, err := otelstore.NewKeyspace(keyspace.NewMemory(), otelstore.WithAttributes(tc.kv)); !errors.Is(err, otelstore.ErrInvalidOption) {
-				t.Errorf("NewKeyspace = %v, want ErrInvalidOption", err)
-			}
-		})
+		}
+	}
+	if points == 0 {
+		t.Error("no duration point read")
 	}
 }
 

@@ -183,15 +183,20 @@ func TestSpanNames(t *testing.T) {
 	}
 }
 
-// db.system.name has its own option: WithAttributes refuses it, so that one
-// decorator cannot say two systems.
-func TestWithAttributesRefusesDBSystem(t *testing.T) {
+// db.system.name has its own option: WithAttributes drops it (and reports
+// that), so that one decorator cannot say two systems.
+func TestWithAttributesDropsDBSystem(t *testing.T) {
 	kv := semconv.DBSystemNamePostgreSQL
-	if _, err := otelstore.New(eventstore.NewMemory(), otelstore.WithAttributes(kv)); !errors.Is(err, otelstore.ErrInvalidOption) {
-		t.Errorf("New = %v, want ErrInvalidOption", err)
+	var reported []error
+	handler := otelstore.WithHandler(func(err error) { reported = append(reported, err) })
+	if _, err := otelstore.New(eventstore.NewMemory(), handler, otelstore.WithAttributes(kv)); err != nil {
+		t.Errorf("New = %v, want the key dropped", err)
 	}
-	if _, err := otelstore.NewKeyspace(keyspace.NewMemory(), otelstore.WithAttributes(kv)); !errors.Is(err, otelstore.ErrInvalidOption) {
-		t.Errorf("NewKeyspace = %v, want ErrInvalidOption", err)
+	if _, err := otelstore.NewKeyspace(keyspace.NewMemory(), handler, otelstore.WithAttributes(kv)); err != nil {
+		t.Errorf("NewKeyspace = %v, want the key dropped", err)
+	}
+	if len(reported) != 2 || !errors.Is(reported[0], otelstore.ErrInvalidOption) || !errors.Is(reported[1], otelstore.ErrInvalidOption) {
+		t.Errorf("reported %v, want one ErrInvalidOption per constructor", reported)
 	}
 }
 

@@ -39,11 +39,11 @@ type resumeFunc func(*resumeConfig)
 
 func (f resumeFunc) applyResume(c *resumeConfig) { f(c) }
 
-// ResumeShards limits a resume to the workflows of the listed shards among
-// shardCount (as [eventstore.ShardOf] computes them): a node adopting a
-// dead node's shards resumes those only. Without it every open workflow the
-// store lists is resumed. A shardCount <= 0 is ignored.
-func ResumeShards(shardCount int, shards ...int) ResumeOption {
+// WithResumeShards limits a resume to the workflows of the listed shards
+// among shardCount (as [eventstore.ShardOf] computes them): a node adopting
+// a dead node's shards resumes those only. Without it every open workflow
+// the store lists is resumed. A shardCount <= 0 is ignored.
+func WithResumeShards(shardCount int, shards ...int) ResumeOption {
 	return resumeFunc(func(c *resumeConfig) {
 		if shardCount > 0 {
 			c.shardCount = shardCount
@@ -56,19 +56,31 @@ func ResumeShards(shardCount int, shards ...int) ResumeOption {
 }
 
 // DefaultResumeConcurrency is how many histories [Tracker.Resume] reads at
-// once without [ResumeConcurrency].
+// once without [WithResumeConcurrency].
 const DefaultResumeConcurrency = 4
 
-// ResumeConcurrency sets how many histories a resume reads at once (and so
-// holds in memory at once). Without it, or with n <= 0, it is
+// WithResumeConcurrency sets how many histories a resume reads at once (and
+// so holds in memory at once). Without it, or with n <= 0, it is
 // [DefaultResumeConcurrency].
-func ResumeConcurrency(n int) ResumeOption {
+func WithResumeConcurrency(n int) ResumeOption {
 	return resumeFunc(func(c *resumeConfig) {
 		if n > 0 {
 			c.concurrency = n
 		}
 	})
 }
+
+// ResumeShards is [WithResumeShards].
+//
+// Deprecated: use [WithResumeShards], named as every other option is.
+func ResumeShards(shardCount int, shards ...int) ResumeOption {
+	return WithResumeShards(shardCount, shards...)
+}
+
+// ResumeConcurrency is [WithResumeConcurrency].
+//
+// Deprecated: use [WithResumeConcurrency], named as every other option is.
+func ResumeConcurrency(n int) ResumeOption { return WithResumeConcurrency(n) }
 
 // maxResumeErrors bounds the read errors Resume returns joined; the report
 // counts them all.

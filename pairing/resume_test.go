@@ -154,7 +154,7 @@ func TestResumeStoreErrors(t *testing.T) {
 		)
 	}
 	h := newHarness(t)
-	report, err := h.tr.Resume(bg, "n", failingStore{Store: m, bad: wfID(3)}, ResumeConcurrency(2))
+	report, err := h.tr.Resume(bg, "n", failingStore{Store: m, bad: wfID(3)}, WithResumeConcurrency(2))
 	if !errors.Is(err, errBroken) || report.Workflows != 4 || report.Failed != 1 || report.Activities != 4 {
 		t.Errorf("Resume = %+v, %v; want 4 workflows, 1 failed, 4 activities and the store's error", report, err)
 	}
@@ -193,7 +193,7 @@ func TestResumeShards(t *testing.T) {
 		)
 	}
 	h := newHarness(t)
-	report, err := h.tr.Resume(bg, "n", m, ResumeShards(4, 1, 3))
+	report, err := h.tr.Resume(bg, "n", m, WithResumeShards(4, 1, 3))
 	if err != nil || report.Workflows != perShard[1]+perShard[3] {
 		t.Fatalf("Resume = %+v, %v; want the %d workflows of shards 1 and 3", report, err, perShard[1]+perShard[3])
 	}
