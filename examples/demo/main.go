@@ -39,6 +39,8 @@
 //	-lease D                how long a shard lease lasts unrenewed (default 10s)
 //	-renew D                how often the node renews its leases and balances (default 2s;
 //	                        at most half the lease)
+//	-cpuprofile FILE        write a CPU profile (pprof) of the whole run to FILE, from the
+//	                        flags parsed to the exit; examples/demo/cpushare reads it
 //
 // # Environment
 //
@@ -118,6 +120,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -169,6 +172,7 @@ type options struct {
 	rate                                     float64
 	workers, maxInFlight, shards             int
 	seed                                     uint64
+	cpuprofile                               string
 }
 
 func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
@@ -190,6 +194,7 @@ func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
 	fs.IntVar(&o.shards, "shards", 0, "with -store postgres: the number of shards (0: the database's, 16 for a new one)")
 	fs.DurationVar(&o.lease, "lease", cluster.DefaultLease, "with -store postgres: how long a shard lease lasts without renewal")
 	fs.DurationVar(&o.renew, "renew", cluster.DefaultRenew, "with -store postgres: how often the node renews its leases and balances")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, nil, err
 	}
@@ -248,6 +253,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "demo:", err)
 		return 2
+	}
+	if o.cpuprofile != "" {
+		stopProfile, err := startCPUProfile(o.cpuprofile)
+		if err != nil {
+			fmt.Fprintln(stderr, "demo: -cpuprofile:", err)
+			return 1
+		}
+		defer func() {
+			if err := stopProfile(); err != nil {
+				fmt.Fprintln(stderr, "demo: -cpuprofile:", err)
+			}
+		}()
 	}
 	if strings.HasPrefix(o.store, "postgres:") && !set["listen"] &&
 		os.Getenv("OTEL_EXPORTER_PROMETHEUS_HOST") == "" && os.Getenv("OTEL_EXPORTER_PROMETHEUS_PORT") == "" {
@@ -350,6 +367,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "telemetry:", warning)
 	}
 	return status
+}
+
+// startCPUProfile starts profiling the process's CPU into path; stop ends
+// the profile and closes the file.
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // freeAddr returns addr if nothing listens there yet, else a free port on
