@@ -52,7 +52,8 @@
 // to the Collector of collector-config.yaml on 127.0.0.1: port 4318 for
 // http/protobuf, 4317 for grpc),
 // OTEL_METRIC_EXPORT_INTERVAL (the demo's default is 5000 ms, not the SDK's
-// 60 s). -exporter, when given, sets OTEL_METRICS_EXPORTER,
+// 60 s), OTEL_TRACES_SAMPLER (always_off: the instrumentation gets a
+// no-op tracer provider and starts no span at all). -exporter, when given, sets OTEL_METRICS_EXPORTER,
 // OTEL_TRACES_EXPORTER and OTEL_LOGS_EXPORTER (prometheus: metrics only;
 // stdout: console). Without -exporter the variables decide, metrics
 // defaulting to prometheus, spans and log records to none. -listen sets OTEL_EXPORTER_PROMETHEUS_HOST and _PORT, unless they
@@ -293,7 +294,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Log records on, content capture off unless the conventions' variable
 	// asks for it.
 	capture := os.Getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") == "true"
-	cfg := sim.Config{MeterProvider: tel.Meter, TracerProvider: tel.Tracer, LoggerProvider: tel.Logger,
+	cfg := sim.Config{MeterProvider: tel.Meter, TracerProvider: tel.Spans, LoggerProvider: tel.Logger,
 		ContentCapture: capture, Keyspace: keys, KeyspaceSystem: dbSystem(o.keyspace),
 		Rate: o.rate, Workers: o.workers, MaxInFlight: o.maxInFlight, Seed: o.seed, Drain: o.drain, Retention: o.retention}
 	var node *cluster.Node
