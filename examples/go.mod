@@ -82,6 +82,7 @@ require (
 	github.com/aionotel/aionotel/keyspace/boltstore v0.1.0
 	github.com/aionotel/aionotel/keyspace/pgstore v0.1.0
 	github.com/cschleiden/go-workflows v1.2.0
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/prometheus/client_golang v1.24.1

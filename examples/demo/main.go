@@ -44,6 +44,8 @@
 //	-lease D                how long a shard lease lasts unrenewed (default 10s)
 //	-renew D                how often the node renews its leases and balances (default 2s;
 //	                        at most half the lease)
+//	-cpuprofile FILE        write a CPU profile (pprof) of the whole run to FILE, from the
+//	                        flags parsed to the exit; examples/demo/cpushare reads it
 //
 // # Environment
 //
@@ -55,7 +57,8 @@
 // to the Collector of collector-config.yaml on 127.0.0.1: port 4318 for
 // http/protobuf, 4317 for grpc),
 // OTEL_METRIC_EXPORT_INTERVAL (the demo's default is 5000 ms, not the SDK's
-// 60 s). -exporter, when given, sets OTEL_METRICS_EXPORTER,
+// 60 s), OTEL_TRACES_SAMPLER (always_off: the instrumentation gets a
+// no-op tracer provider and starts no span at all). -exporter, when given, sets OTEL_METRICS_EXPORTER,
 // OTEL_TRACES_EXPORTER and OTEL_LOGS_EXPORTER (prometheus: metrics only;
 // stdout: console). Without -exporter the variables decide, metrics
 // defaulting to prometheus, spans and log records to none. -listen sets OTEL_EXPORTER_PROMETHEUS_HOST and _PORT, unless they
@@ -132,6 +135,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -184,6 +188,7 @@ type options struct {
 	rate                                     float64
 	workers, maxInFlight, shards             int
 	seed                                     uint64
+	cpuprofile                               string
 }
 
 func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
@@ -206,6 +211,7 @@ func parse(args []string, stderr io.Writer) (options, map[string]bool, error) {
 	fs.IntVar(&o.shards, "shards", 0, "with -store postgres: the number of shards (0: the database's, 16 for a new one)")
 	fs.DurationVar(&o.lease, "lease", cluster.DefaultLease, "with -store postgres: how long a shard lease lasts without renewal")
 	fs.DurationVar(&o.renew, "renew", cluster.DefaultRenew, "with -store postgres: how often the node renews its leases and balances")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, nil, err
 	}
@@ -271,6 +277,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "demo:", err)
 		return 2
 	}
+	if o.cpuprofile != "" {
+		stopProfile, err := startCPUProfile(o.cpuprofile)
+		if err != nil {
+			fmt.Fprintln(stderr, "demo: -cpuprofile:", err)
+			return 1
+		}
+		defer func() {
+			if err := stopProfile(); err != nil {
+				fmt.Fprintln(stderr, "demo: -cpuprofile:", err)
+			}
+		}()
+	}
 	if strings.HasPrefix(o.store, "postgres:") && !set["listen"] &&
 		os.Getenv("OTEL_EXPORTER_PROMETHEUS_HOST") == "" && os.Getenv("OTEL_EXPORTER_PROMETHEUS_PORT") == "" {
 		// Several nodes on one host: the second one gets a port of its own.
@@ -298,7 +316,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Log records on, content capture off unless the conventions' variable
 	// asks for it.
 	capture := os.Getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") == "true"
-	cfg := sim.Config{MeterProvider: tel.Meter, TracerProvider: tel.Tracer, LoggerProvider: tel.Logger,
+	cfg := sim.Config{MeterProvider: tel.Meter, TracerProvider: tel.Spans, LoggerProvider: tel.Logger,
 		ContentCapture: capture, Keyspace: keys, KeyspaceSystem: dbSystem(o.keyspace),
 		Rate: o.rate, Workers: o.workers, MaxInFlight: o.maxInFlight, Seed: o.seed, Drain: o.drain, Retention: o.retention,
 		RunTimeout: o.runTimeout}
@@ -373,6 +391,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "telemetry:", warning)
 	}
 	return status
+}
+
+// startCPUProfile starts profiling the process's CPU into path; stop ends
+// the profile and closes the file.
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // freeAddr returns addr if nothing listens there yet, else a free port on

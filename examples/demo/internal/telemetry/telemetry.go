@@ -3,7 +3,10 @@
 // exporter from OTEL_METRICS_EXPORTER, OTEL_TRACES_EXPORTER and
 // OTEL_LOGS_EXPORTER, on a resource built by the SDK's standard detectors.
 // The tracer provider derives the timeline's span IDs
-// (pairing.NewIDGenerator), so every run's trace is one tree.
+// (pairing.NewIDGenerator), so every run's trace is one tree. With
+// OTEL_TRACES_SAMPLER=always_off no span can ever record, and the
+// instrumentation is handed a no-op tracer provider instead (Telemetry.Spans),
+// so that it runs as in a program exporting metrics only: no span started.
 package telemetry
 
 import (
@@ -12,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/google/uuid"
 	"go.opentelemetry.io/contrib/exporters/autoexport"
@@ -20,6 +24,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/aionotel/aionotel/pairing"
 )
@@ -39,6 +45,9 @@ type Telemetry struct {
 	Meter    *sdkmetric.MeterProvider
 	Tracer   *sdktrace.TracerProvider
 	Logger   *sdklog.LoggerProvider
+	// Spans is the tracer provider to give the instrumentation: Tracer, or
+	// a no-op provider when OTEL_TRACES_SAMPLER is always_off.
+	Spans trace.TracerProvider
 }
 
 // Start builds the resource and the providers from the environment (see
@@ -86,6 +95,10 @@ func Start(ctx context.Context, serviceName string) (*Telemetry, error) {
 		tpOpts = append(tpOpts, sdktrace.WithBatcher(spans))
 	}
 	t.Tracer = sdktrace.NewTracerProvider(tpOpts...)
+	t.Spans = t.Tracer
+	if strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER")) == "always_off" {
+		t.Spans = tracenoop.NewTracerProvider()
+	}
 	lpOpts := []sdklog.LoggerProviderOption{sdklog.WithResource(res)}
 	if !autoexport.IsNoneLogExporter(logs) {
 		lpOpts = append(lpOpts, sdklog.WithProcessor(sdklog.NewBatchProcessor(logs)))

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // TestResource checks the resource's service attributes: the defaults, a
@@ -55,6 +57,32 @@ func TestResource(t *testing.T) {
 			}
 			if tc.wantInstance == "" && len(ids) != 2 {
 				t.Errorf("two starts gave the instance IDs %v, want two fresh ones", ids)
+			}
+		})
+	}
+}
+
+// TestSpansOffWithAlwaysOff checks that the instrumentation gets a no-op
+// tracer provider exactly when OTEL_TRACES_SAMPLER=always_off, and the SDK's
+// otherwise.
+func TestSpansOffWithAlwaysOff(t *testing.T) {
+	for _, sampler := range []string{"", "always_on", "parentbased_always_off", "always_off"} {
+		t.Run(sampler, func(t *testing.T) {
+			t.Setenv("OTEL_METRICS_EXPORTER", "none")
+			t.Setenv("OTEL_TRACES_EXPORTER", "none")
+			t.Setenv("OTEL_LOGS_EXPORTER", "none")
+			t.Setenv("OTEL_TRACES_SAMPLER", sampler)
+			tel, err := Start(context.Background(), "aionotel-demo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tel.Shutdown(context.Background())
+			_, noop := tel.Spans.(tracenoop.TracerProvider)
+			if want := sampler == "always_off"; noop != want {
+				t.Errorf("Spans is %T, want a no-op provider: %v", tel.Spans, want)
+			}
+			if !noop && tel.Spans != trace.TracerProvider(tel.Tracer) {
+				t.Errorf("Spans is %T, not the SDK provider Tracer", tel.Spans)
 			}
 		})
 	}
