@@ -59,6 +59,7 @@ type config struct {
 	timeline       bool
 	shardCount     int
 	resumeReport   func(pairing.ResumeReport, error)
+	timelineSet    bool // WithTimelineSpans was given
 	// The span's shape on the call path.
 	spanNameFormat  func(Operation, string) string
 	exceptionEvents bool
@@ -123,6 +124,9 @@ func (c *config) validate() error {
 	if c.tracker != nil && reflect.ValueOf(c.tracker).Elem().IsZero() {
 		// Its zero value is not ready, and the first dispatch would panic.
 		return fmt.Errorf("%w: WithPairing: a zero pairing.Tracker: make it with pairing.New", ErrInvalidOption)
+	}
+	if c.tracker != nil && c.timelineSet {
+		c.handle(fmt.Errorf("%w: WithTimelineSpans is ignored beside WithPairing: the shared tracker's own pairing.WithTimelineSpans applies", ErrInvalidOption))
 	}
 	c.namespace = attrvalue.String(c.namespace)
 	c.keyspaceNamespace = attrvalue.String(c.keyspaceNamespace)
@@ -321,10 +325,11 @@ func WithPairing(t *pairing.Tracker) Option {
 // ActivityScheduled it observes, an activity span from then to its first
 // terminal (or its run's close), as a child of the run span (see [New]).
 // They are on by default. The setting is the tracker's: with [WithPairing],
-// the shared tracker's own (pairing.WithTimelineSpans) applies and this
-// option is ignored.
+// the shared tracker's own (pairing.WithTimelineSpans) applies, and this
+// option, given beside it, is reported to the error handler with
+// [ErrInvalidOption] (New still succeeds).
 func WithTimelineSpans(on bool) Option {
-	return optionFunc(func(c *config) { c.timeline = on })
+	return optionFunc(func(c *config) { c.timeline, c.timelineSet = on, true })
 }
 
 // WithShardCount sets the number of shards the wrapped

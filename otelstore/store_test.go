@@ -649,3 +649,35 @@ func TestTypedNilProvidersFallBack(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A tracker option given beside WithPairing cannot apply (the shared
+// tracker has its own); it is reported, not silently dropped, and New
+// still succeeds. Alone, it is simply applied.
+func TestTimelineOptionBesideSharedTrackerIsReported(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct {
+		name    string
+		opts    []otelstore.Option
+		reports int
+	}{
+		{"beside WithPairing", []otelstore.Option{otelstore.WithPairing(newTracker(t, h)), otelstore.WithTimelineSpans(false)}, 1},
+		{"WithPairing alone", []otelstore.Option{otelstore.WithPairing(newTracker(t, h))}, 0},
+		{"alone", []otelstore.Option{otelstore.WithTimelineSpans(false)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reported []error
+			opts := h.options(append(tc.opts, otelstore.WithHandler(func(err error) { reported = append(reported, err) }))...)
+			if _, err := otelstore.New(eventstore.NewMemory(), opts...); err != nil {
+				t.Fatalf("New = %v", err)
+			}
+			if len(reported) != tc.reports {
+				t.Fatalf("reported %v, want %d report(s)", reported, tc.reports)
+			}
+			for _, err := range reported {
+				if !errors.Is(err, otelstore.ErrInvalidOption) {
+					t.Errorf("reported %v, want ErrInvalidOption", err)
+				}
+			}
+		})
+	}
+}
