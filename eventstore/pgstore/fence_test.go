@@ -132,9 +132,10 @@ func TestPausedOpenWriteIsEndedByTheServer(t *testing.T) {
 	clock := newFakeClock()
 	pool := testPool(t)
 	schema := testSchema(t, pool)
+	const idle = time.Second
 	open := func(node string) *pgstore.Store {
 		s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema), pgstore.WithNode(node), pgstore.WithLeaseDuration(testLease),
-			pgstore.WithLeaseClock(clock.Now), pgstore.WithIdleInTransactionTimeout(300*time.Millisecond))
+			pgstore.WithLeaseClock(clock.Now), pgstore.WithIdleInTransactionTimeout(idle))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,13 +158,22 @@ func TestPausedOpenWriteIsEndedByTheServer(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Append(ctx, token, wf, []eventstore.Event{started(wf, run)}, 0) }()
 	<-locked
+	lockedAt := time.Now()
 
 	clock.Advance(testLease / 2)
 	if held, err := b.RenewOwnedShards(ctx); err != nil || !reflect.DeepEqual(held, []int{3}) {
 		t.Fatalf("b renewing = %v, %v", held, err)
 	}
 	clock.Advance(testLease/2 + time.Second) // a's lease has expired; b's has not
-	if err := b.AcquireOwnedShard(ctx, 2); !errors.Is(err, pgstore.ErrLeaseBusy) {
+	// The server ends a's session once it idled for the timeout (real
+	// time): only a takeover before that must be refused. On a loaded
+	// machine the steps above can outlast it; then the takeover may
+	// already succeed, which the rest of the test checks.
+	switch err := b.AcquireOwnedShard(ctx, 2); {
+	case errors.Is(err, pgstore.ErrLeaseBusy):
+	case err == nil && time.Since(lockedAt) >= idle:
+		t.Logf("the server ended a's idle session before the first takeover (%v after the pause): no busy refusal to see", time.Since(lockedAt).Round(time.Millisecond))
+	default:
 		t.Fatalf("b's takeover while a's paused write holds the row = %v, want ErrLeaseBusy", err)
 	}
 	// Bounded by the idle timeout: poll the acquisition (each attempt
