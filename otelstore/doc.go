@@ -83,8 +83,8 @@
 //
 // # Telemetry catalog
 //
-// Every instrument carries aion.namespace ([WithNamespace],
-// [WithKeyspaceNamespace]); the others' attributes follow. Durations are
+// Every instrument carries aion.namespace ([WithNamespace], for both
+// decorators); the others' attributes follow. Durations are
 // seconds: store and keyspace calls on buckets from 100 µs to 10 s,
 // activities and runs from 5 ms to a day. A Prometheus exporter (the OTel
 // Go one, or the Collector's as configured in collector-config.yaml) turns

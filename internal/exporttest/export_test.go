@@ -219,7 +219,7 @@ func drive(tb testing.TB, p *pipeline, in inputs) {
 	// provider, model and operation names.
 	agents, err := otelstore.NewKeyspace(keyspace.NewMemory(),
 		otelstore.WithMeterProvider(p.mp), otelstore.WithTracerProvider(p.tp),
-		otelstore.WithKeyspaceNamespace(in.namespace), otelstore.WithContentCapture(true))
+		otelstore.WithNamespace(in.namespace), otelstore.WithContentCapture(true))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -49,7 +49,7 @@ var catalogMetrics = []catalogMetric{
 	{Name: "aion_activity_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "aion_activity_type", "aion_activity_outcome"}},
 	{Name: "aion_activities_retried_total", Kind: counter, Labels: []string{"aion_namespace", "aion_activity_type"}},
 	{Name: "aion_activity_pairing_evicted_total", Kind: counter, Labels: []string{"aion_namespace"}},
-	// The keyspace decorator's namespace (otelstore.WithKeyspaceNamespace),
+	// The keyspace decorator's namespace (otelstore.WithNamespace),
 	// so that the dashboard's namespace variable filters them too.
 	{Name: "aion_keyspace_operation_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "db_operation_name", "db_system_name"}, Optional: []string{"error_type"}},
 	{Name: "aion_keyspace_append_batch_size", Kind: histogram, Labels: []string{"aion_namespace"}},
