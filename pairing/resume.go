@@ -174,6 +174,13 @@ func (t *Tracker) Resume(ctx context.Context, namespace string, store eventstore
 	}
 	close(next)
 	wg.Wait()
+	if ctx.Err() == nil {
+		// A fill of a workflow read here that overlaps the read (its
+		// gap found before the read was joined) may still be joining or
+		// recording: the gauges and the completions it decides are
+		// right once it has ended.
+		_ = t.fill.waitFor(ctx, namespaceOf(namespace), ids)
+	}
 	if err := ctx.Err(); err != nil {
 		errs = append(errs, err)
 	}
