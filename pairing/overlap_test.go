@@ -276,3 +276,59 @@ func spanNames(spans []sdktrace.ReadOnlySpan) []string {
 	}
 	return names
 }
+
+// Resume waits only for the fills of the workflows it read: a fill of
+// another workflow, held, does not hold it.
+func TestResumeDoesNotWaitForOtherFills(t *testing.T) {
+	mem := eventstore.NewMemory()
+	tok := eventstore.RecorderToken()
+	w, other, run := wfID(1), wfID(3), runID(1)
+	env := func(ms int) eventstore.Envelope { return eventstore.Envelope{RunID: run, RecordedAt: ts(ms)} }
+	for _, id := range []eventstore.WorkflowID{w, other} {
+		if err := mem.Append(bg, tok, id, []eventstore.Event{
+			eventstore.WorkflowStarted{Envelope: env(0), WorkflowType: "order"},
+			eventstore.ActivityScheduled{Envelope: env(1000), ActivityID: 0, ActivityType: "charge"},
+		}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fillReader := &stepped{Memory: mem, calls: make(chan *readCall)}
+	h := newHarness(t, WithHistory(fillReader))
+	h.tr.fill.onWait = func() { t.Error("Resume waited for the fill of a workflow it did not read") }
+	terminal := []eventstore.Event{eventstore.ActivityCompleted{Envelope: env(11000), ActivityID: 0}}
+	if err := mem.Append(bg, tok, other, terminal, 2); err != nil {
+		t.Fatal(err)
+	}
+	h.tr.Observe(bg, "default", other, 3, terminal)
+	fc := next(t, fillReader.calls, "the fill of the other workflow")
+	resumeStore := &stepped{Memory: mem, order: []eventstore.WorkflowID{w}, calls: make(chan *readCall)}
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.tr.Resume(bg, "default", resumeStore)
+		done <- err
+	}()
+	rc := next(t, resumeStore.calls, "the resume of w")
+	rc.snapshot()
+	rc.finish()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Resume waits for the fill of a workflow it did not read")
+	}
+	// w resumed in flight; the other workflow's completion waits for its fill.
+	if n := h.tr.InFlight(); n != 1 {
+		t.Errorf("InFlight() = %d, want w's activity", n)
+	}
+	h.tr.fill.onWait = nil
+	fc.snapshot()
+	fc.finish()
+	if err := h.tr.WaitFilled(bg); err != nil {
+		t.Fatal(err)
+	}
+	h.assertMetric(wantInflight(point(attrs("default", "charge"), 1)))
+	h.assertMetric(wantCompleted(point(attrs("default", "charge", OutcomeSucceeded), 1)))
+	h.assertMetric(wantDuration(hist(attrs("default", "charge", OutcomeSucceeded), 10)))
+}
