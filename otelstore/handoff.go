@@ -23,6 +23,9 @@ var ErrNotDecorated = errors.New("otelstore: not a store returned by otelstore.N
 // its completion, duration and spans at history's times. See
 // pairing.Tracker.Resume for what is resumed, what is not counted again and
 // what it costs; the reads go to the inner store directly, without spans.
+// Appends may go on meanwhile: Resume returns once the gap fills their
+// first writes began for the workflows it read have ended, so that when
+// it and they have returned the telemetry of those workflows is exact.
 // For a [eventstore.ShardOwner] store the workflows are those of its
 // enumeration scope; the decorator also resumes shards by itself as it
 // adopts them (see [New]).

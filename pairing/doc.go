@@ -51,9 +51,17 @@
 // them (aion.pairing.forgotten), and the gap is not read again. So
 // [Tracker.Resume] is a warm-up: it makes the gauges right before the
 // first write to each workflow (a fill makes them right at the first);
-// completions, durations and spans do not need it. [Tracker.WaitFilled]
-// waits for the fills begun. The reads carry a context for which
-// [IsReadBack] reports true.
+// completions, durations and spans do not need it. While a fill is
+// pending, what it decides is not yet recorded (a completion whose
+// dispatch it reads), and while it joins, the gauge may read one more for
+// each dispatch it reads that is already known (raised before the join's
+// lock, given back after it), as during any call; once every call has
+// returned and no fill is pending, the telemetry is exact. So Resume, when
+// its reads are done, waits (within its context) for the fills queued or
+// running for the workflows it read, which a live batch began before the
+// resume reached them; fills begun later do not hold it.
+// [Tracker.WaitFilled] waits for every fill begun. The reads carry a
+// context for which [IsReadBack] reports true.
 //
 // Two windows stay. A process that dies, or lets a shard go, while a
 // fill of one of its workflows is pending loses what that fill was to

@@ -144,6 +144,13 @@ type filler struct {
 	max     int
 	// idle is closed when no fill is queued or running; nil while so.
 	idle chan struct{}
+	// pending are the fills queued or running (joined and recorded or
+	// not), by token; ended is closed, and made again by a waiter, when
+	// one of them ends (waitFor).
+	pending map[uint64]wfKey
+	ended   chan struct{}
+	// onWait, set by tests only, is called when waitFor blocks.
+	onWait func()
 
 	gaps, read, failed, skipped, dropped, events atomic.Int64
 }
@@ -210,6 +217,10 @@ func (f *filler) enqueue(t *Tracker, r fillRequest) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.queue = append(f.queue, r)
+	if f.pending == nil {
+		f.pending = make(map[uint64]wfKey)
+	}
+	f.pending[r.token] = r.k
 	if f.idle == nil {
 		f.idle = make(chan struct{})
 	}
@@ -241,7 +252,58 @@ func (t *Tracker) fillLoop() {
 		}
 		f.mu.Unlock()
 		t.fillOne(r)
+		f.mu.Lock()
+		delete(f.pending, r.token)
+		if f.ended != nil {
+			close(f.ended)
+			f.ended = nil
+		}
+		f.mu.Unlock()
 	}
+}
+
+// waitFor waits until every fill of a workflow in ids (of namespace ns)
+// that is queued or running now has ended, its telemetry recorded, or ctx
+// is done, whose error it then returns. Fills begun later do not hold it.
+func (f *filler) waitFor(ctx context.Context, ns string, ids []eventstore.WorkflowID) error {
+	f.mu.Lock()
+	var tokens []uint64
+	if len(f.pending) > 0 {
+		want := make(map[eventstore.WorkflowID]bool, len(ids))
+		for _, id := range ids {
+			want[id] = true
+		}
+		for token, k := range f.pending {
+			if k.namespace == ns && want[k.id] {
+				tokens = append(tokens, token)
+			}
+		}
+	}
+	f.mu.Unlock()
+	for _, token := range tokens {
+		for {
+			f.mu.Lock()
+			_, ok := f.pending[token]
+			if !ok {
+				f.mu.Unlock()
+				break
+			}
+			if f.ended == nil {
+				f.ended = make(chan struct{})
+			}
+			ended, onWait := f.ended, f.onWait
+			f.mu.Unlock()
+			if onWait != nil {
+				onWait()
+			}
+			select {
+			case <-ended:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
 }
 
 // fillOne reads the history of one gap's workflow and joins it, unless the

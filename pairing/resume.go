@@ -105,13 +105,18 @@ const maxResumeErrors = 8
 // shards does not count again what its predecessor counted.
 //
 // Resume may run while appends go on: the join makes the two meet in any
-// order. It costs two listing calls and one ReadHistory per open workflow,
+// order. A live batch that reached a workflow before the resume did found
+// a gap, and its fill may still be joining or recording when the reads
+// end: Resume then waits for the fills queued or running for the
+// workflows it read (not for those begun later), so that, once it and the
+// appends have returned, the gauges, completions, durations and spans of
+// those workflows are exact. It costs two listing calls and one ReadHistory per open workflow,
 // at most [ResumeConcurrency] at a time, and holds at most that many
 // histories at once; what it feeds stays within the tracker's bounds. Each
 // workflow is fed whole or not at all, so a store error part-way leaves the
 // tracker consistent: Resume goes on with the other workflows, and returns
 // the errors (at most 8, joined) with the report. A listing error, or ctx
-// done, stops it. Every workflow read is counted on aion.pairing.resumed,
+// done, stops it (also while it waits for fills). Every workflow read is counted on aion.pairing.resumed,
 // with error.type for those that failed.
 func (t *Tracker) Resume(ctx context.Context, namespace string, store eventstore.Store, opts ...ResumeOption) (ResumeReport, error) {
 	if t == nil || t.join == nil || store == nil {
@@ -174,6 +179,13 @@ func (t *Tracker) Resume(ctx context.Context, namespace string, store eventstore
 	}
 	close(next)
 	wg.Wait()
+	if ctx.Err() == nil {
+		// A fill of a workflow read here that overlaps the read (its
+		// gap found before the read was joined) may still be joining or
+		// recording: the gauges and the completions it decides are
+		// right once it has ended.
+		_ = t.fill.waitFor(ctx, namespaceOf(namespace), ids)
+	}
 	if err := ctx.Err(); err != nil {
 		errs = append(errs, err)
 	}
