@@ -245,7 +245,7 @@ var (
 func telGenerate(g *gen, scale int) []telWorkflow {
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	var out []telWorkflow
-	for range (4 + g.IntN(4)) * scale {
+	for w := range (6 + g.IntN(4)) * scale {
 		wf := telWorkflow{id: g.workflow()}
 		at := base.Add(time.Duration(g.IntN(3600)) * time.Second)
 		next := func() time.Time {
@@ -266,6 +266,39 @@ func telGenerate(g *gen, scale int) []telWorkflow {
 				done    bool
 			}
 			var acts []*act
+			if w == 0 && chain == 0 {
+				// Every history has each outcome, a retry and a duplicate
+				// terminal, whatever the seed; the first workflow's first
+				// run also leaves one in flight for its continue-as-new to
+				// abandon.
+				for i, mk := range []func(eventstore.Envelope, eventstore.ActivityID) eventstore.Event{
+					func(e eventstore.Envelope, id eventstore.ActivityID) eventstore.Event {
+						return eventstore.ActivityCompleted{Envelope: e, ActivityID: id, Attempt: 2}
+					},
+					func(e eventstore.Envelope, id eventstore.ActivityID) eventstore.Event {
+						return eventstore.ActivityFailed{Envelope: e, ActivityID: id, Attempt: 1, Error: eventstore.ActivityError{Kind: eventstore.Terminal}}
+					},
+					func(e eventstore.Envelope, id eventstore.ActivityID) eventstore.Event {
+						return eventstore.ActivityCancelled{Envelope: e, ActivityID: id, Attempt: 1}
+					},
+					func(e eventstore.Envelope, id eventstore.ActivityID) eventstore.Event {
+						return eventstore.ActivityTimedOut{Envelope: e, ActivityID: id, Attempt: 1}
+					},
+					nil,
+				} {
+					id := eventstore.ActivityID(len(wf.events) + 1)
+					add(eventstore.ActivityScheduled{Envelope: env(), ActivityID: id, ActivityType: pick(g, telActTypes...)})
+					if i == 0 {
+						add(eventstore.ActivityFailed{Envelope: env(), ActivityID: id, Attempt: 1, Error: eventstore.ActivityError{Kind: eventstore.Retryable}})
+					}
+					if mk != nil {
+						add(mk(env(), id))
+					}
+					if i == 1 {
+						add(mk(env(), id))
+					}
+				}
+			}
 			for range 2 + g.IntN(10) {
 				inflight := slices.DeleteFunc(slices.Clone(acts), func(a *act) bool { return a.done })
 				switch k := g.IntN(10); {
@@ -281,7 +314,7 @@ func telGenerate(g *gen, scale int) []telWorkflow {
 					a := pick(g, inflight...)
 					a.done = true
 					add(telTerminal(g, env(), a.id, a.attempt))
-					if g.IntN(4) == 0 { // a duplicate terminal: counts nothing
+					if g.IntN(3) == 0 { // a duplicate terminal: counts nothing
 						add(telTerminal(g, env(), a.id, a.attempt))
 					}
 				default:
@@ -298,9 +331,15 @@ func telGenerate(g *gen, scale int) []telWorkflow {
 			}
 			// Close the run (the activities still in flight are abandoned),
 			// continue it as new, or leave it open.
+			// Every history has a continue-as-new (the first workflow's
+			// first run) and a run left open with an activity in flight
+			// (the second workflow's).
 			switch k := g.IntN(8); {
-			case k == 0:
-			case k == 1 && chain < 3:
+			case w == 1 || k == 0 && w != 0:
+				if w == 1 {
+					add(eventstore.ActivityScheduled{Envelope: env(), ActivityID: eventstore.ActivityID(len(wf.events) + 1), ActivityType: pick(g, telActTypes...)})
+				}
+			case w == 0 && chain == 0 || k <= 2 && chain < 3:
 				next := g.run()
 				add(eventstore.WorkflowContinuedAsNew{Envelope: env(), NewRunID: next})
 				run = next
@@ -462,7 +501,7 @@ func telDrive(ctx context.Context, cfg config, wrap TelemetryWrap) (*telGot, *te
 		n := min(1+g.IntN(4), len(wf.events)-at)
 		// The store's copy is its own: hand it a fresh slice each time.
 		batch := slices.Clone(wf.events[at : at+n])
-		switch g.IntN(8) {
+		switch g.IntN(6) {
 		case 0: // a stale append: refused, observed as nothing
 			stale := uint64(at + 1)
 			if at > 0 && g.IntN(2) == 0 {
