@@ -245,7 +245,7 @@ var (
 func telGenerate(g *gen, scale int) []telWorkflow {
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	var out []telWorkflow
-	for w := range (6 + g.IntN(4)) * scale {
+	for w := range (8 + g.IntN(6)) * scale {
 		wf := telWorkflow{id: g.workflow()}
 		at := base.Add(time.Duration(g.IntN(3600)) * time.Second)
 		next := func() time.Time {
