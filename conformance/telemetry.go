@@ -37,7 +37,7 @@ const (
 	RuleTelDurations = "durations"
 	// RuleTelCalls (seeded): one aion.store.operation.duration point and one ended client span per store call, by db.operation.name and error.type (a refused call: its error.type and span status Error).
 	RuleTelCalls = "calls"
-	// RuleTelTimeline (seeded; only with [WithTimeline]): one ended span "workflow <type>" per closed run, from its WorkflowStarted to its first closing event, with aion.workflow.status; one ended span "activity <type>" per settled activity, from its dispatch to its settler, with aion.activity.outcome, aion.activity.retry_count and one event per retry; no span of an open run or of an activity in flight ends.
+	// RuleTelTimeline (seeded; only with [WithTimeline]): one ended span "workflow <type>" per closed run, from its WorkflowStarted to its first closing event, with aion.workflow.status; one ended span "activity <type>" per settled activity, from its dispatch to its settler, with aion.activity.outcome, aion.activity.retry_count and one aion.activity.retry event per retry at its RecordedAt; status Error exactly for failed and timed_out; no span of an open run or of an activity in flight ends.
 	RuleTelTimeline = "timeline"
 )
 
@@ -162,6 +162,7 @@ const (
 	keyRunID     = attribute.Key("aion.run.id")
 	keyActID     = attribute.Key("aion.activity.id")
 	keyRetries   = attribute.Key("aion.activity.retry_count")
+	retryEvent   = "aion.activity.retry"
 	outAbandoned = "abandoned"
 )
 
@@ -203,7 +204,7 @@ type telRunSpan struct {
 type telActSpan struct {
 	typ, outcome string
 	start, end   time.Time
-	retries      int
+	retries      []time.Time // when each Retryable failure was recorded
 	settled      bool
 }
 
@@ -425,7 +426,7 @@ func telModelOf(wfs []telWorkflow) *telModel {
 			case eventstore.ActivityFailed:
 				if e.Error.Kind == eventstore.Retryable {
 					a := m.acts[telActKey{env.RunID, e.ActivityID}]
-					a.retries++
+					a.retries = append(a.retries, env.RecordedAt)
 					m.add(false, telRetried, 1, 0, keyActType.String(a.typ))
 				} else {
 					settle(e.ActivityID, "failed")
@@ -616,7 +617,7 @@ func showSet(s attribute.Set) string {
 	}
 	var parts []string
 	for _, kv := range s.ToSlice() {
-		parts = append(parts, fmt.Sprintf("%s=%q", kv.Key, kv.Value.Emit()))
+		parts = append(parts, fmt.Sprintf("%s=%q", kv.Key, kv.Value.String()))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
@@ -821,9 +822,7 @@ func telCalls(got *telGot, m *telModel) error {
 		for k, h := range hist {
 			counts[k] = &telPoint{set: h.Attributes, n: int64(h.Count)}
 		}
-		for _, e := range compareSums(telOpDuration+" (points)", counts, m.calls) {
-			errs = append(errs, e)
-		}
+		errs = append(errs, compareSums(telOpDuration+" (points)", counts, m.calls)...)
 		if found.Unit != "s" {
 			errs = append(errs, fmt.Errorf("%s: unit %q, want \"s\"", telOpDuration, found.Unit))
 		}
@@ -877,7 +876,7 @@ func telTimeline(got *telGot, m *telModel) error {
 		run, _ := at.Value(keyRunID)
 		switch {
 		case strings.HasPrefix(s.Name(), "workflow "):
-			id := run.Emit()
+			id := run.String()
 			r := runs[id]
 			if r == nil {
 				errs = append(errs, fmt.Errorf("run span %q of run %s ended, want none: the run is open or unknown", s.Name(), id))
@@ -888,10 +887,10 @@ func telTimeline(got *telGot, m *telModel) error {
 			}
 			seenRuns[id] = true
 			st, _ := at.Value(keyWfStatus)
-			errs = append(errs, telSpanDiff("run span of run "+id, s, "workflow "+r.typ, r.start, r.end, keyWfStatus, r.status, st.Emit())...)
+			errs = append(errs, telSpanDiff("run span of run "+id, s, "workflow "+r.typ, r.start, r.end, keyWfStatus, r.status, st.String())...)
 		case strings.HasPrefix(s.Name(), "activity "):
 			aid, _ := at.Value(keyActID)
-			id := run.Emit() + "/" + aid.Emit()
+			id := run.String() + "/" + aid.String()
 			a := acts[id]
 			if a == nil {
 				errs = append(errs, fmt.Errorf("activity span %q of activity %s ended, want none: the activity is in flight or unknown", s.Name(), id))
@@ -902,12 +901,18 @@ func telTimeline(got *telGot, m *telModel) error {
 			}
 			seenActs[id] = true
 			out, _ := at.Value(keyOutcome)
-			errs = append(errs, telSpanDiff("activity span of activity "+id, s, "activity "+a.typ, a.start, a.end, keyOutcome, a.outcome, out.Emit())...)
-			if rc, _ := at.Value(keyRetries); rc.AsInt64() != int64(a.retries) {
-				errs = append(errs, fmt.Errorf("activity span of activity %s: %s = %d, want %d", id, keyRetries, rc.AsInt64(), a.retries))
+			errs = append(errs, telSpanDiff("activity span of activity "+id, s, "activity "+a.typ, a.start, a.end, keyOutcome, a.outcome, out.String())...)
+			if rc, _ := at.Value(keyRetries); rc.AsInt64() != int64(len(a.retries)) {
+				errs = append(errs, fmt.Errorf("activity span of activity %s: %s = %d, want %d", id, keyRetries, rc.AsInt64(), len(a.retries)))
 			}
-			if n := len(s.Events()); n < a.retries {
-				errs = append(errs, fmt.Errorf("activity span of activity %s: %d events, want one per retry (%d)", id, n, a.retries))
+			var retries []time.Time
+			for _, ev := range s.Events() {
+				if ev.Name == retryEvent {
+					retries = append(retries, ev.Time)
+				}
+			}
+			if !slices.EqualFunc(retries, a.retries, time.Time.Equal) {
+				errs = append(errs, fmt.Errorf("activity span of activity %s: %s events at %v, want one per retry, at %v", id, retryEvent, retries, a.retries))
 			}
 		}
 	}
@@ -935,6 +940,11 @@ func telSpanDiff(what string, s sdktrace.ReadOnlySpan, name string, start, end t
 	}
 	if got != want {
 		errs = append(errs, fmt.Errorf("%s: %s = %q, want %q", what, key, got, want))
+	}
+	// A run failed or timed out, an activity failed or timed out, is an
+	// error; nothing else is.
+	if failed := want == "failed" || want == "timed_out"; failed != (s.Status().Code == codes.Error) {
+		errs = append(errs, fmt.Errorf("%s: status %v with %s %q, want %s", what, s.Status().Code, key, want, map[bool]string{true: "Error", false: "not Error"}[failed]))
 	}
 	return errs
 }

@@ -148,6 +148,9 @@ func (d *refTel) settle(ctx context.Context, a *refAct, outcome string, at time.
 	}
 	d.actDur.Record(ctx, dur, both)
 	a.span.SetAttributes(keyOutcome.String(outcome), keyRetries.Int(a.retries))
+	if outcome == "failed" || outcome == "timed_out" {
+		a.span.SetStatus(codes.Error, outcome)
+	}
 	a.span.End(trace.WithTimestamp(d.at(at)))
 }
 
@@ -165,6 +168,9 @@ func (d *refTel) observe(ctx context.Context, wf eventstore.WorkflowID, events [
 			run.closed = true
 			d.wfDur.Record(ctx, env.RecordedAt.Sub(run.start).Seconds(), metric.WithAttributes(keyWfType.String(run.typ), keyWfStatus.String(string(status))))
 			run.span.SetAttributes(keyWfStatus.String(string(status)))
+			if status == eventstore.StatusFailed || status == eventstore.StatusTimedOut {
+				run.span.SetStatus(codes.Error, string(status))
+			}
 			run.span.End(trace.WithTimestamp(d.at(env.RecordedAt)))
 			if d.f.noAbandon {
 				return
@@ -213,7 +219,7 @@ func (d *refTel) observe(ctx context.Context, wf eventstore.WorkflowID, events [
 			}
 			if a := act(e.ActivityID); a != nil && !a.done {
 				a.retries++
-				a.span.AddEvent("retry", trace.WithTimestamp(env.RecordedAt))
+				a.span.AddEvent(retryEvent, trace.WithTimestamp(env.RecordedAt))
 				if !d.f.noRetries {
 					d.retried.Add(ctx, 1, metric.WithAttributes(keyActType.String(a.typ)))
 				}
@@ -294,7 +300,7 @@ func TestTelemetryHistories(t *testing.T) {
 				outcomes[a.outcome] = true
 			}
 			openAct = openAct || !a.settled
-			retried = retried || a.retries > 0
+			retried = retried || len(a.retries) > 0
 		}
 		var statuses []string
 		for _, r := range m.runs {
