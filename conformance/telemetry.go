@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +41,8 @@ const (
 	RuleTelCalls = "calls"
 	// RuleTelTimeline (seeded; only with [WithTimeline]): one ended span "workflow <type>" per closed run, from its WorkflowStarted to its first closing event, with aion.workflow.status; one ended span "activity <type>" per settled activity, from its dispatch to its settler, with aion.activity.outcome, aion.activity.retry_count and one aion.activity.retry event per retry at its RecordedAt; status Error exactly for failed and timed_out; no span of an open run or of an activity in flight ends.
 	RuleTelTimeline = "timeline"
+	// RuleTelConcurrent (seeded): the other rules' checks (the timeline's with [WithTimeline]) when each workflow's batches are appended from a goroutine of its own, all at once, so that appends of different workflows race through the decorator.
+	RuleTelConcurrent = "concurrent"
 )
 
 // TelemetryWrap is what [TestTelemetry] and [CheckTelemetry] test: a
@@ -113,16 +117,22 @@ func CheckTelemetry(ctx context.Context, wrap TelemetryWrap, opts ...Option) err
 
 func telemetrySuite(timeline bool) suite[TelemetryWrap] {
 	s := suite[TelemetryWrap]{name: SuiteTelemetry}
-	for _, name := range []string{RuleTelCounters, RuleTelDurations, RuleTelCalls, RuleTelTimeline} {
+	for _, name := range []string{RuleTelCounters, RuleTelDurations, RuleTelCalls, RuleTelTimeline, RuleTelConcurrent} {
 		s.rules = append(s.rules, seeded(name, func(ctx context.Context, env *ruleEnv[TelemetryWrap], wrap TelemetryWrap) error {
 			if name == RuleTelTimeline && !timeline {
 				return skipf(0, "the timeline is checked only with conformance.WithTimeline()")
 			}
-			got, m, err := telDrive(ctx, env.cfg, wrap)
+			got, m, err := telDrive(ctx, env.cfg, wrap, name == RuleTelConcurrent)
 			if err != nil {
 				return err
 			}
 			switch name {
+			case RuleTelConcurrent:
+				errs := []error{telCounters(got, m), telDurations(got, m), telCalls(got, m)}
+				if timeline {
+					errs = append(errs, telTimeline(got, m))
+				}
+				return errors.Join(errs...)
 			case RuleTelCounters:
 				return telCounters(got, m)
 			case RuleTelDurations:
@@ -456,15 +466,19 @@ type telGot struct {
 }
 
 // telDrive draws the histories, appends them through a fresh decorator in
-// random batches, interleaving workflows, with stale appends and reads
-// between, and collects what the decorator emitted. It returns the model,
+// random batches, interleaving workflows (parallel: each workflow from a
+// goroutine of its own), with stale appends and reads between, and
+// collects what the decorator emitted. It returns the model,
 // whose calls are those it made.
-func telDrive(ctx context.Context, cfg config, wrap TelemetryWrap) (*telGot, *telModel, error) {
+func telDrive(ctx context.Context, cfg config, wrap TelemetryWrap, parallel bool) (*telGot, *telModel, error) {
 	g := newGen(newRand(cfg.seed, SuiteTelemetry))
 	wfs := telGenerate(g, cfg.scale)
 	m := telModelOf(wfs)
 	m.calls = map[attribute.Distinct]*telPoint{}
+	var mu sync.Mutex
 	call := func(op string, errType string) {
+		mu.Lock()
+		defer mu.Unlock()
 		kvs := []attribute.KeyValue{keyOp.String(op)}
 		if errType != "" {
 			kvs = append(kvs, keyErrType.String(errType))
@@ -487,18 +501,9 @@ func telDrive(ctx context.Context, cfg config, wrap TelemetryWrap) (*telGot, *te
 	}
 
 	tok := eventstore.RecorderToken()
-	done := make([]int, len(wfs))
-	var left []int
-	for i := range wfs {
-		left = append(left, i)
-	}
-	for len(left) > 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		li := g.IntN(len(left))
-		wf := &wfs[left[li]]
-		at := done[left[li]]
+	// next appends the next batch of wf, whose first at events are in,
+	// and returns how many it appended.
+	next := func(g *rand.Rand, wf *telWorkflow, at int) (int, error) {
 		n := min(1+g.IntN(4), len(wf.events)-at)
 		// The store's copy is its own: hand it a fresh slice each time.
 		batch := slices.Clone(wf.events[at : at+n])
@@ -510,21 +515,54 @@ func telDrive(ctx context.Context, cfg config, wrap TelemetryWrap) (*telGot, *te
 			}
 			err := store.Append(ctx, tok, wf.id, slices.Clone(batch), stale)
 			if !errors.Is(err, eventstore.ErrSequenceConflict) {
-				return nil, nil, fmt.Errorf("an Append at stale expectedSeq %d (history length %d) through the decorator returned %v, want a sequence conflict", stale, at, err)
+				return 0, fmt.Errorf("an Append at stale expectedSeq %d (history length %d) through the decorator returned %v, want a sequence conflict", stale, at, err)
 			}
 			call("append", "sequence_conflict")
 		case 1:
 			if _, err := store.ReadHistory(ctx, wf.id); err != nil {
-				return nil, nil, fmt.Errorf("ReadHistory through the decorator: %w", err)
+				return 0, fmt.Errorf("ReadHistory through the decorator: %w", err)
 			}
 			call("read_history", "")
 		}
 		if err := store.Append(ctx, tok, wf.id, batch, uint64(at)); err != nil {
-			return nil, nil, fmt.Errorf("Append of events %d..%d of workflow %v at expectedSeq %d through the decorator: %w", at+1, at+n, wf.id, at, err)
+			return 0, fmt.Errorf("Append of events %d..%d of workflow %v at expectedSeq %d through the decorator: %w", at+1, at+n, wf.id, at, err)
 		}
 		call("append", "")
 		tick(ctx)
-		if done[left[li]] += n; done[left[li]] == len(wf.events) {
+		return n, ctx.Err()
+	}
+	if parallel {
+		// One goroutine per workflow, each drawing from a seed of its own.
+		errs := make([]error, len(wfs))
+		var wg sync.WaitGroup
+		for i := range wfs {
+			r := rand.New(rand.NewPCG(g.Uint64(), uint64(i)))
+			wg.Go(func() {
+				for at := 0; at < len(wfs[i].events) && errs[i] == nil; {
+					n, err := next(r, &wfs[i], at)
+					at, errs[i] = at+n, err
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, nil, err
+		}
+	}
+	done := make([]int, len(wfs))
+	var left []int
+	for i := range wfs {
+		if !parallel {
+			left = append(left, i)
+		}
+	}
+	for len(left) > 0 {
+		li := g.IntN(len(left))
+		n, err := next(g.Rand, &wfs[left[li]], done[left[li]])
+		if err != nil {
+			return nil, nil, err
+		}
+		if done[left[li]] += n; done[left[li]] == len(wfs[left[li]].events) {
 			left = slices.Delete(left, li, li+1)
 		}
 	}
