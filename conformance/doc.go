@@ -80,8 +80,9 @@
 // the OTel SDK. It judges points on the catalog's attributes only (others,
 // such as aion.namespace, are summed over) and does not judge the
 // age and wait gauges (they depend on the wall clock), the pairing and
-// resume counters, the outbox's wait, the keyspace's telemetry, concurrent
-// appends or restarts.
+// resume counters, the outbox's wait, the keyspace's telemetry, appends
+// of one workflow racing each other (workflows race one another in rule
+// concurrent) or restarts.
 //
 // # Limits
 //

@@ -85,6 +85,11 @@ func hasTimeline(opts []Option) bool {
 // summed over), and a mismatch names the instrument, the attributes, want
 // and got (the seed is in the [RuleError]).
 //
+// A refused append is expected as a failed call (error.type
+// sequence_conflict, span status Error), as the semantic conventions say:
+// a decorator configured to treat conflicts as expected answers
+// (otelstore.WithConflictAsError(false)) fails rule calls.
+//
 // wrap runs once per rule on the rule's goroutine: report trouble with
 // t.Error, never t.Fatal.
 //
