@@ -338,3 +338,38 @@ func TestTelemetryHistories(t *testing.T) {
 		}
 	}
 }
+
+type hangingStore struct{ eventstore.Store }
+
+func (hangingStore) Append(ctx context.Context, _ eventstore.WriteToken, _ eventstore.WorkflowID, _ []eventstore.Event, _ uint64) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestTelemetryBrokenWraps: a wrap that returns nil or panics fails every
+// rule it runs; a decorator whose Append hangs is reported by the
+// watchdog as timed out, not as a wrong answer.
+func TestTelemetryBrokenWraps(t *testing.T) {
+	only := optionFunc(func(c *config) { c.only = map[string]bool{RuleTelCounters: true, RuleTelCalls: true} })
+	for name, wrap := range map[string]TelemetryWrap{
+		"nil":   func(eventstore.Store, metric.MeterProvider, trace.TracerProvider) eventstore.Store { return nil },
+		"panic": func(eventstore.Store, metric.MeterProvider, trace.TracerProvider) eventstore.Store { panic("boom") },
+	} {
+		if n := len(RuleErrors(CheckTelemetry(t.Context(), wrap, only))); n != 2 {
+			t.Errorf("a wrap that %s: %d rules failed, want 2", name, n)
+		}
+	}
+	hang := func(inner eventstore.Store, _ metric.MeterProvider, _ trace.TracerProvider) eventstore.Store {
+		return hangingStore{inner}
+	}
+	fast := optionFunc(func(c *config) {
+		c.only = map[string]bool{RuleTelCounters: true}
+		c.watchdog = func(time.Duration) <-chan time.Time { return time.Tick(time.Millisecond) }
+	})
+	if err := CheckTelemetry(t.Context(), hang, fast); !errors.Is(err, ErrRuleTimedOut) {
+		t.Errorf("a hanging Append: %v, want an error matching ErrRuleTimedOut", err)
+	}
+	if err := CheckTelemetry(t.Context(), nil); err == nil {
+		t.Error("a nil wrap function passed")
+	}
+}
