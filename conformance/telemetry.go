@@ -39,7 +39,7 @@ const (
 	RuleTelDurations = "durations"
 	// RuleTelCalls (seeded): one aion.store.operation.duration point and one ended client span per store call, by db.operation.name and error.type (a refused call: its error.type and span status Error).
 	RuleTelCalls = "calls"
-	// RuleTelTimeline (seeded; only with [WithTimeline]): one ended span "workflow <type>" per closed run, from its WorkflowStarted to its first closing event, with aion.workflow.status; one ended span "activity <type>" per settled activity, from its dispatch to its settler, with aion.activity.outcome, aion.activity.retry_count and one aion.activity.retry event per retry at its RecordedAt; status Error exactly for failed and timed_out; no span of an open run or of an activity in flight ends.
+	// RuleTelTimeline (seeded; only with [WithTimeline]): one ended span "workflow <type>" per closed run, from its WorkflowStarted to its first closing event, with aion.workflow.status; one ended span "activity <type>" per settled activity, from its dispatch to its settler, a child of its run's span, with aion.activity.outcome, aion.activity.retry_count and one aion.activity.retry event per retry at its RecordedAt; status Error exactly for failed and timed_out; no span of an open run or of an activity in flight ends.
 	RuleTelTimeline = "timeline"
 	// RuleTelConcurrent (seeded): the other rules' checks (the timeline's with [WithTimeline]) when each workflow's batches are appended from a goroutine of its own, all at once, so that appends of different workflows race through the decorator.
 	RuleTelConcurrent = "concurrent"
@@ -911,6 +911,12 @@ func telTimeline(got *telGot, m *telModel) error {
 		}
 	}
 	seenRuns, seenActs := map[string]bool{}, map[string]bool{}
+	runSpans := map[string]trace.SpanContext{}
+	type child struct {
+		id, run string
+		parent  trace.SpanContext
+	}
+	var children []child
 	for _, s := range got.spans {
 		if s.SpanKind() == trace.SpanKindClient {
 			continue
@@ -929,6 +935,7 @@ func telTimeline(got *telGot, m *telModel) error {
 				errs = append(errs, fmt.Errorf("run span %q of run %s ended twice", s.Name(), id))
 			}
 			seenRuns[id] = true
+			runSpans[id] = s.SpanContext()
 			st, _ := at.Value(keyWfStatus)
 			errs = append(errs, telSpanDiff("run span of run "+id, s, "workflow "+r.typ, r.start, r.end, keyWfStatus, r.status, st.String())...)
 		case strings.HasPrefix(s.Name(), "activity "):
@@ -943,6 +950,7 @@ func telTimeline(got *telGot, m *telModel) error {
 				errs = append(errs, fmt.Errorf("activity span %q of activity %s ended twice", s.Name(), id))
 			}
 			seenActs[id] = true
+			children = append(children, child{id, run.String(), s.Parent()})
 			out, _ := at.Value(keyOutcome)
 			errs = append(errs, telSpanDiff("activity span of activity "+id, s, "activity "+a.typ, a.start, a.end, keyOutcome, a.outcome, out.String())...)
 			if rc, _ := at.Value(keyRetries); rc.AsInt64() != int64(len(a.retries)) {
@@ -957,6 +965,13 @@ func telTimeline(got *telGot, m *telModel) error {
 			if !slices.EqualFunc(retries, a.retries, time.Time.Equal) {
 				errs = append(errs, fmt.Errorf("activity span of activity %s: %s events at %v, want one per retry, at %v", id, retryEvent, retries, a.retries))
 			}
+		}
+	}
+	// An activity span is a child of its run's span (checked where the
+	// run closed, so its span is known).
+	for _, c := range children {
+		if rs, ok := runSpans[c.run]; ok && (c.parent.TraceID() != rs.TraceID() || c.parent.SpanID() != rs.SpanID()) {
+			errs = append(errs, fmt.Errorf("activity span of activity %s: parent %s/%s, want its run span %s/%s", c.id, c.parent.TraceID(), c.parent.SpanID(), rs.TraceID(), rs.SpanID()))
 		}
 	}
 	for id, r := range runs {

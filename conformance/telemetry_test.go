@@ -27,6 +27,7 @@ type telFaults struct {
 	observeRefused   bool   // the events of a refused append are observed too
 	noAbandon        bool   // a run's close leaves its activities in flight
 	timelineNow      bool   // timeline spans at the time of observation, not history's
+	orphanActivities bool   // activity spans are roots, not children of their run's span
 	untracedReads    bool   // ReadHistory makes no span and no duration point
 	idOnMetrics      bool   // aion.activities.dispatched carries aion.workflow.id
 	closeEveryTime   bool   // workflow durations recorded for every close, duplicates included
@@ -209,7 +210,11 @@ func (d *refTel) observe(ctx context.Context, wf eventstore.WorkflowID, events [
 			}
 			d.dispatched.Add(ctx, 1, metric.WithAttributes(attrs...))
 			d.inflight.Add(ctx, 1, metric.WithAttributes(keyActType.String(e.ActivityType)))
-			_, span := d.tracer.Start(context.Background(), "activity "+e.ActivityType, trace.WithTimestamp(d.at(env.RecordedAt)),
+			parent := context.Background()
+			if run != nil && !d.f.orphanActivities {
+				parent = trace.ContextWithSpan(parent, run.span)
+			}
+			_, span := d.tracer.Start(parent, "activity "+e.ActivityType, trace.WithTimestamp(d.at(env.RecordedAt)),
 				trace.WithAttributes(keyWfID.String(wf.String()), keyRunID.String(env.RunID.String()), keyActID.Int64(int64(e.ActivityID))))
 			d.acts[telActKey{env.RunID, e.ActivityID}] = &refAct{typ: e.ActivityType, start: env.RecordedAt, span: span}
 		case eventstore.ActivityFailed:
@@ -262,6 +267,7 @@ func TestTelemetryCaught(t *testing.T) {
 		{"refused appends observed", telFaults{observeRefused: true}, RuleTelCounters, "want"},
 		{"closes abandon nothing", telFaults{noAbandon: true}, RuleTelCounters, "abandoned"},
 		{"timeline at observation time", telFaults{timelineNow: true}, RuleTelTimeline, "history's RecordedAt"},
+		{"activity spans orphaned", telFaults{orphanActivities: true}, RuleTelTimeline, "want its run span"},
 		{"reads untraced", telFaults{untracedReads: true}, RuleTelCalls, "read_history"},
 		{"IDs on metrics", telFaults{idOnMetrics: true}, RuleTelCounters, "ID attribute"},
 	}
