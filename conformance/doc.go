@@ -71,16 +71,18 @@
 // run's close (abandoned) or at the end, continue-as-new chains, signals,
 // schedules, timers, pauses, runs left open; appended in random batches
 // with stale appends and reads between. A model computed from the
-// histories alone says what every counter, the in-flight gauge, every
+// histories alone says what every counter, the in-flight gauge and the
+// oldest in-flight age (within the collection's time window), every
 // duration (count, sum, min, max and buckets, in seconds from RecordedAt),
 // every store call's duration point and client span, and, with
 // [WithTimeline], every run and activity span must be (rules
 // RuleTel*). It uses the SDK (a ManualReader, metricdatatest and a
 // tracetest.SpanRecorder), so this package, unlike the library's, imports
 // the OTel SDK. It judges points on the catalog's attributes only (others,
-// such as aion.namespace, are summed over) and does not judge the
-// age and wait gauges (they depend on the wall clock), the pairing and
-// resume counters, the outbox's wait, the keyspace's telemetry, appends
+// such as aion.namespace, are summed over) and does not judge
+// aion.workflows.reopened (no history reopens a run), the pairing and
+// resume counters, the outbox's wait and waiting age, the keyspace's
+// telemetry, the timeline's links, appends
 // of one workflow racing each other (workflows race one another in rule
 // concurrent) or restarts.
 //

@@ -33,7 +33,7 @@ const SuiteTelemetry = "telemetry"
 // seeded: it draws the same histories from the seed, drives them through
 // a fresh decorator and judges one part of what it emitted.
 const (
-	// RuleTelCounters (seeded): aion.workflows.started by type, .completed by status, aion.signals.delivered, aion.schedules.fired, aion.activities.dispatched by type, .completed by type and outcome (abandoned for a run closed with the activity in flight; a duplicate terminal counts nothing), .retried by type, and aion.inflight_activities by type (what history leaves in flight), against the model; no ID attribute on any metric.
+	// RuleTelCounters (seeded): aion.workflows.started by type, .completed by status, aion.signals.delivered, aion.schedules.fired, aion.activities.dispatched by type, .completed by type and outcome (abandoned for a run closed with the activity in flight; a duplicate terminal counts nothing), .retried by type, aion.inflight_activities by type (what history leaves in flight), and aion.activity.oldest_inflight_age by type (the time since the oldest dispatch in flight, 0 with none), against the model; no ID attribute on any metric.
 	RuleTelCounters = "counters"
 	// RuleTelDurations (seeded): aion.activity.duration by type and outcome, aion.workflow.duration by type and status: count, sum, min, max and bucket counts (in the decorator's own bounds) of the durations history's RecordedAt gives, in seconds.
 	RuleTelDurations = "durations"
@@ -165,6 +165,7 @@ const (
 	telActDuration = "aion.activity.duration"
 	telWfDuration  = "aion.workflow.duration"
 	telOpDuration  = "aion.store.operation.duration"
+	telAge         = "aion.activity.oldest_inflight_age"
 
 	keyWfType    = attribute.Key("aion.workflow.type")
 	keyWfStatus  = attribute.Key("aion.workflow.status")
@@ -468,6 +469,9 @@ func telModelOf(wfs []telWorkflow) *telModel {
 type telGot struct {
 	metrics []metricdata.Metrics
 	spans   []sdktrace.ReadOnlySpan
+	// from and to bound the collection's time: a gauge of an age is
+	// between from and to minus what it is the age of.
+	from, to time.Time
 }
 
 // telDrive draws the histories, appends them through a fresh decorator in
@@ -572,10 +576,11 @@ func telDrive(ctx context.Context, cfg config, wrap TelemetryWrap, parallel bool
 		}
 	}
 	var rm metricdata.ResourceMetrics
+	from := time.Now()
 	if err := reader.Collect(ctx, &rm); err != nil {
 		return nil, nil, fmt.Errorf("collecting the metrics: %w", err)
 	}
-	got := &telGot{spans: rec.Ended()}
+	got := &telGot{spans: rec.Ended(), from: from, to: time.Now()}
 	for _, sm := range rm.ScopeMetrics {
 		got.metrics = append(got.metrics, sm.Metrics...)
 	}
@@ -724,8 +729,50 @@ func telCounters(got *telGot, m *telModel) error {
 		}
 		errs = append(errs, compareSums(name, sums, want)...)
 	}
+	errs = append(errs, telAges(got, m)...)
 	errs = append(errs, noIDs(got.metrics)...)
 	return errors.Join(errs...)
+}
+
+// telAges: aion.activity.oldest_inflight_age is, per type, the time since
+// the oldest dispatch still in flight (history's RecordedAt), 0 for a type
+// with none in flight.
+func telAges(got *telGot, m *telModel) []error {
+	oldest := map[string]time.Time{}
+	for _, a := range m.acts {
+		if o, ok := oldest[a.typ]; !a.settled && (!ok || a.start.Before(o)) {
+			oldest[a.typ] = a.start
+		}
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for _, mt := range got.metrics {
+		if mt.Name != telAge {
+			continue
+		}
+		g, ok := mt.Data.(metricdata.Gauge[float64])
+		if !ok {
+			return []error{fmt.Errorf("%s: collected as %T, want a float64 gauge", telAge, mt.Data)}
+		}
+		for _, p := range g.DataPoints {
+			typ, _ := p.Attributes.Value(keyActType)
+			seen[typ.String()] = true
+			o, inflight := oldest[typ.String()]
+			switch {
+			case !inflight && p.Value != 0:
+				errs = append(errs, fmt.Errorf("%s {%s=%q}: want 0 (none in flight), got %g", telAge, keyActType, typ.String(), p.Value))
+			case inflight && (p.Value < got.from.Sub(o).Seconds()-1e-3 || p.Value > got.to.Sub(o).Seconds()+1e-3):
+				errs = append(errs, fmt.Errorf("%s {%s=%q}: want %g to %g (since the oldest dispatch in flight, at %v), got %g", telAge, keyActType, typ.String(), got.from.Sub(o).Seconds(), got.to.Sub(o).Seconds(), o, p.Value))
+			}
+		}
+	}
+	for typ := range oldest {
+		if !seen[typ] {
+			errs = append(errs, fmt.Errorf("%s {%s=%q}: no point, want the age of the oldest dispatch in flight", telAge, keyActType, typ))
+		}
+	}
+	sortErrs(errs)
+	return errs
 }
 
 // noIDs: IDs go on spans only, never on metrics.

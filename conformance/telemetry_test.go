@@ -30,7 +30,7 @@ type telFaults struct {
 	orphanActivities bool   // activity spans are roots, not children of their run's span
 	untracedReads    bool   // ReadHistory makes no span and no duration point
 	idOnMetrics      bool   // aion.activities.dispatched carries aion.workflow.id
-	closeEveryTime   bool   // workflow durations recorded for every close, duplicates included
+	ageZero          bool   // the oldest in-flight age is always 0
 }
 
 // refTel is a small, correct telemetry decorator written from the catalog
@@ -79,8 +79,33 @@ func newRefTel(f telFaults) TelemetryWrap {
 		d.actDone, _ = m.Int64Counter(telActDone)
 		d.retried, _ = m.Int64Counter(telRetried)
 		d.inflight, _ = m.Int64UpDownCounter(telInflight)
+		_, _ = m.Float64ObservableGauge(telAge, metric.WithUnit("s"), metric.WithFloat64Callback(d.ages))
 		return d
 	}
+}
+
+// ages reports, per type ever dispatched, the age of the oldest activity in
+// flight, 0 for none.
+func (d *refTel) ages(_ context.Context, o metric.Float64Observer) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	oldest := map[string]time.Time{}
+	for _, a := range d.acts {
+		if _, ok := oldest[a.typ]; !ok {
+			oldest[a.typ] = time.Time{}
+		}
+		if at := oldest[a.typ]; !a.done && (at.IsZero() || a.start.Before(at)) {
+			oldest[a.typ] = a.start
+		}
+	}
+	for typ, at := range oldest {
+		age := 0.0
+		if !at.IsZero() && !d.f.ageZero {
+			age = time.Since(at).Seconds()
+		}
+		o.Observe(age, metric.WithAttributes(keyActType.String(typ)))
+	}
+	return nil
 }
 
 func (d *refTel) call(ctx context.Context, op string, do func(context.Context) error) error {
@@ -163,7 +188,7 @@ func (d *refTel) observe(ctx context.Context, wf eventstore.WorkflowID, events [
 		run := d.runs[env.RunID]
 		closeRun := func(status eventstore.WorkflowStatus) {
 			d.completed.Add(ctx, 1, metric.WithAttributes(keyWfStatus.String(string(status))))
-			if run == nil || run.closed && !d.f.closeEveryTime {
+			if run == nil || run.closed {
 				return
 			}
 			run.closed = true
@@ -269,6 +294,7 @@ func TestTelemetryCaught(t *testing.T) {
 		{"timeline at observation time", telFaults{timelineNow: true}, RuleTelTimeline, "history's RecordedAt"},
 		{"activity spans orphaned", telFaults{orphanActivities: true}, RuleTelTimeline, "want its run span"},
 		{"reads untraced", telFaults{untracedReads: true}, RuleTelCalls, "read_history"},
+		{"age gauge stuck at 0", telFaults{ageZero: true}, RuleTelCounters, telAge},
 		{"IDs on metrics", telFaults{idOnMetrics: true}, RuleTelCounters, "ID attribute"},
 	}
 	for _, c := range cases {
