@@ -69,7 +69,8 @@
 // histories drawn from the seed: several workflows, activities dispatched,
 // retried, ended with every outcome, ended twice, left in flight by a
 // run's close (abandoned) or at the end, continue-as-new chains, signals,
-// schedules, timers, pauses, runs left open; appended in random batches
+// schedules, timers, pauses, runs reopened and closed again, runs left
+// open; appended in random batches
 // with stale appends and reads between. A model computed from the
 // histories alone says what every counter, the in-flight gauge and the
 // oldest in-flight age (within the collection's time window), every
@@ -79,8 +80,7 @@
 // RuleTel*). It uses the SDK (a ManualReader, metricdatatest and a
 // tracetest.SpanRecorder), so this package, unlike the library's, imports
 // the OTel SDK. It judges points on the catalog's attributes only (others,
-// such as aion.namespace, are summed over) and does not judge
-// aion.workflows.reopened (no history reopens a run), the pairing and
+// such as aion.namespace, are summed over) and does not judge the pairing and
 // resume counters, the outbox's wait and waiting age, the keyspace's
 // telemetry, the timeline's links, appends
 // of one workflow racing each other (workflows race one another in rule

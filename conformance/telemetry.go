@@ -33,7 +33,7 @@ const SuiteTelemetry = "telemetry"
 // seeded: it draws the same histories from the seed, drives them through
 // a fresh decorator and judges one part of what it emitted.
 const (
-	// RuleTelCounters (seeded): aion.workflows.started by type, .completed by status, aion.signals.delivered, aion.schedules.fired, aion.activities.dispatched by type, .completed by type and outcome (abandoned for a run closed with the activity in flight; a duplicate terminal counts nothing), .retried by type, aion.inflight_activities by type (what history leaves in flight), and aion.activity.oldest_inflight_age by type (the time since the oldest dispatch in flight, 0 with none), against the model; no ID attribute on any metric.
+	// RuleTelCounters (seeded): aion.workflows.started by type, .completed by status (every close, a reopened run's second too), .reopened, aion.signals.delivered, aion.schedules.fired, aion.activities.dispatched by type, .completed by type and outcome (abandoned for a run closed with the activity in flight; a duplicate terminal counts nothing), .retried by type, aion.inflight_activities by type (what history leaves in flight), and aion.activity.oldest_inflight_age by type (the time since the oldest dispatch in flight, 0 with none), against the model; no ID attribute on any metric.
 	RuleTelCounters = "counters"
 	// RuleTelDurations (seeded): aion.activity.duration by type and outcome, aion.workflow.duration by type and status: count, sum, min, max and bucket counts (in the decorator's own bounds) of the durations history's RecordedAt gives, in seconds.
 	RuleTelDurations = "durations"
@@ -158,6 +158,7 @@ const (
 	telCompleted   = "aion.workflows.completed"
 	telSignals     = "aion.signals.delivered"
 	telSchedules   = "aion.schedules.fired"
+	telReopened    = "aion.workflows.reopened"
 	telDispatched  = "aion.activities.dispatched"
 	telActDone     = "aion.activities.completed"
 	telRetried     = "aion.activities.retried"
@@ -184,7 +185,7 @@ const (
 
 // telKeys are the attributes each judged instrument is compared on.
 var telKeys = map[string][]attribute.Key{
-	telStarted: {keyWfType}, telCompleted: {keyWfStatus}, telSignals: {keyDelivery}, telSchedules: nil,
+	telStarted: {keyWfType}, telCompleted: {keyWfStatus}, telSignals: {keyDelivery}, telSchedules: nil, telReopened: nil,
 	telDispatched: {keyActType}, telActDone: {keyActType, keyOutcome}, telRetried: {keyActType},
 	telInflight: {keyActType}, telActDuration: {keyActType, keyOutcome}, telWfDuration: {keyWfType, keyWfStatus},
 	telOpDuration: {keyOp, keyErrType},
@@ -362,13 +363,27 @@ func telGenerate(g *gen, scale int) []telWorkflow {
 				run = next
 				continue
 			default:
-				e := env()
-				add(pick[eventstore.Event](g,
-					eventstore.WorkflowCompleted{Envelope: e},
-					eventstore.WorkflowFailed{Envelope: e},
-					eventstore.WorkflowCancelled{Envelope: e},
-					eventstore.WorkflowTimedOut{Envelope: e},
-				))
+				closing := func() eventstore.Event {
+					e := env()
+					return pick[eventstore.Event](g,
+						eventstore.WorkflowCompleted{Envelope: e},
+						eventstore.WorkflowFailed{Envelope: e},
+						eventstore.WorkflowCancelled{Envelope: e},
+						eventstore.WorkflowTimedOut{Envelope: e},
+					)
+				}
+				add(closing())
+				if g.IntN(4) == 0 {
+					// Reopened: an activity dispatched, perhaps ended, and a
+					// second close, which abandons it if it did not.
+					id := eventstore.ActivityID(len(wf.events) + 2)
+					add(eventstore.WorkflowReopened{Envelope: env()})
+					add(eventstore.ActivityScheduled{Envelope: env(), ActivityID: id, ActivityType: pick(g, telActTypes...)})
+					if g.IntN(2) == 0 {
+						add(telTerminal(g, env(), id, 1))
+					}
+					add(closing())
+				}
 			}
 			break
 		}
@@ -406,11 +421,15 @@ func telModelOf(wfs []telWorkflow) *telModel {
 			}
 			closeRun := func(status eventstore.WorkflowStatus) {
 				m.add(false, telCompleted, 1, 0, keyWfStatus.String(string(status)))
-				if run == nil || run.closed {
+				if run == nil {
 					return
 				}
-				run.closed, run.status, run.end = true, string(status), env.RecordedAt
-				m.add(true, telWfDuration, 1, run.end.Sub(run.start).Seconds(), keyWfType.String(run.typ), keyWfStatus.String(string(status)))
+				// A reopened run's span and duration end at its first
+				// close; every close abandons what is in flight.
+				if !run.closed {
+					run.closed, run.status, run.end = true, string(status), env.RecordedAt
+					m.add(true, telWfDuration, 1, run.end.Sub(run.start).Seconds(), keyWfType.String(run.typ), keyWfStatus.String(string(status)))
+				}
 				for k, a := range m.acts {
 					if k.run == env.RunID && !a.settled {
 						settle(k.id, outAbandoned)
@@ -431,6 +450,8 @@ func telModelOf(wfs []telWorkflow) *telModel {
 				closeRun(eventstore.StatusTimedOut)
 			case eventstore.WorkflowContinuedAsNew:
 				closeRun(eventstore.StatusContinuedAsNew)
+			case eventstore.WorkflowReopened:
+				m.add(false, telReopened, 1, 0)
 			case eventstore.SignalReceived:
 				m.add(false, telSignals, 1, 0, keyDelivery.String("resident"))
 			case eventstore.ScheduleTriggered:
@@ -706,7 +727,7 @@ func (t *tb) Error(args ...any) { t.msgs = append(t.msgs, fmt.Sprint(args...)) }
 
 func telCounters(got *telGot, m *telModel) error {
 	var errs []error
-	for _, name := range []string{telStarted, telCompleted, telSignals, telSchedules, telDispatched, telActDone, telRetried, telInflight} {
+	for _, name := range []string{telStarted, telCompleted, telReopened, telSignals, telSchedules, telDispatched, telActDone, telRetried, telInflight} {
 		sums, _, found := project(got.metrics, name, telKeys[name])
 		want := m.sums[name]
 		if found == nil {

@@ -40,9 +40,9 @@ type refTel struct {
 	f      telFaults
 	tracer trace.Tracer
 
-	opDur, actDur, wfDur                                                 metric.Float64Histogram
-	started, completed, signals, schedules, dispatched, actDone, retried metric.Int64Counter
-	inflight                                                             metric.Int64UpDownCounter
+	opDur, actDur, wfDur                                                           metric.Float64Histogram
+	started, completed, reopened, signals, schedules, dispatched, actDone, retried metric.Int64Counter
+	inflight                                                                       metric.Int64UpDownCounter
 
 	mu   sync.Mutex
 	runs map[eventstore.RunID]*refRun
@@ -74,6 +74,7 @@ func newRefTel(f telFaults) TelemetryWrap {
 		d.started, _ = m.Int64Counter(telStarted)
 		d.completed, _ = m.Int64Counter(telCompleted)
 		d.signals, _ = m.Int64Counter(telSignals)
+		d.reopened, _ = m.Int64Counter(telReopened)
 		d.schedules, _ = m.Int64Counter(telSchedules)
 		d.dispatched, _ = m.Int64Counter(telDispatched)
 		d.actDone, _ = m.Int64Counter(telActDone)
@@ -188,16 +189,18 @@ func (d *refTel) observe(ctx context.Context, wf eventstore.WorkflowID, events [
 		run := d.runs[env.RunID]
 		closeRun := func(status eventstore.WorkflowStatus) {
 			d.completed.Add(ctx, 1, metric.WithAttributes(keyWfStatus.String(string(status))))
-			if run == nil || run.closed {
+			if run == nil {
 				return
 			}
-			run.closed = true
-			d.wfDur.Record(ctx, env.RecordedAt.Sub(run.start).Seconds(), metric.WithAttributes(keyWfType.String(run.typ), keyWfStatus.String(string(status))))
-			run.span.SetAttributes(keyWfStatus.String(string(status)))
-			if status == eventstore.StatusFailed || status == eventstore.StatusTimedOut {
-				run.span.SetStatus(codes.Error, string(status))
+			if !run.closed {
+				run.closed = true
+				d.wfDur.Record(ctx, env.RecordedAt.Sub(run.start).Seconds(), metric.WithAttributes(keyWfType.String(run.typ), keyWfStatus.String(string(status))))
+				run.span.SetAttributes(keyWfStatus.String(string(status)))
+				if status == eventstore.StatusFailed || status == eventstore.StatusTimedOut {
+					run.span.SetStatus(codes.Error, string(status))
+				}
+				run.span.End(trace.WithTimestamp(d.at(env.RecordedAt)))
 			}
-			run.span.End(trace.WithTimestamp(d.at(env.RecordedAt)))
 			if d.f.noAbandon {
 				return
 			}
@@ -224,6 +227,8 @@ func (d *refTel) observe(ctx context.Context, wf eventstore.WorkflowID, events [
 			closeRun(eventstore.StatusTimedOut)
 		case eventstore.WorkflowContinuedAsNew:
 			closeRun(eventstore.StatusContinuedAsNew)
+		case eventstore.WorkflowReopened:
+			d.reopened.Add(ctx, 1)
 		case eventstore.SignalReceived:
 			d.signals.Add(ctx, 1, metric.WithAttributes(keyDelivery.String("resident")))
 		case eventstore.ScheduleTriggered:
@@ -322,8 +327,16 @@ func TestTelemetryCaught(t *testing.T) {
 // TestTelemetryHistories: the generator draws every class the rules judge,
 // so no rule passes for want of a case.
 func TestTelemetryHistories(t *testing.T) {
+	reopened := 0
 	for seed := int64(1); seed <= 50; seed++ {
 		wfs := telGenerate(newGen(newRand(seed, SuiteTelemetry)), 1)
+		for _, wf := range wfs {
+			for _, e := range wf.events {
+				if _, ok := e.(eventstore.WorkflowReopened); ok {
+					reopened++
+				}
+			}
+		}
 		m := telModelOf(wfs)
 		outcomes := map[string]bool{}
 		dup, openAct, retried := false, false, false
@@ -368,6 +381,9 @@ func TestTelemetryHistories(t *testing.T) {
 		if !dup || !retried || !outcomes[outAbandoned] || !slices.Contains(statuses, "continued_as_new") || len(outcomes) < 5 || !openAct {
 			t.Errorf("seed %d: a class is missing: duplicate terminal %v, retry %v, outcomes %v, statuses %v, in flight at the end %v", seed, dup, retried, outcomes, statuses, openAct)
 		}
+	}
+	if reopened < 10 {
+		t.Errorf("50 seeds drew %d reopened runs, want at least 10", reopened)
 	}
 }
 
