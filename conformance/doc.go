@@ -5,6 +5,10 @@
 // elections between two nodes of one backend), [TestDecorator] a function
 // that wraps a store (as otelstore.New does), run against a recording [Spy].
 //
+// [TestTelemetry] judges what such a decorator emits: every counter,
+// gauge, duration and span of the otelstore catalog against a model of
+// generated histories (see below).
+//
 // # Use
 //
 // Call a suite with a factory of fresh, empty instances; every rule is a
@@ -57,6 +61,30 @@
 // at the expectedSeq it was accepted at is a conflict like any stale one
 // (rules retried-batch-conflicts, append-retried-identical-conflicts), as
 // the eventstore and keyspace contracts state.
+//
+// # Telemetry
+//
+// [TestTelemetry] (core [CheckTelemetry]) drives a decorator, over a fresh
+// [eventstore.Memory] and an SDK meter and tracer provider per rule, with
+// histories drawn from the seed: several workflows, activities dispatched,
+// retried, ended with every outcome, ended twice, left in flight by a
+// run's close (abandoned) or at the end, continue-as-new chains, signals,
+// schedules, timers, pauses, runs reopened and closed again, runs left
+// open; appended in random batches
+// with stale appends and reads between. A model computed from the
+// histories alone says what every counter, the in-flight gauge and the
+// oldest in-flight age (within the collection's time window), every
+// duration (count, sum, min, max and buckets, in seconds from RecordedAt),
+// every store call's duration point and client span, and, with
+// [WithTimeline], every run and activity span must be (rules
+// RuleTel*). It uses the SDK (a ManualReader, metricdatatest and a
+// tracetest.SpanRecorder), so this package, unlike the library's, imports
+// the OTel SDK. It judges points on the catalog's attributes only (others,
+// such as aion.namespace, are summed over) and does not judge the pairing and
+// resume counters, the outbox's wait and waiting age, the keyspace's
+// telemetry, the timeline's links, appends
+// of one workflow racing each other (workflows race one another in rule
+// concurrent) or restarts.
 //
 // # Limits
 //
