@@ -58,9 +58,10 @@ var catalogMetrics = []catalogMetric{
 	{Name: "aion_workflow_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "aion_workflow_type", "aion_workflow_status"}},
 	{Name: "aion_workflow_pairing_evicted_total", Kind: counter, Labels: []string{"aion_namespace"}},
 	// aion.pairing.forgotten, aion.pairing.resumed and aion.pairing.released
-	// (issues 21 and 22) are left out: they exist only once the tracker's
-	// bound dropped a waiting fact, a process resumed open workflows, or a
-	// shard moved, which the single demo never makes happen.
+	// (issues 21, 22 and 33) are left out: they exist only once the
+	// tracker's bound dropped a waiting fact, a process resumed open
+	// workflows or filled a gap, or a shard moved, which a run may or may
+	// not make happen.
 	// The wait for a worker (issue 26): from a dispatch to the claim of its
 	// outbox row.
 	{Name: "aion_activity_wait_duration_seconds", Kind: histogram, Labels: []string{"aion_namespace", "aion_activity_type"}},
