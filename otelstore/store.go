@@ -125,12 +125,13 @@ func New(inner eventstore.Store, opts ...Option) (eventstore.Store, error) {
 		return nil, err
 	}
 	meter := newMeter(cfg)
-	life, err := newLifecycle(cfg, meter, inner)
+	gate := newAppending()
+	life, err := newLifecycle(cfg, meter, gatedHistory{inner: inner, gate: gate})
 	if err != nil {
 		return nil, err
 	}
 	t := newTelemetry(cfg, meter, 0, firstKeyspaceOp, catalog.StoreOperationDuration, "Duration of event store calls.")
-	c := &core{inner: inner, t: t, life: life, wake: cfg.outboxWake, handle: cfg.handle}
+	c := &core{inner: inner, t: t, life: life, wake: cfg.outboxWake, handle: cfg.handle, appending: gate}
 
 	outbox, hasOutbox := inner.(eventstore.Outbox)
 	shards, hasShards := inner.(eventstore.ShardOwner)
@@ -193,6 +194,9 @@ type core struct {
 	handoff *handoff
 	// handle receives what goes wrong outside the caller's result.
 	handle func(error)
+	// appending holds gap fills back while this decorator's own appends to
+	// their workflow are still returning.
+	appending *appending
 }
 
 // Unwrap returns the wrapped store.
@@ -211,6 +215,10 @@ func (s *core) Append(ctx context.Context, token eventstore.WriteToken, workflow
 // outbox): the timed call, then, once it committed, the observation of
 // what it committed and the outbox wake, outside the timed window.
 func (s *core) observedAppend(ctx context.Context, op opID, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64, rows int, commit func(context.Context) error) (err error) {
+	if s.appending != nil {
+		s.appending.begin(workflowID)
+		defer s.appending.end(workflowID) // after the observation below
+	}
 	c := s.t.begin(ctx, op)
 	defer c.end(&err)
 	if c.recording() {

@@ -1,0 +1,96 @@
+package otelstore
+
+import (
+	"context"
+	"sync"
+
+	"github.com/aionotel/aionotel/eventstore"
+)
+
+// appending counts this decorator's appends in progress per workflow, so
+// that a gap fill reads a workflow's history only once they have returned
+// and been observed. Appends to one workflow from one process often return
+// out of order (a dispatch's call still returning while its terminal's
+// already did): the later batch looks like a gap, but the missing positions
+// are this process's own and are about to be observed with their store
+// calls. Reading history first would record the activity from read-back
+// facts, and its span would lose the link to the call that wrote its
+// dispatch. Waiting here makes such a fill find its gap closed (pairing
+// counts it skipped, with no read); a real gap (a restart, another node's
+// writes) is read once the local appends drain.
+//
+// The cost is one mutex and one map update at the start and end of each
+// append; a fill waiting here holds one of the tracker's fill slots.
+type appending struct {
+	mu   sync.Mutex
+	n    map[eventstore.WorkflowID]int
+	idle map[eventstore.WorkflowID]chan struct{}
+}
+
+func newAppending() *appending {
+	return &appending{n: map[eventstore.WorkflowID]int{}, idle: map[eventstore.WorkflowID]chan struct{}{}}
+}
+
+// begin counts an append to wf in progress; the caller defers end.
+func (a *appending) begin(wf eventstore.WorkflowID) {
+	a.mu.Lock()
+	a.n[wf]++
+	a.mu.Unlock()
+}
+
+// end counts it returned (and observed), waking the fills of wf when it was
+// the last one.
+func (a *appending) end(wf eventstore.WorkflowID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n[wf]--; a.n[wf] > 0 {
+		return
+	}
+	delete(a.n, wf)
+	if ch, ok := a.idle[wf]; ok {
+		close(ch)
+		delete(a.idle, wf)
+	}
+}
+
+// wait returns once no append to wf is in progress, or ctx is done.
+func (a *appending) wait(ctx context.Context, wf eventstore.WorkflowID) error {
+	a.mu.Lock()
+	if a.n[wf] == 0 {
+		a.mu.Unlock()
+		return nil
+	}
+	ch, ok := a.idle[wf]
+	if !ok {
+		ch = make(chan struct{})
+		a.idle[wf] = ch
+	}
+	a.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// gatedHistory is the inner store as the tracker's gap fills read it: each
+// read waits for this decorator's appends to the workflow first.
+type gatedHistory struct {
+	inner eventstore.Store
+	gate  *appending
+}
+
+func (g gatedHistory) ReadHistory(ctx context.Context, wf eventstore.WorkflowID) ([]eventstore.Event, error) {
+	if err := g.gate.wait(ctx, wf); err != nil {
+		return nil, err
+	}
+	return g.inner.ReadHistory(ctx, wf)
+}
+
+func (g gatedHistory) ReadHistoryFrom(ctx context.Context, wf eventstore.WorkflowID, fromSeq uint64) ([]eventstore.Event, error) {
+	if err := g.gate.wait(ctx, wf); err != nil {
+		return nil, err
+	}
+	return g.inner.ReadHistoryFrom(ctx, wf, fromSeq)
+}
