@@ -193,7 +193,7 @@ func TestTimelineChecks(t *testing.T) {
 		{"activity without retry count", func(f *timelineFixture) { f.act2.Attributes().Remove("aion.activity.retry_count") }, "lacks aion.activity.retry_count"},
 		{"activity before its run", func(f *timelineFixture) { f.act1.SetStartTimestamp(f.run.StartTimestamp() - 1) }, "before its run"},
 		{"activity after its run", func(f *timelineFixture) { f.act2.SetEndTimestamp(f.run.EndTimestamp() + 1) }, "after its run"},
-		{"activity without links", func(f *timelineFixture) { f.act2.Links().RemoveIf(func(ptrace.SpanLink) bool { return true }) }, "has 0 scheduled links"},
+		{"activity without links", func(f *timelineFixture) { f.act2.Links().RemoveIf(func(ptrace.SpanLink) bool { return true }) }, "has 0 settled links"},
 		{"activity link without role", func(f *timelineFixture) { f.act2.Links().At(1).Attributes().Clear() }, "has 0 settled links"},
 		{"link to a missing span", func(f *timelineFixture) { f.act2.Links().At(0).SetSpanID(pcommon.SpanID{77}) }, "leads to no span"},
 		{"link to a read", func(f *timelineFixture) { f.sched2.Attributes().PutStr("db.operation.name", "read_history") }, "want an append store call"},
