@@ -365,11 +365,12 @@ func storeCall(s span) bool {
 // timeline span the call's history time bounds.
 const linkRoleKey = "aion.timeline.link"
 
-// mayLackLink are the roles a timeline span may have no link of: an
-// activity whose dispatch the tracker took from history (a gap fill, after
-// its own record of the dispatch was dropped by its memory bound) knows no
-// store call that scheduled it. Its settling call is always linked.
-var mayLackLink = map[string]bool{"scheduled": true}
+// mayLackLink are the roles a timeline span may have no link of: a run or
+// an activity whose first fact the tracker took from history (a gap fill,
+// after its own record of the fact was dropped by its memory bound) knows
+// no store call that wrote it. The closing or settling call is always
+// linked.
+var mayLackLink = map[string]bool{"scheduled": true, "started": true}
 
 var (
 	activityLinkRoles = map[string]bool{"scheduled": true, "settled": false} // role: bounds the start
