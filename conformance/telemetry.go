@@ -436,20 +436,13 @@ func telModelOf(wfs []telWorkflow) *telModel {
 					}
 				}
 			}
+			if status, ok := closingStatus(e); ok {
+				closeRun(status)
+			}
 			switch e := e.(type) {
 			case eventstore.WorkflowStarted:
 				m.add(false, telStarted, 1, 0, keyWfType.String(e.WorkflowType))
 				m.runs[env.RunID] = &telRunSpan{typ: e.WorkflowType, start: env.RecordedAt}
-			case eventstore.WorkflowCompleted:
-				closeRun(eventstore.StatusCompleted)
-			case eventstore.WorkflowFailed:
-				closeRun(eventstore.StatusFailed)
-			case eventstore.WorkflowCancelled:
-				closeRun(eventstore.StatusCancelled)
-			case eventstore.WorkflowTimedOut:
-				closeRun(eventstore.StatusTimedOut)
-			case eventstore.WorkflowContinuedAsNew:
-				closeRun(eventstore.StatusContinuedAsNew)
 			case eventstore.WorkflowReopened:
 				m.add(false, telReopened, 1, 0)
 			case eventstore.SignalReceived:
@@ -1073,4 +1066,21 @@ func telSpanDiff(what string, s sdktrace.ReadOnlySpan, name string, start, end t
 		errs = append(errs, fmt.Errorf("%s: status %v with %s %q, want %s", what, s.Status().Code, key, want, map[bool]string{true: "Error", false: "not Error"}[failed]))
 	}
 	return errs
+}
+
+// closingStatus is the status a run-closing event closes its run with.
+func closingStatus(e eventstore.Event) (eventstore.WorkflowStatus, bool) {
+	switch e.(type) {
+	case eventstore.WorkflowCompleted:
+		return eventstore.StatusCompleted, true
+	case eventstore.WorkflowFailed:
+		return eventstore.StatusFailed, true
+	case eventstore.WorkflowCancelled:
+		return eventstore.StatusCancelled, true
+	case eventstore.WorkflowTimedOut:
+		return eventstore.StatusTimedOut, true
+	case eventstore.WorkflowContinuedAsNew:
+		return eventstore.StatusContinuedAsNew, true
+	}
+	return "", false
 }

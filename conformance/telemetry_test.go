@@ -211,22 +211,15 @@ func (d *refTel) observe(ctx context.Context, wf eventstore.WorkflowID, events [
 			}
 		}
 		act := func(id eventstore.ActivityID) *refAct { return d.acts[telActKey{env.RunID, id}] }
+		if status, ok := closingStatus(e); ok {
+			closeRun(status)
+		}
 		switch e := e.(type) {
 		case eventstore.WorkflowStarted:
 			d.started.Add(ctx, 1, metric.WithAttributes(keyWfType.String(e.WorkflowType)))
 			_, span := d.tracer.Start(context.Background(), "workflow "+e.WorkflowType, trace.WithTimestamp(d.at(env.RecordedAt)),
 				trace.WithAttributes(keyWfID.String(wf.String()), keyRunID.String(env.RunID.String())))
 			d.runs[env.RunID] = &refRun{typ: e.WorkflowType, start: env.RecordedAt, span: span}
-		case eventstore.WorkflowCompleted:
-			closeRun(eventstore.StatusCompleted)
-		case eventstore.WorkflowFailed:
-			closeRun(eventstore.StatusFailed)
-		case eventstore.WorkflowCancelled:
-			closeRun(eventstore.StatusCancelled)
-		case eventstore.WorkflowTimedOut:
-			closeRun(eventstore.StatusTimedOut)
-		case eventstore.WorkflowContinuedAsNew:
-			closeRun(eventstore.StatusContinuedAsNew)
 		case eventstore.WorkflowReopened:
 			d.reopened.Add(ctx, 1)
 		case eventstore.SignalReceived:
