@@ -50,6 +50,10 @@ type spanWork struct {
 	run                 *run
 	gen, runGen         uint64
 	ids                 *runIDs
+	// lateStart: the span being ended was opened before the call that
+	// wrote its first fact was known (that fact was read back first), so
+	// the end links start too.
+	lateStart bool
 }
 
 type effectOp uint8

@@ -88,6 +88,8 @@ type run struct {
 	spanSC  trace.SpanContext
 	gen     uint64 // bumped on reuse: a span started for an older use is not attached
 	opening int    // as activity.opening
+	// unlinked is as activity.unlinked, for startCall.
+	unlinked bool
 	// ids are what the run's spans share (rootCache), kept once a span of
 	// the run looked them up: its later spans skip the lookup.
 	ids *runIDs
@@ -128,6 +130,9 @@ type activity struct {
 	ta         *typeAttrs
 	dcall      callRef
 	counted    bool // aion.activities.dispatched counted for it
+	// unlinked: its span was opened without a link to dcall (its dispatch
+	// was read back first); the settlement adds it once known.
+	unlinked bool
 
 	hasTerm bool
 	term    termFact
@@ -595,6 +600,7 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 		if j.spans {
 			w := fx.addWork(spanWork{act: a, gen: a.gen, key: a.key(), start: a.dcall,
 				parent: callOf(a.run.spanSC), run: a.run, runGen: a.run.gen, ids: a.run.ids})
+			a.unlinked = !a.dcall.span.IsValid()
 			fx.add(effect{op: opStartActivity, ta: a.ta, from: a.dat, work: w})
 			a.opening = len(fx.list)
 		}
@@ -664,7 +670,7 @@ func (j *join) settleEffect(a *activity, s settler, fx *effects) effect {
 		fx.times = append(fx.times, a.claims...)
 		e.work = fx.addWork(spanWork{key: a.key(), start: a.dcall, end: s.call, parent: callOf(a.run.spanSC),
 			retryAt: int32(at), retryTimes: int32(claimAt - at), claimAt: int32(claimAt), claimTimes: int32(len(a.claims)),
-			run: a.run, runGen: a.run.gen, ids: a.run.ids})
+			run: a.run, runGen: a.run.gen, ids: a.run.ids, lateStart: a.span != nil && a.unlinked})
 	}
 	return e
 }
@@ -694,6 +700,7 @@ func (j *join) resolveRun(r *run, fx *effects) {
 		r.state = runOpen
 		if j.spans {
 			w := fx.addWork(spanWork{run: r, gen: r.gen, key: r.key(), start: r.startCall, ids: r.ids})
+			r.unlinked = !r.startCall.span.IsValid()
 			fx.add(effect{op: opStartRun, wa: r.wa, from: r.startAt, work: w})
 			r.opening = len(fx.list)
 		}
@@ -730,7 +737,8 @@ func (j *join) resolveRun(r *run, fx *effects) {
 func (j *join) closeEffect(r *run, c closeFact, fx *effects) effect {
 	e := effect{op: opClose, wa: r.wa, status: uint8(c.status), from: r.startAt, to: c.at, span: r.span}
 	if j.spans {
-		e.work = fx.addWork(spanWork{key: r.key(), start: r.startCall, end: c.call, next: c.next, ids: r.ids, run: r, gen: r.gen})
+		e.work = fx.addWork(spanWork{key: r.key(), start: r.startCall, end: c.call, next: c.next, ids: r.ids, run: r, gen: r.gen,
+			lateStart: r.span != nil && r.unlinked})
 	}
 	return e
 }

@@ -322,6 +322,9 @@ func (s *spans) settle(ctx context.Context, e *effect, w *spanWork, retryTimes, 
 			return
 		}
 		span.SetAttributes(outcomeAttrs[e.outcome], catalog.RetryCount.Int64(int64(e.retries)))
+		if w.lateStart && w.start.span.IsValid() {
+			span.AddLink(trace.Link{SpanContext: w.start.spanContext(), Attributes: linkScheduled})
+		}
 	}
 	end := max(e.to, e.from)
 	for i, at := range claimTimes { // within the span: a clock apart from history's may put one outside
@@ -404,6 +407,9 @@ func (s *spans) close(ctx context.Context, e *effect, w *spanWork) (made trace.S
 	if !span.IsRecording() {
 		span.End()
 		return made
+	}
+	if made == nil && w.lateStart && w.start.span.IsValid() {
+		span.AddLink(trace.Link{SpanContext: w.start.spanContext(), Attributes: linkStarted})
 	}
 	status := statuses[e.status]
 	span.SetAttributes(catalog.WorkflowStatus.String(string(status)))

@@ -3,6 +3,7 @@ package pairing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -640,5 +641,53 @@ func TestTimelineDroppedSpansEnded(t *testing.T) {
 	ev := act.Events()
 	if len(ev) != 2 || !ev[0].Time.Equal(ts(30)) || !ev[1].Time.Equal(ts(50)) {
 		t.Errorf("activity events %v, want two retries at %v and %v", ev, ts(30), ts(50))
+	}
+}
+
+// A run's start and an activity's dispatch read back (a fill or a resume)
+// before the append that wrote them returns here open their spans without
+// a link; the append, observed next, names the call, and the spans link to
+// it when they end, whether the span was open meanwhile or not.
+func TestLinksOfFactsReadBackFirst(t *testing.T) {
+	k := key("n", 1, 1, 0)
+	env := func(seq uint64, ms int) eventstore.Envelope {
+		return eventstore.Envelope{WorkflowID: k.WorkflowID, RunID: k.RunID, Seq: seq, RecordedAt: ts(ms)}
+	}
+	written := []eventstore.Event{
+		eventstore.WorkflowStarted{Envelope: env(1, 0), WorkflowType: "flow"},
+		eventstore.ActivityScheduled{Envelope: env(2, 5), ActivityID: 0, ActivityType: "charge"},
+	}
+	settled := []eventstore.Event{
+		eventstore.ActivityCompleted{Envelope: env(3, 30), ActivityID: 0},
+		eventstore.WorkflowCompleted{Envelope: env(4, 40)},
+	}
+	for _, readBackFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("read back first %v", readBackFirst), func(t *testing.T) {
+			h := newHarness(t)
+			writeCtx, writeSC := callCtx(1)
+			endCtx, endSC := callCtx(2)
+			if readBackFirst {
+				readBack(h.tr, "n", k.WorkflowID, written)
+				if h.tr.InFlight() != 1 {
+					t.Fatalf("%d in flight after the read, want 1", h.tr.InFlight())
+				}
+			}
+			h.tr.Observe(writeCtx, "n", k.WorkflowID, 1, written)
+			h.tr.Observe(endCtx, "n", k.WorkflowID, 3, settled)
+			spans := h.ended()
+			runSpan, act := spans["workflow flow"], spans["activity charge"]
+			if runSpan == nil || act == nil {
+				t.Fatalf("ended spans %v, want the run's and the activity's", spans)
+			}
+			for _, c := range []struct {
+				s          sdktrace.ReadOnlySpan
+				first, end string
+			}{{runSpan, "started", "closed"}, {act, "scheduled", "settled"}} {
+				links := linkRoles(t, c.s)
+				if len(links) != 2 || !links[c.first].Equal(writeSC) || !links[c.end].Equal(endSC) {
+					t.Errorf("%s: links %v, want %s to the writing call %v and %s to %v", c.s.Name(), links, c.first, writeSC, c.end, endSC)
+				}
+			}
+		})
 	}
 }

@@ -365,13 +365,6 @@ func storeCall(s span) bool {
 // timeline span the call's history time bounds.
 const linkRoleKey = "aion.timeline.link"
 
-// mayLackLink are the roles a timeline span may have no link of: a run or
-// an activity whose first fact the tracker took from history (a gap fill,
-// after its own record of the fact was dropped by its memory bound) knows
-// no store call that wrote it. The closing or settling call is always
-// linked.
-var mayLackLink = map[string]bool{"scheduled": true, "started": true}
-
 var (
 	activityLinkRoles = map[string]bool{"scheduled": true, "settled": false} // role: bounds the start
 	runLinkRoles      = map[string]bool{"started": true, "closed": false}
@@ -419,7 +412,7 @@ func checkCallLinks(s span, roles map[string]bool, targets map[spanRef]span) []s
 		}
 	}
 	for role := range roles {
-		if seen[role] > 1 || seen[role] == 0 && !mayLackLink[role] {
+		if seen[role] != 1 {
 			problems = append(problems, fmt.Sprintf("%s has %d %s links (aion.timeline.link), want one", where, seen[role], role))
 		}
 	}
