@@ -451,6 +451,9 @@ missing=()
 for name in $(sed -n 's/^- `\([a-z_.]*\)`.*/\1/p' examples/quickstart/README.md); do
   grep -q "\"Name\":\"$name\"" "$tmp/log" || missing+=("$name")
 done
+for name in append "workflow greeting" "activity send_email"; do # its spans
+  grep -q "\"Name\":\"$name\"" "$tmp/log" || missing+=("span $name")
+done
 if [ ${#missing[@]} -gt 0 ] || ! grep -q '"Name":"aion\.' "$tmp/log"; then
   cat "$tmp/log" >&2
   echo "modules.sh: README.md's program, in a new module, did not print ${missing[*]:-any aion. instrument}" >&2

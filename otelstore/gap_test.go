@@ -2,6 +2,7 @@ package otelstore_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -9,7 +10,6 @@ import (
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/otelstore"
-	"github.com/aionotel/aionotel/pairing"
 )
 
 // An adopter (here a process started over the store, without Resume)
@@ -30,24 +30,20 @@ func TestNewAloneFillsTheGapOfAnAdoptedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t)
-	// The decorator's tracker, made here so that the test can wait for its
-	// background fill (Tracker.WaitFilled) rather than sleep.
-	tracker, err := pairing.New(pairing.WithMeterProvider(h.mp), pairing.WithTracerProvider(h.tp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	after := h.wrap(t, inner, otelstore.WithPairing(tracker))
+	after := h.wrap(t, inner)
 	if err := after.Append(ctx, tok, wf, []eventstore.Event{
 		eventstore.ActivityCompleted{Envelope: env(run, 4*time.Second), ActivityID: 0},
 		eventstore.WorkflowCompleted{Envelope: env(run, 6*time.Second)},
 	}, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := tracker.WaitFilled(ctx); err != nil {
+	// Flush waits for the background fill, as a process does before it
+	// shuts its providers down (and this test instead of sleeping).
+	if err := otelstore.Flush(ctx, after); err != nil {
 		t.Fatal(err)
 	}
-	if got := tracker.Fills(); got.Read != 1 {
-		t.Errorf("Fills() = %+v, want one history read", got)
+	if err := otelstore.Flush(ctx, inner); !errors.Is(err, otelstore.ErrNotDecorated) {
+		t.Errorf("Flush of an undecorated store: %v, want ErrNotDecorated", err)
 	}
 	h.assertSum(t, "aion.activities.completed", true, point(1, ns, charge, succeeded))
 	m := h.metrics(t)

@@ -12,7 +12,7 @@ import (
 	"github.com/aionotel/aionotel/pairing"
 )
 
-// ErrNotDecorated is returned by [Resume] for a store that [New] did not
+// ErrNotDecorated is returned by [Resume] and [Flush] for a store that [New] did not
 // return.
 var ErrNotDecorated = errors.New("otelstore: not a store returned by otelstore.New")
 

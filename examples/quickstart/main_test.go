@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -30,38 +32,87 @@ type exported struct {
 	}
 }
 
-// runQuickstart runs the quickstart's main and returns what its stdout
-// exporter printed.
-func runQuickstart(t *testing.T) exported {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
+// exportedSpan mirrors the part of the stdout trace exporter's JSON the
+// tests read.
+type exportedSpan struct {
+	Name        string
+	SpanContext struct{ TraceID, SpanID string }
+	Parent      struct{ TraceID, SpanID string }
+	Links       []struct {
+		SpanContext struct{ TraceID, SpanID string }
 	}
-	stdout := os.Stdout
-	os.Stdout = w // the exporter writes to os.Stdout as it is when made
-	printed := make(chan []byte)
-	go func() {
-		b, _ := io.ReadAll(r)
-		printed <- b
-	}()
-	func() {
-		defer func() { os.Stdout = stdout; w.Close() }()
+}
+
+// runMainEnv, set in its environment, makes the test binary run the
+// quickstart's main instead of the tests: runQuickstart runs it so, in a
+// process of its own, since the stdout trace exporter writes to the
+// process's standard output as it was when the package was loaded.
+const runMainEnv = "AIONOTEL_QUICKSTART_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
 		main()
-	}()
-	text := string(<-printed)
-	var got exported
-	if err := json.Unmarshal([]byte(text[max(0, strings.IndexByte(text, '{')):]), &got); err != nil {
-		t.Fatalf("metrics JSON: %v\n%s", err, text)
+		return
 	}
-	return got
+	os.Exit(m.Run())
+}
+
+// runQuickstart runs the quickstart's main and returns what its stdout
+// exporters printed: the spans (one JSON value each, as they are exported)
+// and the metrics (one JSON value, when the meter provider shuts down).
+func runQuickstart(t *testing.T) (exported, []exportedSpan) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	text, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the quickstart: %v\n%s", err, text)
+	}
+	var metrics exported
+	var spans []exportedSpan
+	seenMetrics := false
+	for dec := json.NewDecoder(bytes.NewReader(text)); ; {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("output JSON: %v\n%s", err, text)
+		}
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &probe); err != nil {
+			t.Fatalf("output JSON value: %v\n%s", err, raw)
+		}
+		switch {
+		case probe["ScopeMetrics"] != nil:
+			if seenMetrics {
+				t.Fatalf("the metrics were printed twice:\n%s", text)
+			}
+			seenMetrics = true
+			if err := json.Unmarshal(raw, &metrics); err != nil {
+				t.Fatalf("metrics JSON: %v\n%s", err, raw)
+			}
+		case probe["SpanContext"] != nil:
+			var s exportedSpan
+			if err := json.Unmarshal(raw, &s); err != nil {
+				t.Fatalf("span JSON: %v\n%s", err, raw)
+			}
+			spans = append(spans, s)
+		default:
+			t.Fatalf("output JSON is neither metrics nor a span:\n%s", raw)
+		}
+	}
+	if !seenMetrics {
+		t.Fatalf("no metrics printed:\n%s", text)
+	}
+	return metrics, spans
 }
 
 // TestRun runs the quickstart and reads its output back: one workflow started
 // and completed, one activity dispatched and succeeded, none left in flight,
 // and four timed appends.
 func TestRun(t *testing.T) {
-	got := runQuickstart(t)
+	got, spans := runQuickstart(t)
+	checkSpans(t, spans)
 	values := map[string]float64{} // "name attr=value,..." -> value or count
 	for _, sm := range got.ScopeMetrics {
 		for _, m := range sm.Metrics {
@@ -171,7 +222,8 @@ func TestREADMEInstruments(t *testing.T) {
 	}
 	var printed []string
 	points := map[string]int{}
-	for _, sm := range runQuickstart(t).ScopeMetrics {
+	got, _ := runQuickstart(t)
+	for _, sm := range got.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			printed = append(printed, m.Name)
 			points[m.Name] += len(m.Data.DataPoints)
@@ -232,4 +284,40 @@ func toString(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// checkSpans holds the printed spans to the front page's claim: a client
+// span per append, and the run as one trace rooted at its run span with
+// the activity span its child, both linked to appends.
+func checkSpans(t *testing.T, spans []exportedSpan) {
+	t.Helper()
+	byName := map[string][]exportedSpan{}
+	appends := map[string]bool{} // span IDs
+	for _, s := range spans {
+		byName[s.Name] = append(byName[s.Name], s)
+		if s.Name == "append" {
+			appends[s.SpanContext.SpanID] = true
+		}
+	}
+	runs, acts := byName["workflow greeting"], byName["activity send_email"]
+	if len(byName["append"]) != 4 || len(runs) != 1 || len(acts) != 1 || len(spans) != 6 {
+		t.Fatalf("spans by name %v, want 4 append, 1 workflow greeting, 1 activity send_email", byName)
+	}
+	run, act := runs[0], acts[0]
+	if run.Parent.SpanID != "0000000000000000" {
+		t.Errorf("run span parent %v, want none (a root)", run.Parent)
+	}
+	if act.Parent.SpanID != run.SpanContext.SpanID || act.SpanContext.TraceID != run.SpanContext.TraceID {
+		t.Errorf("activity span %v parent %v, want the run span %v", act.SpanContext, act.Parent, run.SpanContext)
+	}
+	for _, s := range []exportedSpan{run, act} {
+		if len(s.Links) != 2 {
+			t.Errorf("%s: %d links, want 2 (the appends that wrote its first and last event)", s.Name, len(s.Links))
+		}
+		for _, l := range s.Links {
+			if !appends[l.SpanContext.SpanID] {
+				t.Errorf("%s: a link to %v, which is no append span", s.Name, l.SpanContext)
+			}
+		}
+	}
 }

@@ -153,3 +153,17 @@ func compare(t *testing.T, where string, listed, want []string) {
 		}
 	}
 }
+
+// frontPageLimit is the front page's size bound: read in two minutes, the
+// reference in the package docs and the examples' own pages.
+const frontPageLimit = 10_000
+
+func TestFrontPageIsShort(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) >= frontPageLimit {
+		t.Errorf("README.md is %d bytes, want under %d: move reference to the package docs or an example's README", len(raw), frontPageLimit)
+	}
+}

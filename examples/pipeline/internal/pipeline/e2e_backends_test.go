@@ -128,7 +128,7 @@ func (r *e2e) checkTimeline(ctx context.Context) {
 		return nil
 	})
 	since := time.Now().Add(-30 * time.Minute)
-	var runs, activities, links, skipped int
+	var runs, activities, links, skipped, unlinkedRuns, unlinkedActs int
 	var agents agentCounts
 	r.waitFor(ctx, "workflow runs in Jaeger as the timeline promises", 2*time.Minute, func(ctx context.Context) error {
 		var spans []span
@@ -199,13 +199,36 @@ func (r *e2e) checkTimeline(ctx context.Context) {
 		if agents.Complete == 0 {
 			problems = append(problems, fmt.Sprintf("%d run traces, none with an invoke_agent span that has model-call and tool children (%+v)", runs, agents))
 		}
+		unlinkedRuns, unlinkedActs = 0, 0
 		for _, rt := range traces {
-			problems = append(problems, checkCallLinks(rt.Run, runLinkRoles, targets)...)
+			p, unlinked := checkCallLinks(rt.Run, runLinkRoles, targets)
+			problems = append(problems, p...)
+			unlinkedRuns += b2i(unlinked)
 			activities += len(rt.Activities)
 			children += rt.Children
 			for _, a := range rt.Activities {
 				links += len(a.Links)
-				problems = append(problems, checkCallLinks(a, activityLinkRoles, targets)...)
+				p, unlinked := checkCallLinks(a, activityLinkRoles, targets)
+				problems = append(problems, p...)
+				unlinkedActs += b2i(unlinked)
+			}
+		}
+		// A span without a link to the call that wrote its first event is
+		// one whose fact the tracker's bound evicted (the demo runs with a
+		// small one) and history gave back: no more of them than evictions.
+		for _, u := range []struct {
+			n      int
+			metric string
+		}{{unlinkedRuns, "aion_workflow_pairing_evicted_total"}, {unlinkedActs, "aion_activity_pairing_evicted_total"}} {
+			if u.n == 0 {
+				continue
+			}
+			evicted, err := r.promSum(ctx, fmt.Sprintf(`%s{job=%q}`, u.metric, r.job))
+			if err != nil {
+				return err
+			}
+			if float64(u.n) > evicted {
+				problems = append(problems, fmt.Sprintf("%d spans have no link to the call that wrote their first event, more than the %v evictions %s counted", u.n, evicted, u.metric))
 			}
 		}
 		if children == 0 {
@@ -221,5 +244,13 @@ func (r *e2e) checkTimeline(ctx context.Context) {
 		return nil
 	})
 	r.t.Logf("Jaeger: %d runs of %v, %d activity spans, %d links to store calls, all as the timeline promises; agents: %+v "+
-		"(%d invoke_agent spans of evicted activities left out)", runs, workflowOps, activities, links, agents, skipped)
+		"(%d invoke_agent spans of evicted activities left out; %d run and %d activity spans of evicted facts without their first link)",
+		runs, workflowOps, activities, links, agents, skipped, unlinkedRuns, unlinkedActs)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

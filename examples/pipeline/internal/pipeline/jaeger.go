@@ -379,12 +379,17 @@ var (
 // wrote its last event ends (a RecordedAt is taken before or during the
 // append that writes it). Links with other roles (previous_run, next_run)
 // point at other runs and are left alone.
-func checkCallLinks(s span, roles map[string]bool, targets map[spanRef]span) []string {
+//
+// unlinked reports a span without a link of the role that bounds its start
+// (scheduled, started), which is not among the problems: a tracker whose
+// memory bound evicted the live fact took it back from history later and
+// knows no call that wrote it, so the caller holds such spans to the
+// evictions the tracker counted.
+func checkCallLinks(s span, roles map[string]bool, targets map[spanRef]span) (problems []string, unlinked bool) {
 	where := fmt.Sprintf("span %q", s.Name)
 	if id := s.Attrs["aion.activity.id"]; id != "" {
 		where += " (activity " + id + ")"
 	}
-	var problems []string
 	seen := map[string]int{}
 	for _, l := range s.Links {
 		bounds, ok := roles[l.Role]
@@ -411,11 +416,13 @@ func checkCallLinks(s span, roles map[string]bool, targets map[spanRef]span) []s
 				where, s.End.Format(time.RFC3339Nano), l.Role, t.End.Format(time.RFC3339Nano)))
 		}
 	}
-	for role := range roles {
-		if seen[role] != 1 {
+	for role, bounds := range roles {
+		if seen[role] == 0 && bounds {
+			unlinked = true
+		} else if seen[role] != 1 {
 			problems = append(problems, fmt.Sprintf("%s has %d %s links (aion.timeline.link), want one", where, seen[role], role))
 		}
 	}
 	sort.Strings(problems)
-	return problems
+	return problems, unlinked
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -110,10 +111,17 @@ func timelineProblems(t *testing.T, td ptrace.Traces) (traces []runTrace, proble
 	for _, s := range spans {
 		targets[spanRef{s.TraceID, s.SpanID}] = s
 	}
+	check := func(s span, roles map[string]bool) {
+		p, unlinked := checkCallLinks(s, roles, targets)
+		problems = append(problems, p...)
+		if unlinked { // the fixture's tracker evicted nothing
+			problems = append(problems, fmt.Sprintf("span %q has no link to the call that wrote its first event", s.Name))
+		}
+	}
 	for _, rt := range traces {
-		problems = append(problems, checkCallLinks(rt.Run, runLinkRoles, targets)...)
+		check(rt.Run, runLinkRoles)
 		for _, a := range rt.Activities {
-			problems = append(problems, checkCallLinks(a, activityLinkRoles, targets)...)
+			check(a, activityLinkRoles)
 		}
 	}
 	return traces, problems
@@ -194,6 +202,12 @@ func TestTimelineChecks(t *testing.T) {
 		{"activity before its run", func(f *timelineFixture) { f.act1.SetStartTimestamp(f.run.StartTimestamp() - 1) }, "before its run"},
 		{"activity after its run", func(f *timelineFixture) { f.act2.SetEndTimestamp(f.run.EndTimestamp() + 1) }, "after its run"},
 		{"activity without links", func(f *timelineFixture) { f.act2.Links().RemoveIf(func(ptrace.SpanLink) bool { return true }) }, "has 0 settled links"},
+		{"activity without its scheduled link", func(f *timelineFixture) {
+			f.act2.Links().RemoveIf(func(l ptrace.SpanLink) bool { v, _ := l.Attributes().Get(linkRoleKey); return v.Str() == "scheduled" })
+		}, "has no link to the call that wrote its first event"},
+		{"run without its started link", func(f *timelineFixture) {
+			f.run.Links().RemoveIf(func(l ptrace.SpanLink) bool { v, _ := l.Attributes().Get(linkRoleKey); return v.Str() == "started" })
+		}, "has no link to the call that wrote its first event"},
 		{"activity link without role", func(f *timelineFixture) { f.act2.Links().At(1).Attributes().Clear() }, "has 0 settled links"},
 		{"link to a missing span", func(f *timelineFixture) { f.act2.Links().At(0).SetSpanID(pcommon.SpanID{77}) }, "leads to no span"},
 		{"link to a read", func(f *timelineFixture) { f.sched2.Attributes().PutStr("db.operation.name", "read_history") }, "want an append store call"},
