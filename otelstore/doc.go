@@ -33,6 +33,24 @@
 // input, result or transcript text goes into an attribute unless
 // [WithContentCapture] lets it onto a tool span.
 //
+// # Options
+//
+// Each thing is said once. The options both constructors take
+// ([SharedOption]) are the providers, the namespace, the extra attributes,
+// db.system.name, the span filter and name formatter, the error classifier,
+// the conflict status and exception events. [New] adds the tracker's
+// ([WithPairing], or the settings of the tracker it makes:
+// [WithTimelineSpans], [WithTypeCardinalityLimit]), the shard count
+// ([WithShardCount]; a ShardCount method of the store says it too) and
+// [WithResumeReports]; [NewKeyspace] adds the GenAI ones. An option New
+// cannot honour beside another (a tracker setting beside [WithPairing])
+// or a bad attribute key is reported to the error handler, never a failed
+// start. One option is engine behaviour, not telemetry: [WithOutboxWake]
+// (the store contract names it) wakes a dispatcher after a commit that
+// staged rows; an engine may as well wake its dispatcher itself once
+// AppendWithOutbox returned. Names kept for earlier callers are marked
+// Deprecated and say their replacement.
+//
 // # Semantic conventions
 //
 // Keys the conventions define (db.operation.name, db.system.name,
