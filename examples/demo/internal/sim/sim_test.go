@@ -373,3 +373,39 @@ func TestRetentionBoundsTheStores(t *testing.T) {
 		}
 	})
 }
+
+// TestTimelineSpansLinkTheirCalls runs the simulation with the tracker's
+// default bound (nothing evicted) and checks that every run span links the
+// calls that wrote its start and its close, and every activity span the
+// calls that wrote its dispatch and its settlement: exactly one link of
+// each role, whatever order the server's concurrent appends returned in.
+func TestTimelineSpansLinkTheirCalls(t *testing.T) {
+	_, _, spans := runFor(t, 20*time.Second, Config{Rate: 20, Workers: 150, Drain: 2 * time.Second, Seed: 11, RunTimeout: 10 * time.Second})
+	roles := map[string][]string{"workflow": {"started", "closed"}, "activity": {"scheduled", "settled"}}
+	checked := map[string]int{}
+	for _, s := range spans {
+		kind := strings.Fields(s.Name())[0]
+		want, ok := roles[kind]
+		if !ok {
+			continue
+		}
+		checked[kind]++
+		got := map[string]int{}
+		for _, l := range s.Links() {
+			for _, kv := range l.Attributes {
+				if kv.Key == "aion.timeline.link" {
+					got[kv.Value.AsString()]++
+				}
+			}
+		}
+		for _, role := range want {
+			if got[role] != 1 {
+				t.Errorf("%s: %d %s links (all: %v), want one", s.Name(), got[role], role, got)
+			}
+		}
+	}
+	if checked["workflow"] < 100 || checked["activity"] < 500 {
+		t.Errorf("checked %v spans, want at least 100 run and 500 activity spans", checked)
+	}
+	t.Logf("checked the links of %v spans", checked)
+}
