@@ -60,7 +60,8 @@ func WithResumeShards(shardCount int, shards ...int) ResumeOption {
 const DefaultResumeConcurrency = 4
 
 // WithResumeConcurrency sets how many histories a resume reads at once (and
-// so holds in memory at once). Without it, or with n <= 0, it is
+// so holds in memory at once): single histories, or pages of
+// [eventstore.HistoriesPage] from a store that reads them in batches. Without it, or with n <= 0, it is
 // [DefaultResumeConcurrency].
 func WithResumeConcurrency(n int) ResumeOption {
 	return resumeFunc(func(c *resumeConfig) {
@@ -111,8 +112,10 @@ const maxResumeErrors = 8
 // workflows it read (not for those begun later), so that, once it and the
 // appends have returned, the gauges, completions, durations and spans of
 // those workflows are exact. It costs two listing calls and one ReadHistory per open workflow,
-// at most [ResumeConcurrency] at a time, and holds at most that many
-// histories at once; what it feeds stays within the tracker's bounds. Each
+// at most [WithResumeConcurrency] at a time, holding at most that many
+// histories at once; from a store that is an [eventstore.HistoriesReader]
+// (pgstore), one ReadHistories call per page of [eventstore.HistoriesPage]
+// workflows instead, as many pages at a time, each held until joined; what it feeds stays within the tracker's bounds. Each
 // workflow is fed whole or not at all, so a store error part-way leaves the
 // tracker consistent: Resume goes on with the other workflows, and returns
 // the errors (at most 8, joined) with the report. A listing error, or ctx
@@ -137,43 +140,68 @@ func (t *Tracker) Resume(ctx context.Context, namespace string, store eventstore
 		ids = slices.DeleteFunc(ids, func(id eventstore.WorkflowID) bool { return !c.shards[eventstore.ShardOf(id, c.shardCount)] })
 	}
 	ns := t.attrs.namespaces.Get(namespaceOf(namespace))
+	// Workers take pages of workflows: one history each from ReadHistory,
+	// or one ReadHistories call per page from a store that has it.
+	page := 1
+	batch, batched := store.(eventstore.HistoriesReader)
+	if batched {
+		page = eventstore.HistoriesPage
+	}
 	var (
 		mu     sync.Mutex
 		report ResumeReport
 		errs   []error
-		next   = make(chan eventstore.WorkflowID)
+		next   = make(chan []eventstore.WorkflowID)
 		wg     sync.WaitGroup
 	)
-	for range min(c.concurrency, max(len(ids), 1)) {
+	record := func(id eventstore.WorkflowID, history []eventstore.Event, err error) {
+		var res result
+		if err == nil {
+			res = t.observeHistory(ctx, namespace, id, history)
+		}
+		t.countResumed(ctx, ns, err)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			report.Failed++
+			if len(errs) < maxResumeErrors {
+				errs = append(errs, fmt.Errorf("workflow %v: %w", id, err))
+			}
+			return
+		}
+		report.Workflows++
+		report.Activities += res.activities
+		report.Runs += res.runs
+	}
+	for range min(c.concurrency, max((len(ids)+page-1)/page, 1)) {
 		wg.Go(func() {
-			for id := range next {
-				history, err := store.ReadHistory(ctx, id)
-				var res result
-				if err == nil {
-					res = t.observeHistory(ctx, namespace, id, history)
+			for ids := range next {
+				if !batched {
+					history, err := store.ReadHistory(ctx, ids[0])
+					record(ids[0], history, err)
+					continue
 				}
-				t.countResumed(ctx, ns, err)
-				mu.Lock()
-				if err != nil {
-					report.Failed++
-					if len(errs) < maxResumeErrors {
-						errs = append(errs, fmt.Errorf("workflow %v: %w", id, err))
+				histories, err := batch.ReadHistories(ctx, ids)
+				if err == nil && len(histories) != len(ids) {
+					err = fmt.Errorf("ReadHistories returned %d histories for %d workflows", len(histories), len(ids))
+				}
+				for i, id := range ids {
+					if err != nil {
+						record(id, nil, err)
+						continue
 					}
-				} else {
-					report.Workflows++
-					report.Activities += res.activities
-					report.Runs += res.runs
+					record(id, histories[i], nil)
+					histories[i] = nil // joined: let it go
 				}
-				mu.Unlock()
 			}
 		})
 	}
-	for _, id := range ids {
+	for start := 0; start < len(ids); start += page {
 		if ctx.Err() != nil {
 			break
 		}
 		select {
-		case next <- id:
+		case next <- ids[start:min(start+page, len(ids))]:
 		case <-ctx.Done():
 		}
 	}

@@ -11,7 +11,7 @@ type queries struct {
 	claim, countClaimed, lockKeys, rearm, cancelRow, cancelWorkflow         string
 	newLife, leaseRead, lockTake, lockKeep, grant                           string
 	isOwner, publish, renew, release, leases, claimOwned                    string
-	pruneClosed                                                             string
+	pruneClosed, readMany                                                   string
 }
 
 func newQueries(n names) queries {
@@ -31,6 +31,6 @@ func newQueries(n names) queries {
 		newLife: n.sql(qNewLife), leaseRead: n.sql(qLeaseRead), lockTake: n.sql(qLockTake), lockKeep: n.sql(qLockKeep),
 		grant: n.sql(qGrant), isOwner: n.sql(qIsOwner), publish: n.sql(qPublish), claimOwned: n.sql(qClaimOwned),
 		renew: n.sql(qRenew), release: n.sql(qRelease), leases: n.sql(qLeases),
-		pruneClosed: n.sql(qPruneClosed),
+		pruneClosed: n.sql(qPruneClosed), readMany: n.sql(qReadMany),
 	}
 }

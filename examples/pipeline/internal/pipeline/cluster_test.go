@@ -131,6 +131,7 @@ func TestEndToEndCluster(t *testing.T) {
 
 	survivors := []string{instances["a"], instances["b"]}
 	adopted := r.waitForShares(ctx, db, "a", "b")
+	r.waitForResumes(ctx, "a", "b")
 	r.checkInFlightAfterAdoption(ctx, db, adopted, survivors)
 
 	// The survivors work on the adopted shards for a while, then drain.
@@ -381,6 +382,41 @@ func (r *e2e) checkInFlightAfterAdoption(ctx context.Context, db *clusterDB, ado
 		r.t.Errorf("the survivors' gauges equalled the histories %s after the adoption (%s reading them), want within %s besides the reading",
 			took.Round(time.Millisecond), read.Round(time.Millisecond), adoptionBound)
 	}
+}
+
+// acquiredLine and resumedLine are how a node logs an acquisition of
+// shards and the end of the resume of shards it began to serve.
+var (
+	acquiredLine = regexp.MustCompile(`(?m)^node (\S+): acquired shards `)
+	resumedLine  = regexp.MustCompile(`(?m)^node (\S+): telemetry resumed from `)
+)
+
+// waitForResumes waits until each named node has logged the end of a
+// resume for each of its acquisitions. The resumes read the histories in
+// the background through the node's own pool, and the freeze that
+// checkInFlightAfterAdoption holds would starve them: the appends the
+// node goes on making wait for the freeze's lock, each holding one of the
+// pool's connections.
+func (r *e2e) waitForResumes(ctx context.Context, names ...string) {
+	r.t.Helper()
+	r.waitFor(ctx, "the survivors' resumes of the shards they adopted", time.Minute, func(context.Context) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, p := range r.procs {
+			if !slices.Contains(names, p.name) {
+				continue
+			}
+			raw, err := os.ReadFile(p.logPath)
+			if err != nil {
+				return err
+			}
+			acquired, resumed := len(acquiredLine.FindAll(raw, -1)), len(resumedLine.FindAll(raw, -1))
+			if resumed < acquired {
+				return fmt.Errorf("node %s has logged %d acquisitions and %d resumes", p.name, acquired, resumed)
+			}
+		}
+		return nil
+	})
 }
 
 // checkDrained checks the end of the run: no run open in the histories,
