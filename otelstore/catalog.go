@@ -10,7 +10,8 @@ import "github.com/aionotel/aionotel/internal/catalog"
 type Operation string
 
 // Event store operations, one per timed method of [eventstore.Store],
-// [eventstore.Outbox] and [eventstore.ShardOwner].
+// [eventstore.Outbox], [eventstore.ShardOwner] and
+// [eventstore.HistoriesReader].
 const (
 	OpAppend                            Operation = "append"
 	OpReadHistory                       Operation = "read_history"
@@ -39,6 +40,7 @@ const (
 	OpAcquireOwnedShards                Operation = "acquire_owned_shards"
 	OpAcquireOwnedShard                 Operation = "acquire_owned_shard"
 	OpPublishShardOwner                 Operation = "publish_shard_owner"
+	OpReadHistories                     Operation = "read_histories"
 )
 
 // Keyspace operations, one per method of [keyspace.Store]; no name is shared
@@ -81,6 +83,7 @@ const (
 	opAcquireOwnedShards
 	opAcquireOwnedShard
 	opPublishShardOwner
+	opReadHistories
 	opKeyspaceAppendEvents
 	opKeyspaceHead
 	opKeyspaceReadFrom
@@ -117,6 +120,7 @@ var operations = [numOps]Operation{
 	opAcquireOwnedShards:                OpAcquireOwnedShards,
 	opAcquireOwnedShard:                 OpAcquireOwnedShard,
 	opPublishShardOwner:                 OpPublishShardOwner,
+	opReadHistories:                     OpReadHistories,
 	opKeyspaceAppendEvents:              OpKeyspaceAppendEvents,
 	opKeyspaceHead:                      OpKeyspaceHead,
 	opKeyspaceReadFrom:                  OpKeyspaceReadFrom,

@@ -18,7 +18,8 @@ import (
 	"github.com/aionotel/aionotel/otelstore"
 )
 
-// Capability shapes cut out of a Memory, which has both.
+// Capability shapes cut out of a Memory, which has Outbox and ShardOwner,
+// and a loopReader, which adds HistoriesReader.
 type (
 	plainOnly  struct{ eventstore.Store }
 	outboxOnly struct {
@@ -34,33 +35,89 @@ type (
 		eventstore.Outbox
 		eventstore.ShardOwner
 	}
+	historiesOnly struct {
+		plainOnly
+		eventstore.HistoriesReader
+	}
+	outboxHistories struct {
+		outboxOnly
+		eventstore.HistoriesReader
+	}
+	shardsHistories struct {
+		shardsOnly
+		eventstore.HistoriesReader
+	}
+	allThree struct {
+		outboxShard
+		eventstore.HistoriesReader
+	}
 )
 
-// The decorator has exactly the inner store's capabilities, in all four
-// combinations: hiding Outbox would silently stop fan-out staging, claiming a
-// capability the inner store lacks would be a lie.
+// loopReader is ReadHistories as a loop of a store's ReadHistory.
+type loopReader struct{ eventstore.Store }
+
+func (l loopReader) ReadHistories(ctx context.Context, ids []eventstore.WorkflowID) ([][]eventstore.Event, error) {
+	out := make([][]eventstore.Event, len(ids))
+	for i, id := range ids {
+		h, err := l.ReadHistory(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// The decorator has exactly the inner store's capabilities, in all eight
+// combinations: hiding Outbox would silently stop fan-out staging, hiding
+// HistoriesReader would make a resume a round trip per workflow, claiming
+// a capability the inner store lacks would be a lie. ReadHistories is
+// forwarded as one read_histories call.
 func TestCapabilitiesPreserved(t *testing.T) {
 	m := eventstore.NewMemory()
+	wf, run := ids()
+	if err := m.Append(context.Background(), eventstore.RecorderToken(), wf, []eventstore.Event{
+		eventstore.WorkflowStarted{Envelope: env(run, 0), WorkflowType: "checkout"}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	p, r := plainOnly{m}, loopReader{m}
 	testCases := []struct {
-		name               string
-		inner              eventstore.Store
-		wantOutbox, wantSO bool
+		name                        string
+		inner                       eventstore.Store
+		wantOutbox, wantSO, wantHis bool
 	}{
-		{"plain", plainOnly{m}, false, false},
-		{"outbox", outboxOnly{plainOnly{m}, m}, true, false},
-		{"shard owner", shardsOnly{plainOnly{m}, m}, false, true},
-		{"both", outboxShard{plainOnly{m}, m, m}, true, true},
+		{"plain", p, false, false, false},
+		{"outbox", outboxOnly{p, m}, true, false, false},
+		{"shard owner", shardsOnly{p, m}, false, true, false},
+		{"outbox and shard owner", outboxShard{p, m, m}, true, true, false},
+		{"histories", historiesOnly{p, r}, false, false, true},
+		{"outbox and histories", outboxHistories{outboxOnly{p, m}, r}, true, false, true},
+		{"shard owner and histories", shardsHistories{shardsOnly{p, m}, r}, false, true, true},
+		{"all three", allThree{outboxShard{p, m, m}, r}, true, true, true},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := otelstore.New(tc.inner)
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := newHarness(t)
+			s := h.wrap(t, tc.inner)
 			_, gotOutbox := s.(eventstore.Outbox)
 			_, gotSO := s.(eventstore.ShardOwner)
-			if gotOutbox != tc.wantOutbox || gotSO != tc.wantSO {
-				t.Errorf("Outbox=%v ShardOwner=%v, want %v %v", gotOutbox, gotSO, tc.wantOutbox, tc.wantSO)
+			hr, gotHis := s.(eventstore.HistoriesReader)
+			if gotOutbox != tc.wantOutbox || gotSO != tc.wantSO || gotHis != tc.wantHis {
+				t.Fatalf("Outbox=%v ShardOwner=%v HistoriesReader=%v, want %v %v %v", gotOutbox, gotSO, gotHis, tc.wantOutbox, tc.wantSO, tc.wantHis)
+			}
+			if !gotHis {
+				return
+			}
+			got, err := hr.ReadHistories(context.Background(), []eventstore.WorkflowID{wf, wf})
+			if err != nil || len(got) != 2 || len(got[0]) != 1 || len(got[1]) != 1 {
+				t.Fatalf("ReadHistories = %v, %v; want the one event twice", got, err)
+			}
+			var names []string
+			for _, sp := range h.spans.Ended() {
+				names = append(names, sp.Name())
+			}
+			if !slices.Contains(names, string(otelstore.OpReadHistories)) {
+				t.Errorf("spans %v, want a %s span", names, otelstore.OpReadHistories)
 			}
 		})
 	}

@@ -137,23 +137,33 @@ func New(inner eventstore.Store, opts ...Option) (eventstore.Store, error) {
 
 	outbox, hasOutbox := inner.(eventstore.Outbox)
 	shards, hasShards := inner.(eventstore.ShardOwner)
+	batch, hasBatch := inner.(eventstore.HistoriesReader)
 	if hasShards {
 		c.handoff = newHandoff(cfg, inner, life) // nil without a shard count
 	}
+	o, sh, h := outboxMethods{c, outbox}, shardMethods{c, shards}, historiesMethods{c, batch}
 	switch {
+	case hasOutbox && hasShards && hasBatch:
+		return &outboxShardHistoriesStore{c, o, sh, h}, nil
 	case hasOutbox && hasShards:
-		return &outboxShardStore{c, outboxMethods{c, outbox}, shardMethods{c, shards}}, nil
+		return &outboxShardStore{c, o, sh}, nil
+	case hasOutbox && hasBatch:
+		return &outboxHistoriesStore{c, o, h}, nil
+	case hasShards && hasBatch:
+		return &shardHistoriesStore{c, sh, h}, nil
 	case hasOutbox:
-		return &outboxStore{c, outboxMethods{c, outbox}}, nil
+		return &outboxStore{c, o}, nil
 	case hasShards:
-		return &shardStore{c, shardMethods{c, shards}}, nil
+		return &shardStore{c, sh}, nil
+	case hasBatch:
+		return &historiesStore{c, h}, nil
 	default:
 		return &plainStore{c}, nil
 	}
 }
 
-// The four shapes New returns, one per capability combination: the methods
-// every store has (core), plus those of each capability inner has.
+// The eight shapes New returns, one per capability combination: the
+// methods every store has (core), plus those of each capability inner has.
 type (
 	plainStore  struct{ *core }
 	outboxStore struct {
@@ -164,26 +174,48 @@ type (
 		*core
 		shardMethods
 	}
+	historiesStore struct {
+		*core
+		historiesMethods
+	}
 	outboxShardStore struct {
 		*core
 		outboxMethods
 		shardMethods
 	}
-)
-
-var (
-	_ eventstore.Store = (*plainStore)(nil)
-	_ eventstore.Store = (*outboxStore)(nil)
-	_ eventstore.Store = (*shardStore)(nil)
-	_ eventstore.Store = (*outboxShardStore)(nil)
+	outboxHistoriesStore struct {
+		*core
+		outboxMethods
+		historiesMethods
+	}
+	shardHistoriesStore struct {
+		*core
+		shardMethods
+		historiesMethods
+	}
+	outboxShardHistoriesStore struct {
+		*core
+		outboxMethods
+		shardMethods
+		historiesMethods
+	}
 )
 
 // The capabilities each shape promises beyond Store.
 var (
-	_ eventstore.Outbox     = (*outboxStore)(nil)
-	_ eventstore.Outbox     = (*outboxShardStore)(nil)
-	_ eventstore.ShardOwner = (*shardStore)(nil)
-	_ eventstore.ShardOwner = (*outboxShardStore)(nil)
+	_ eventstore.Store           = (*plainStore)(nil)
+	_ eventstore.Outbox          = (*outboxStore)(nil)
+	_ eventstore.ShardOwner      = (*shardStore)(nil)
+	_ eventstore.HistoriesReader = (*historiesStore)(nil)
+	_ eventstore.Outbox          = (*outboxShardStore)(nil)
+	_ eventstore.ShardOwner      = (*outboxShardStore)(nil)
+	_ eventstore.Outbox          = (*outboxHistoriesStore)(nil)
+	_ eventstore.HistoriesReader = (*outboxHistoriesStore)(nil)
+	_ eventstore.ShardOwner      = (*shardHistoriesStore)(nil)
+	_ eventstore.HistoriesReader = (*shardHistoriesStore)(nil)
+	_ eventstore.Outbox          = (*outboxShardHistoriesStore)(nil)
+	_ eventstore.ShardOwner      = (*outboxShardHistoriesStore)(nil)
+	_ eventstore.HistoriesReader = (*outboxShardHistoriesStore)(nil)
 )
 
 // core carries the Store methods every shape has.

@@ -422,8 +422,8 @@ func TestSpanNameFormatter(t *testing.T) {
 	h := newHarness(t)
 	s, ks := decorateBoth(t, h, eventstore.NewMemory(), otelstore.WithSpanNameFormatter(unique),
 		otelstore.WithAttributes(semconv.DBNamespace("aion")))
-	if len(asked) != 27+4 {
-		t.Errorf("the formatter was asked %d times by New and NewKeyspace, want once per operation (31)", len(asked))
+	if len(asked) != 28+4 {
+		t.Errorf("the formatter was asked %d times by New and NewKeyspace, want once per operation (32)", len(asked))
 	}
 	if !slices.Contains(asked, "append|aion") || !slices.Contains(asked, "append_events|aion") {
 		t.Errorf("the formatter was asked %v, want each operation with the target", asked)
