@@ -71,9 +71,10 @@
 // activity spans carry the derived UUID as aion.workflow.id and aion.run.id
 // and, with [WithTracerProvider] (not the global provider) and no
 // [WithPairing], go-workflows' own IDs as go_workflows.instance.id and
-// go_workflows.execution.id. A continue-as-new link points at the trace
-// its next execution would have under the old execution's key, not at the
-// next execution's trace.
+// go_workflows.execution.id. A continue-as-new names the next execution's
+// key as the next run's workflow and run (pairing.ContinuedAsNew), so the
+// continued run span's next_run link points at the next execution's run
+// span, in its own trace.
 //
 // # After a restart
 //

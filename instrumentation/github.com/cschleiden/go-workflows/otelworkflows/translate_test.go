@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/pairing"
 )
 
 // workflowError is the error a finished execution records, as go-workflows
@@ -52,7 +53,7 @@ func TestTranslateStatus(t *testing.T) {
 		{"cancelled", finished(t, `{"type":"","message":"context canceled"}`), statusCancelled, eventstore.WorkflowCancelled{}},
 		{"cancelled, wrapped", finished(t, `{"type":"wrapError","message":"waiting: context canceled","cause":{"type":"","message":"context canceled"}}`), statusCancelled, eventstore.WorkflowCancelled{}},
 		{"failed, mentions cancel", finished(t, `{"type":"","message":"context canceled by the bank"}`), statusFailed, eventstore.WorkflowFailed{}},
-		{"continued as new", history.NewHistoryEvent(5, time.Unix(10, 0), history.EventType_WorkflowExecutionContinuedAsNew, &history.ExecutionContinuedAsNewAttributes{ContinuedExecutionID: "e2"}), statusContinuedAsNew, eventstore.WorkflowContinuedAsNew{}},
+		{"continued as new", history.NewHistoryEvent(5, time.Unix(10, 0), history.EventType_WorkflowExecutionContinuedAsNew, &history.ExecutionContinuedAsNewAttributes{ContinuedExecutionID: "e2"}), statusContinuedAsNew, pairing.ContinuedAsNew{}},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,8 +65,10 @@ func TestTranslateStatus(t *testing.T) {
 			if env.WorkflowID != wf || env.RunID != eventstore.RunID(wf) || env.Seq != 5 || !env.RecordedAt.Equal(time.Unix(10, 0)) {
 				t.Fatalf("envelope %+v", env)
 			}
-			if c, ok := tr.ev.(eventstore.WorkflowContinuedAsNew); ok && c.NewRunID != eventstore.RunID(executionKey("i", "e2")) {
-				t.Fatalf("next run %v, want the key of (i, e2)", c.NewRunID)
+			if c, ok := tr.ev.(pairing.ContinuedAsNew); ok {
+				if next := executionKey("i", "e2"); c.NewRunID != eventstore.RunID(next) || c.NewWorkflowID != next {
+					t.Fatalf("next run %v of workflow %v, want the key of (i, e2) as both", c.NewRunID, c.NewWorkflowID)
+				}
 			}
 		})
 	}
