@@ -52,11 +52,11 @@
 // go-workflows' activity time in queue. Its workflow task time in queue,
 // from a task's first new event (a fired timer's due time) to the
 // GetWorkflowTask that claims it, is aion.workflow.task.wait.duration
-// (seconds, by aion.namespace and aion.workflow.task.trigger, the first
-// event's type: a name of this module, the catalog has none). Timers and
-// sub-workflows carry
-// positions only: a sub-workflow is a run of its own, with its own span;
-// the catalog has no timer instrument.
+// (a histogram in seconds, the catalog's boundaries, by aion.namespace and
+// aion.workflow.task.trigger, the first event's type; in the catalog as an
+// engine module's instrument, which otelstore never records). Timers and
+// sub-workflows carry positions only: a sub-workflow is a run of its own,
+// with its own span; the catalog has no timer instrument.
 //
 // # Keys
 //

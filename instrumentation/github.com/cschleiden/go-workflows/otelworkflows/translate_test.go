@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -227,7 +228,13 @@ func TestWorkflowTaskWait(t *testing.T) {
 					if m.Name != "aion.workflow.task.wait.duration" {
 						continue
 					}
+					if m.Unit != "s" || m.Description == "" {
+						t.Errorf("unit %q, description %q: want seconds, described", m.Unit, m.Description)
+					}
 					dps := m.Data.(metricdata.Histogram[float64]).DataPoints
+					if len(dps) == 1 && !slices.Equal(dps[0].Bounds, durationBoundaries) {
+						t.Errorf("bounds %v, want the catalog's %v", dps[0].Bounds, durationBoundaries)
+					}
 					if len(dps) != 1 || dps[0].Count != 1 || dps[0].Sum != tc.want {
 						t.Fatalf("points %+v, want one of %g s", dps, tc.want)
 					}
