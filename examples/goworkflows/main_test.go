@@ -60,7 +60,7 @@ func TestServiceServesTheDashboard(t *testing.T) {
 	families := map[string]bool{}
 	for _, m := range regexp.MustCompile(`"expr":\s*"((?:[^"\\]|\\.)*)"`).FindAllStringSubmatch(string(dashboard), -1) {
 		for _, name := range regexp.MustCompile(`aion_[a-z_]+`).FindAllString(m[1], -1) {
-			if strings.HasSuffix(name, "_type") || strings.HasSuffix(name, "_outcome") || strings.HasSuffix(name, "_status") || strings.HasSuffix(name, "_delivery") || name == "aion_namespace" {
+			if strings.HasSuffix(name, "_type") || strings.HasSuffix(name, "_outcome") || strings.HasSuffix(name, "_status") || strings.HasSuffix(name, "_delivery") || strings.HasSuffix(name, "_trigger") || name == "aion_namespace" {
 				continue // a label
 			}
 			families[name] = true
