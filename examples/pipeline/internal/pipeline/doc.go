@@ -34,7 +34,9 @@
 //     examples/goworkflows service, its backend wrapped by otelworkflows,
 //     sends OTLP/gRPC to the Collector; every dashboard query returns data
 //     on its job, except those reading only the families it has no facts
-//     for (listed there with the reason), which must return none.
+//     for (listed there with the reason), which must return none; in
+//     Jaeger, a continued execution's next_run link leads to the next
+//     execution's run span.
 //
 // The end-to-end tests run the Collector and Jaeger the README's commands
 // build into examples/pipeline/_build (`bash .ci/readme.sh collector
