@@ -98,7 +98,8 @@
 // with retries as events and links to the store calls that wrote its
 // facts. A run's trace ID is a hash of (namespace, workflow, run), so
 // processes that each see part of a run agree without shared state; each
-// run of a chain is its own trace, linked to the next. With [NewIDGenerator]
+// run of a chain is its own trace, linked to the next (in another workflow
+// when an engine keys it so: [ContinuedAsNew]). With [NewIDGenerator]
 // installed in the SDK, span IDs are derived too: the run span is a true
 // root and every activity span its child, in any order, in any process.
 // Without it, the run span hangs under a derived anchor that is never

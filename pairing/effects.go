@@ -46,6 +46,7 @@ type spanWork struct {
 	retryAt, retryTimes int32
 	claimAt, claimTimes int32
 	next                eventstore.RunID
+	nextWF              eventstore.WorkflowID
 	act                 *activity
 	run                 *run
 	gen, runGen         uint64

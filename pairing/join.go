@@ -104,6 +104,7 @@ type closeFact struct {
 	at     int64
 	status int // index in statuses
 	next   eventstore.RunID
+	nextWF eventstore.WorkflowID
 	call   callRef
 	live   bool
 }
@@ -538,7 +539,7 @@ func (j *join) close(w *workflow, f *fact, fx *effects) int {
 	if r.ns == nil {
 		r.ns = f.ns
 	}
-	c := closeFact{pos: f.pos, at: f.at, status: f.status, next: f.next, call: f.call, live: f.live}
+	c := closeFact{pos: f.pos, at: f.at, status: f.status, next: f.next, nextWF: f.nextWF, call: f.call, live: f.live}
 	at := len(r.closes)
 	for i, old := range r.closes {
 		if f.pos.known() && old.pos.seq == f.pos.seq {
@@ -737,7 +738,7 @@ func (j *join) resolveRun(r *run, fx *effects) {
 func (j *join) closeEffect(r *run, c closeFact, fx *effects) effect {
 	e := effect{op: opClose, wa: r.wa, status: uint8(c.status), from: r.startAt, to: c.at, span: r.span}
 	if j.spans {
-		e.work = fx.addWork(spanWork{key: r.key(), start: r.startCall, end: c.call, next: c.next, ids: r.ids, run: r, gen: r.gen,
+		e.work = fx.addWork(spanWork{key: r.key(), start: r.startCall, end: c.call, next: c.next, nextWF: c.nextWF, ids: r.ids, run: r, gen: r.gen,
 			lateStart: r.span != nil && r.unlinked})
 	}
 	return e

@@ -23,6 +23,7 @@ type fact struct {
 	outcome  int     // a terminal's, index in outcomes
 	status   int     // a close's, index in statuses
 	next     eventstore.RunID
+	nextWF   eventstore.WorkflowID // the next run's workflow, when not this one (ContinuedAsNew)
 	ta       *typeAttrs
 	wa       *workflowAttrs
 	ns       *nsAttrs
@@ -56,6 +57,8 @@ func factOf(ev eventstore.Event) (f fact, at time.Time, seq uint64) {
 		f.kind, f.status, env = factClose, 3, e.Envelope
 	case eventstore.WorkflowContinuedAsNew:
 		f.kind, f.status, f.next, env = factClose, 4, e.NewRunID, e.Envelope
+	case ContinuedAsNew:
+		f.kind, f.status, f.next, f.nextWF, env = factClose, 4, e.NewRunID, e.NewWorkflowID, e.Envelope
 	case eventstore.ActivityScheduled:
 		f.kind, f.activity, f.typ, env = factDispatch, e.ActivityID, e.ActivityType, e.Envelope
 	case eventstore.ActivityCompleted:

@@ -419,8 +419,8 @@ func (s *spans) close(ctx context.Context, e *effect, w *spanWork) (made trace.S
 	if w.end.span.IsValid() {
 		span.AddLink(trace.Link{SpanContext: w.end.spanContext(), Attributes: linkClosed})
 	}
-	if w.next != (eventstore.RunID{}) && w.next != w.key.RunID {
-		span.AddLink(trace.Link{SpanContext: timeline.Root(w.key.Namespace, w.key.WorkflowID, w.next), Attributes: linkNextRun})
+	if wf, run, ok := w.nextRun(); ok {
+		span.AddLink(trace.Link{SpanContext: timeline.Root(w.key.Namespace, wf, run), Attributes: linkNextRun})
 	}
 	span.End(trace.WithTimestamp(timeOf(max(e.to, e.from))))
 	return made

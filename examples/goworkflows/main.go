@@ -29,6 +29,7 @@ func main() {
 	flag.StringVar(&cfg.listen, "listen", "127.0.0.1:9465", `address of the Prometheus /metrics endpoint ("" for none)`)
 	flag.IntVar(&cfg.rate, "rate", 10, "orders started per second")
 	flag.StringVar(&cfg.namespace, "namespace", "shop", "the aion.namespace of the telemetry")
+	flag.StringVar(&cfg.exporter, "exporter", "prometheus", "prometheus (the -listen endpoint only) or otlp (also OTLP metrics and spans, configured by the OTEL_EXPORTER_OTLP_* variables)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -44,6 +45,7 @@ type config struct {
 	listen    string
 	rate      int
 	namespace string
+	exporter  string                  // "prometheus" (or "") or "otlp"
 	drained   func(metricsURL string) // tests: called after the summary, the endpoint still up
 }
 

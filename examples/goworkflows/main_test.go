@@ -17,7 +17,7 @@ import (
 // facts for: transcripts (keyspace, GenAI), schedules and reopened runs
 // (go-workflows has neither), and the bounds' evictions (only past a
 // bound).
-var notServed = regexp.MustCompile(`^aion_(keyspace_|gen_ai_|schedules_fired|workflows_reopened|activity_pairing_evicted|workflow_pairing_evicted|signals_delivered)`)
+var notServed = regexp.MustCompile(`^aion_(keyspace_|gen_ai_|schedules_fired|workflows_reopened|activity_pairing_evicted|workflow_pairing_evicted)`)
 
 // TestServiceServesTheDashboard runs the service for a short while and
 // checks that every metric family the Grafana dashboard and the alert
@@ -60,7 +60,7 @@ func TestServiceServesTheDashboard(t *testing.T) {
 	families := map[string]bool{}
 	for _, m := range regexp.MustCompile(`"expr":\s*"((?:[^"\\]|\\.)*)"`).FindAllStringSubmatch(string(dashboard), -1) {
 		for _, name := range regexp.MustCompile(`aion_[a-z_]+`).FindAllString(m[1], -1) {
-			if strings.HasSuffix(name, "_type") || strings.HasSuffix(name, "_outcome") || strings.HasSuffix(name, "_status") || strings.HasSuffix(name, "_delivery") || name == "aion_namespace" {
+			if strings.HasSuffix(name, "_type") || strings.HasSuffix(name, "_outcome") || strings.HasSuffix(name, "_status") || strings.HasSuffix(name, "_delivery") || strings.HasSuffix(name, "_trigger") || name == "aion_namespace" {
 				continue // a label
 			}
 			families[name] = true
@@ -93,4 +93,17 @@ func TestServiceServesTheDashboard(t *testing.T) {
 		t.Errorf("only %d dashboard families checked", served)
 	}
 	t.Logf("%d of the dashboard's and alert rules' %d families served\n%s", served, len(families), out.String())
+}
+
+// TestUnknownExporter checks that an -exporter value other than
+// prometheus or otlp is refused before anything starts.
+func TestUnknownExporter(t *testing.T) {
+	cfg := config{db: filepath.Join(t.TempDir(), "shop.sqlite"), duration: time.Second, exporter: "zipkin", rate: 1}
+	err := run(t.Context(), cfg, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `-exporter "zipkin"`) {
+		t.Fatalf("run with -exporter zipkin = %v, want an error naming the value", err)
+	}
+	if _, statErr := os.Stat(cfg.db); statErr == nil {
+		t.Error("the database was created although the flag was refused")
+	}
 }

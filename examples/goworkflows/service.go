@@ -86,9 +86,22 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		return err
 	}
 	summary := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(prom), sdkmetric.WithReader(summary))
 	spans := &spanCounter{}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(pairing.NewIDGenerator(nil)), sdktrace.WithSpanProcessor(spans))
+	mopts := []sdkmetric.Option{sdkmetric.WithReader(prom), sdkmetric.WithReader(summary)}
+	topts := []sdktrace.TracerProviderOption{sdktrace.WithIDGenerator(pairing.NewIDGenerator(nil)), sdktrace.WithSpanProcessor(spans)}
+	switch cfg.exporter {
+	case "", "prometheus":
+	case "otlp":
+		m, tr, err := otlpOptions(ctx)
+		if err != nil {
+			return err
+		}
+		mopts, topts = append(mopts, m...), append(topts, tr...)
+	default:
+		return fmt.Errorf("-exporter %q: want prometheus or otlp", cfg.exporter)
+	}
+	mp := sdkmetric.NewMeterProvider(mopts...)
+	tp := sdktrace.NewTracerProvider(topts...)
 	defer func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) }()
 	if cfg.listen != "" {
 		lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.listen)
@@ -139,10 +152,11 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	c := client.New(b)
 
 	var (
-		started   []*workflow.Instance
-		mu        sync.Mutex
-		cancelled atomic.Int64
-		cancels   sync.WaitGroup
+		started    []*workflow.Instance
+		mu         sync.Mutex
+		cancelled  atomic.Int64
+		duplicates atomic.Int64
+		cancels    sync.WaitGroup
 	)
 	runID := time.Now().UnixNano()
 	tick := time.NewTicker(time.Second / time.Duration(max(cfg.rate, 1)))
@@ -175,6 +189,18 @@ loop:
 			mu.Lock()
 			started = append(started, wi)
 			mu.Unlock()
+			if n%7 == 3 { // a note from the customer, delivered to the running order
+				if err := c.SignalWorkflow(ctx, wi.InstanceID, "note", "leave at the door"); err != nil {
+					logf(out, "signal %s: %v", wi.InstanceID, err)
+				}
+			}
+			if n%50 == 5 { // the shop's frontend retries a request: refused, the order exists
+				_, err := c.CreateWorkflowInstance(ctx, client.WorkflowInstanceOptions{InstanceID: wi.InstanceID}, Order, n)
+				if !errors.Is(err, backend.ErrInstanceAlreadyExists) {
+					return fmt.Errorf("a second start of %s: %v, want %v", wi.InstanceID, err, backend.ErrInstanceAlreadyExists)
+				}
+				duplicates.Add(1)
+			}
 			if n%20 == 11 { // the customer changes their mind
 				cancels.Add(1)
 				time.AfterFunc(30*time.Millisecond, func() {
@@ -187,7 +213,7 @@ loop:
 		}
 	}
 	cancels.Wait()
-	logf(out, "draining %d orders...", len(started))
+	logf(out, "draining %d orders (%d second starts refused)...", len(started), duplicates.Load())
 	drainCtx, cancelDrain := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancelDrain()
 	for _, wi := range started {

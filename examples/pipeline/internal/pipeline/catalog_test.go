@@ -11,9 +11,15 @@ import (
 // the dashboard, the alerts and the end-to-end test are checked against.
 func TestCatalogTable(t *testing.T) {
 	// 14 of the store and the pairing tracker, 3 of the timeline, 2 of the
-	// wait for a worker, 9 of the agent transcripts.
-	if len(catalogMetrics) != 28 {
-		t.Errorf("catalog has %d metrics, want 28", len(catalogMetrics))
+	// wait for a worker, 9 of the agent transcripts; 1 of go-workflows.
+	if len(catalogMetrics) != 29 {
+		t.Errorf("catalog has %d metrics, want 29", len(catalogMetrics))
+	}
+	if n := len(demoMetrics()); n != 28 {
+		t.Errorf("the demo records %d catalog metrics, want 28 (all but go-workflows' one)", n)
+	}
+	if u := demoUnfed(); len(u) != 1 || u["aion_workflow_task_wait_duration_seconds"] == "" {
+		t.Errorf("demoUnfed = %v, want go-workflows' workflow task wait only", u)
 	}
 	seen := map[string]bool{}
 	for _, m := range catalogMetrics {
@@ -45,8 +51,8 @@ func TestCatalogTable(t *testing.T) {
 		}
 	}
 	series := catalogSeries()
-	if len(series) != 28+11*2 {
-		t.Errorf("catalogSeries has %d names, want 50 (28 metrics, 11 of them histograms with 3 series)", len(series))
+	if len(series) != 29+12*2 {
+		t.Errorf("catalogSeries has %d names, want 53 (29 metrics, 12 of them histograms with 3 series)", len(series))
 	}
 	for _, name := range []string{"aion_activity_duration_seconds_bucket", "aion_keyspace_append_batch_size_sum", "aion_inflight_activities",
 		"aion_activity_oldest_inflight_age_seconds", "aion_workflow_duration_seconds_bucket", "gen_ai_client_token_usage_sum",

@@ -30,6 +30,13 @@
 //     Jaeger's spans checked against the histories in the database
 //     (history.go folds them by the pairing rules; cluster.go reads them
 //     through pgstore and freezes them to compare).
+//   - go-workflows (TestEndToEndGoWorkflows, goworkflows_test.go): the
+//     examples/goworkflows service, its backend wrapped by otelworkflows,
+//     sends OTLP/gRPC to the Collector; every dashboard query returns data
+//     on its job, except those reading only the families it has no facts
+//     for (listed there with the reason), which must return none; in
+//     Jaeger, a continued execution's next_run link leads to the next
+//     execution's run span.
 //
 // The end-to-end tests run the Collector and Jaeger the README's commands
 // build into examples/pipeline/_build (`bash .ci/readme.sh collector

@@ -53,7 +53,7 @@ func TestEndToEnd(t *testing.T) {
 	r.waitForCatalog(ctx)
 	r.checkLabels(ctx)
 	r.checkInstances(ctx, 1)
-	r.checkDashboardQueries(ctx)
+	r.checkDashboardQueries(ctx, demoUnfed())
 	r.checkWait(ctx)
 	r.checkSameNamesAsDirect(ctx)
 	r.checkSpans(ctx)
@@ -70,10 +70,15 @@ func TestEndToEnd(t *testing.T) {
 }
 
 // waitForCatalog waits until Prometheus holds every series of the catalog
-// for the scenario's job.
+// the demo records (all but the engine modules') for the scenario's job.
 func (r *e2e) waitForCatalog(ctx context.Context) {
 	r.t.Helper()
-	want := catalogSeries()
+	want := map[string]bool{}
+	for _, m := range demoMetrics() {
+		for _, s := range m.seriesNames() {
+			want[s] = true
+		}
+	}
 	r.waitFor(ctx, "every catalog series in Prometheus", 2*time.Minute, func(ctx context.Context) error {
 		got, err := instant(ctx, r.prom, fmt.Sprintf(`count by (__name__) ({__name__=~"(aion|gen_ai)_.+", job=%q})`, r.job))
 		if err != nil {
@@ -189,16 +194,24 @@ func (r *e2e) checkInstances(ctx context.Context, n int) {
 // substituted as Grafana would, until each returns at least one finite
 // value. The job variable's query must offer the scenario's job, which is
 // then chosen; the namespace variable is resolved by its own query.
-func (r *e2e) checkDashboardQueries(ctx context.Context) {
+//
+// unfed maps the catalog families the scenario's program has no facts for
+// to the reason: a query that reads only those families is not waited
+// for, and must still return nothing once the others have returned data,
+// so a list that says more than the truth fails, as does a new panel that
+// returns nothing. Every family listed must be read by some query. nil:
+// every query must return data.
+func (r *e2e) checkDashboardQueries(ctx context.Context, unfed map[string]string) {
 	r.t.Helper()
 	raw, err := os.ReadFile(dashboardPath)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	queries, err := dashboardQueries(raw, "${datasource}")
+	all, err := dashboardQueries(raw, "${datasource}")
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	queries, exempt := splitUnfed(r.t, all, unfed)
 	vars, err := dashboardVariables(raw)
 	if err != nil {
 		r.t.Fatal(err)
@@ -228,14 +241,14 @@ func (r *e2e) checkDashboardQueries(ctx context.Context) {
 			if err == nil && len(values) == 0 {
 				err = fmt.Errorf("label_values(%s, %s) is empty", sel, label)
 			}
+			// Other scenarios' jobs may be offered first: wait for this
+			// one's, whose data is what the scenario checks.
+			if err == nil && v.Name == "job" && !slices.Contains(values, regexp.QuoteMeta(r.job)) {
+				err = fmt.Errorf("job variable values %v lack the sender's service.name %q", values, r.job)
+			}
 			return err
 		})
 		if v.Name == "job" {
-			// Other scenarios' jobs may be offered too; this one's data is
-			// what the scenario checks.
-			if !slices.Contains(values, regexp.QuoteMeta(r.job)) {
-				r.t.Fatalf("job variable values %v lack the sender's service.name %q", values, r.job)
-			}
 			values = []string{regexp.QuoteMeta(r.job)}
 		}
 		resolved[v.Name] = strings.Join(values, "|")
@@ -283,7 +296,67 @@ func (r *e2e) checkDashboardQueries(ctx context.Context) {
 		sort.Strings(lines)
 		return fmt.Errorf("%d of %d queries without data:\n\t%s", len(pending), len(queries), strings.Join(lines, "\n\t"))
 	})
-	r.t.Logf("all %d dashboard queries returned data (job %s, namespaces %s)", len(queries), values["job"], values["namespace"])
+	r.checkUnfedQueries(ctx, exempt, values)
+	r.t.Logf("all %d dashboard queries expected to return data did (job %s, namespaces %s); %d read only families the program cannot feed",
+		len(queries), values["job"], values["namespace"], len(exempt))
+}
+
+// splitUnfed splits the dashboard's queries into those that read a family
+// of the catalog not in unfed, and those that read only families in unfed.
+// It fails the test if a family in unfed is read by no query or has no
+// reason.
+func splitUnfed(t *testing.T, all []dashboardQuery, unfed map[string]string) (fed, exempt []dashboardQuery) {
+	t.Helper()
+	read := map[string]bool{}
+	for _, q := range all {
+		used, problems := checkAgainstCatalog(q.Expr)
+		if len(problems) > 0 || len(used) == 0 {
+			t.Fatalf("panel %q query %s: reads no catalog family or not only catalog names: %q", q.Panel, q.RefID, problems)
+		}
+		only := true
+		for _, m := range used {
+			read[m.Name] = true
+			if _, ok := unfed[m.Name]; !ok {
+				only = false
+			}
+		}
+		if only {
+			exempt = append(exempt, q)
+		} else {
+			fed = append(fed, q)
+		}
+	}
+	for name, why := range unfed {
+		if !read[name] {
+			t.Errorf("%s is listed as a family the program cannot feed, but no dashboard query reads it: drop it from the list", name)
+		}
+		if strings.TrimSpace(why) == "" {
+			t.Errorf("%s is listed as a family the program cannot feed, without the reason", name)
+		}
+	}
+	return fed, exempt
+}
+
+// checkUnfedQueries runs each query that reads only families the program
+// cannot feed, once the others returned data: none may return a value, or
+// the list of unfed families is wrong.
+func (r *e2e) checkUnfedQueries(ctx context.Context, exempt []dashboardQuery, values map[string]string) {
+	r.t.Helper()
+	for _, q := range exempt {
+		expr, err := substitute(q.Expr, values)
+		if err != nil {
+			r.t.Fatalf("panel %q: %v", q.Panel, err)
+		}
+		got, err := instant(ctx, r.prom, expr)
+		if err != nil {
+			r.t.Errorf("panel %q query %s %q: %v", q.Panel, q.RefID, expr, err)
+			continue
+		}
+		if hasFinite(got) {
+			r.t.Errorf("panel %q query %s returns data for job %s, but reads only families listed as ones the program cannot feed: %v",
+				q.Panel, q.RefID, r.job, got)
+		}
+	}
 }
 
 func hasFinite(samples []sample) bool {
@@ -314,7 +387,7 @@ func (r *e2e) checkSameNamesAsDirect(ctx context.Context) {
 		// nodes sent, with families the single demo never makes (resumes,
 		// releases): compare the catalog's families only.
 		inCatalog := map[string]bool{}
-		for _, m := range catalogMetrics {
+		for _, m := range demoMetrics() {
 			inCatalog[m.Name] = true
 		}
 		// The demo's own endpoint may hold them too: its tracker's bound
@@ -323,8 +396,8 @@ func (r *e2e) checkSameNamesAsDirect(ctx context.Context) {
 		notInCatalog := func(name string, _ familyShape) bool { return !inCatalog[name] }
 		maps.DeleteFunc(a, notInCatalog)
 		maps.DeleteFunc(b, notInCatalog)
-		if len(a) != len(catalogMetrics) {
-			return fmt.Errorf("the demo's endpoint has %d catalog families (%v), want %d: %v", len(a), catalogPrefixes, len(catalogMetrics), a)
+		if len(a) != len(inCatalog) {
+			return fmt.Errorf("the demo's endpoint has %d catalog families (%v), want %d: %v", len(a), catalogPrefixes, len(inCatalog), a)
 		}
 		if diffs := diffShapes("demo endpoint", a, "Collector", b); len(diffs) > 0 {
 			return fmt.Errorf("the two paths differ:\n\t%s", strings.Join(diffs, "\n\t"))

@@ -52,11 +52,11 @@
 // go-workflows' activity time in queue. Its workflow task time in queue,
 // from a task's first new event (a fired timer's due time) to the
 // GetWorkflowTask that claims it, is aion.workflow.task.wait.duration
-// (seconds, by aion.namespace and aion.workflow.task.trigger, the first
-// event's type: a name of this module, the catalog has none). Timers and
-// sub-workflows carry
-// positions only: a sub-workflow is a run of its own, with its own span;
-// the catalog has no timer instrument.
+// (a histogram in seconds, the catalog's boundaries, by aion.namespace and
+// aion.workflow.task.trigger, the first event's type; in the catalog as an
+// engine module's instrument, which otelstore never records). Timers and
+// sub-workflows carry positions only: a sub-workflow is a run of its own,
+// with its own span; the catalog has no timer instrument.
 //
 // # Keys
 //
@@ -71,9 +71,10 @@
 // activity spans carry the derived UUID as aion.workflow.id and aion.run.id
 // and, with [WithTracerProvider] (not the global provider) and no
 // [WithPairing], go-workflows' own IDs as go_workflows.instance.id and
-// go_workflows.execution.id. A continue-as-new link points at the trace
-// its next execution would have under the old execution's key, not at the
-// next execution's trace.
+// go_workflows.execution.id. A continue-as-new names the next execution's
+// key as the next run's workflow and run (pairing.ContinuedAsNew), so the
+// continued run span's next_run link points at the next execution's run
+// span, in its own trace.
 //
 // # After a restart
 //

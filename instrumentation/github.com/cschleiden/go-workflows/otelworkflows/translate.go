@@ -6,6 +6,7 @@ import (
 	"github.com/cschleiden/go-workflows/backend/history"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/pairing"
 )
 
 // canceledMessage is the text of go-workflows' workflow.Canceled error (a
@@ -50,12 +51,17 @@ func translate(wf eventstore.WorkflowID, instanceID string, e *history.Event) tr
 			}
 		}
 	case history.EventType_WorkflowExecutionContinuedAsNew:
-		next := eventstore.RunID{}
+		// The next execution is keyed as a workflow of its own: the link
+		// goes to its run, under its key (pairing.ContinuedAsNew).
+		next := eventstore.WorkflowID{}
 		if a, ok := e.Attributes.(*history.ExecutionContinuedAsNewAttributes); ok && a != nil {
-			next = eventstore.RunID(executionKey(instanceID, a.ContinuedExecutionID))
+			next = executionKey(instanceID, a.ContinuedExecutionID)
 		}
 		tr.status = statusContinuedAsNew
-		tr.ev = eventstore.WorkflowContinuedAsNew{Envelope: env, NewRunID: next}
+		tr.ev = pairing.ContinuedAsNew{
+			WorkflowContinuedAsNew: eventstore.WorkflowContinuedAsNew{Envelope: env, NewRunID: eventstore.RunID(next)},
+			NewWorkflowID:          next,
+		}
 	case history.EventType_ActivityScheduled:
 		typ := ""
 		if a, ok := e.Attributes.(*history.ActivityScheduledAttributes); ok && a != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -19,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/pairing"
 )
 
 // workflowError is the error a finished execution records, as go-workflows
@@ -52,7 +54,7 @@ func TestTranslateStatus(t *testing.T) {
 		{"cancelled", finished(t, `{"type":"","message":"context canceled"}`), statusCancelled, eventstore.WorkflowCancelled{}},
 		{"cancelled, wrapped", finished(t, `{"type":"wrapError","message":"waiting: context canceled","cause":{"type":"","message":"context canceled"}}`), statusCancelled, eventstore.WorkflowCancelled{}},
 		{"failed, mentions cancel", finished(t, `{"type":"","message":"context canceled by the bank"}`), statusFailed, eventstore.WorkflowFailed{}},
-		{"continued as new", history.NewHistoryEvent(5, time.Unix(10, 0), history.EventType_WorkflowExecutionContinuedAsNew, &history.ExecutionContinuedAsNewAttributes{ContinuedExecutionID: "e2"}), statusContinuedAsNew, eventstore.WorkflowContinuedAsNew{}},
+		{"continued as new", history.NewHistoryEvent(5, time.Unix(10, 0), history.EventType_WorkflowExecutionContinuedAsNew, &history.ExecutionContinuedAsNewAttributes{ContinuedExecutionID: "e2"}), statusContinuedAsNew, pairing.ContinuedAsNew{}},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,8 +66,10 @@ func TestTranslateStatus(t *testing.T) {
 			if env.WorkflowID != wf || env.RunID != eventstore.RunID(wf) || env.Seq != 5 || !env.RecordedAt.Equal(time.Unix(10, 0)) {
 				t.Fatalf("envelope %+v", env)
 			}
-			if c, ok := tr.ev.(eventstore.WorkflowContinuedAsNew); ok && c.NewRunID != eventstore.RunID(executionKey("i", "e2")) {
-				t.Fatalf("next run %v, want the key of (i, e2)", c.NewRunID)
+			if c, ok := tr.ev.(pairing.ContinuedAsNew); ok {
+				if next := executionKey("i", "e2"); c.NewRunID != eventstore.RunID(next) || c.NewWorkflowID != next {
+					t.Fatalf("next run %v of workflow %v, want the key of (i, e2) as both", c.NewRunID, c.NewWorkflowID)
+				}
 			}
 		})
 	}
@@ -224,7 +228,13 @@ func TestWorkflowTaskWait(t *testing.T) {
 					if m.Name != "aion.workflow.task.wait.duration" {
 						continue
 					}
+					if m.Unit != "s" || m.Description == "" {
+						t.Errorf("unit %q, description %q: want seconds, described", m.Unit, m.Description)
+					}
 					dps := m.Data.(metricdata.Histogram[float64]).DataPoints
+					if len(dps) == 1 && !slices.Equal(dps[0].Bounds, durationBoundaries) {
+						t.Errorf("bounds %v, want the catalog's %v", dps[0].Bounds, durationBoundaries)
+					}
 					if len(dps) != 1 || dps[0].Count != 1 || dps[0].Sum != tc.want {
 						t.Fatalf("points %+v, want one of %g s", dps, tc.want)
 					}
