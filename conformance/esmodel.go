@@ -341,7 +341,7 @@ func (a esAppend) String() string {
 	if a.big {
 		b.WriteString(", 1 MiB payloads")
 	}
-	return b.String() + modeString(a.mode, a.trip) + ")"
+	return b.String() + ")"
 }
 
 // batch makes the events and rows of an append, from w's state.

@@ -55,6 +55,16 @@ func capabilitiesOf(v any) Capabilities {
 	return c
 }
 
+// lacks is the skip of a rule that needs caps, nil when v has them.
+func lacks(v any, caps Capabilities) error {
+	for _, iface := range storeInterfaces {
+		if caps&iface.caps&^capabilitiesOf(v) != 0 {
+			return skipf(iface.caps, "%T does not implement %s", v, iface.name)
+		}
+	}
+	return nil
+}
+
 // Call is one method call a [Spy] received.
 type Call struct {
 	// Method is the Go method name: "Append", "ClaimOutboxRows", ...
