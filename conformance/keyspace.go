@@ -574,19 +574,12 @@ func (m *ksModel) append(a ksAppend) error {
 		if a.mode != ctxTrip || !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("at the head %d: %w", head, err)
 		}
-		// Cancelled during the call: all of the batch landed, or none, or
-		// it may still land (a durable store cannot always know). The same
-		// append again settles it: it lands now, or conflicts with the
-		// first at the head after it.
 		h, herr := m.s.Head(m.ctx, key)
-		if herr != nil || (h != head && h != head+uint64(len(given))) {
-			return fmt.Errorf("cancelled during the call (%v), it left head %d (%v): want %d or %d, all or nothing", err, h, herr, head, head+uint64(len(given)))
-		}
-		if h == head {
+		if err := settleCancelled(err, herr, h-head, head, uint64(len(given)), func() error {
 			_, err := m.s.AppendEvents(m.ctx, expected, deepCopy(given))
-			if err != nil && wantConflict(err, expected, head+uint64(len(given)), "") != nil {
-				return fmt.Errorf("the append cancelled during the call, made again: %w", err)
-			}
+			return err
+		}); err != nil {
+			return err
 		}
 	} else if got != wantHead {
 		return fmt.Errorf("returned %d, want %d", got, wantHead)
@@ -599,6 +592,24 @@ func (m *ksModel) append(a ksAppend) error {
 	}
 	if a.big {
 		return m.read(ksRead{stream: a.stream, from: abs(head)})
+	}
+	return nil
+}
+
+// settleCancelled judges a write at head of n records that returned err,
+// cancelled during the call: all of it landed, or none, or it may still
+// land (a durable store cannot always know). landed is what a read (which
+// returned rerr) finds past head; the same write again settles it: it
+// lands now, or conflicts at the head after the first.
+func settleCancelled(err, rerr error, landed, head, n uint64, again func() error) error {
+	if rerr != nil || (landed != 0 && landed != n) {
+		return fmt.Errorf("cancelled during the call (%v), it left %d of its %d records (%v): all or nothing", err, landed, n, rerr)
+	}
+	if landed > 0 {
+		return nil
+	}
+	if err := again(); err != nil && wantConflict(err, head, head+n, "") != nil {
+		return fmt.Errorf("the write cancelled during the call, made again: %w", err)
 	}
 	return nil
 }
