@@ -188,6 +188,7 @@ var (
 	timeType  = reflect.TypeFor[time.Time]()
 	tokenType = reflect.TypeFor[eventstore.WriteToken]()
 	errorType = reflect.TypeFor[error]()
+	eventType = reflect.TypeFor[eventstore.Event]()
 )
 
 // fill sets every exported field reachable in v (a settable value) to a
@@ -286,40 +287,103 @@ func copyValue(v reflect.Value) reflect.Value {
 	return v
 }
 
-// scribble overwrites, in place, everything a caller can reach in v: every
-// byte of every byte slice, then every element of every slice. A caller
-// owns what it passed once the call returned and what a read returned, so
-// a store whose later answers change is keeping or handing out shared
-// memory.
-func scribble(v any) { scribbleValue(reflect.ValueOf(v)) }
+// scribble overwrites, in place, everything a caller can reach in v with
+// marks (see mark). A caller owns what it passed once the call returned
+// and what a read returned, so a store whose later answers change, or a
+// decorator that hands a mark on, is keeping or handing out shared memory.
+func scribble(v any) { mark(reflect.ValueOf(v), true, nil) }
 
-func scribbleValue(v reflect.Value) {
+// The marks scribble leaves, none of which the generators draw.
+const (
+	poisonString = "conformance: poisoned once its call returned"
+	poisonInt    = -0x5eedbad
+	poisonUint   = 0xbdbd_bdbd_bdbd_bdbd
+	poisonByte   = 0xbd
+)
+
+var poisonBytes = []byte("\xbdpoisoned\xbd")
+
+// poisonedEvent is the mark of an event: reading its envelope, as any use
+// of a kept event does, sets late (when not nil).
+type poisonedEvent struct {
+	eventstore.SignalReceived
+	late *atomic.Bool
+}
+
+func (e poisonedEvent) EventEnvelope() eventstore.Envelope {
+	if e.late != nil {
+		e.late.Store(true)
+	}
+	return e.SignalReceived.EventEnvelope()
+}
+
+// mark walks everything a caller can reach in v: every element of every
+// slice, every exported field, through interfaces and pointers. With set
+// it overwrites each in place with its mark: strings, ints and uint64s the
+// poison values, byte slices the poison pattern, byte arrays (IDs)
+// poisonByte, the events of a slice poisonedEvents reporting to late. Without
+// set it reports whether v holds a mark.
+func mark(v reflect.Value, set bool, late *atomic.Bool) bool {
 	switch v.Kind() {
 	case reflect.Slice:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
-			b := v.Bytes()
-			for i := range b {
-				b[i] = '#'
+			for i := 0; set && i < v.Len(); i += copy(v.Bytes()[i:], poisonBytes) {
 			}
-			return
+			return !set && bytes.HasPrefix(v.Bytes(), poisonBytes)
 		}
 		for i := range v.Len() {
-			scribbleValue(v.Index(i))
-			v.Index(i).Set(reflect.Zero(v.Type().Elem()))
+			if e := v.Index(i); mark(e, set, late) {
+				return true
+			} else if set && e.Type() == eventType {
+				e.Set(reflect.ValueOf(poisonedEvent{eventstore.SignalReceived{SignalName: poisonString}, late}))
+			}
 		}
 	case reflect.Struct:
 		for _, i := range exported(v.Type()) {
-			scribbleValue(v.Field(i))
+			if mark(v.Field(i), set, late) {
+				return true
+			}
 		}
-	case reflect.Interface, reflect.Pointer:
-		if !v.IsNil() {
-			scribbleValue(v.Elem())
+	case reflect.Array:
+		n := 0
+		for i := range v.Len() {
+			if e := v.Index(i); e.Kind() == reflect.Uint8 && set && e.CanSet() {
+				e.SetUint(poisonByte)
+			} else if e.Kind() == reflect.Uint8 && e.Uint() == poisonByte {
+				n++
+			}
 		}
+		return !set && n >= 8 && n == v.Len()
+	case reflect.Interface:
+		if !v.IsNil() && set && v.CanSet() {
+			// What an interface holds is no one's to change in place:
+			// the caller puts a marked copy there.
+			cp := reflect.New(v.Elem().Type()).Elem()
+			cp.Set(v.Elem())
+			mark(cp, true, late)
+			v.Set(cp)
+			return false
+		}
+		return !v.IsNil() && mark(v.Elem(), set, late)
+	case reflect.Pointer:
+		return !v.IsNil() && mark(v.Elem(), set, late)
 	case reflect.String:
-		if v.CanSet() {
-			v.SetString("#")
+		if set && v.CanSet() {
+			v.SetString(poisonString)
 		}
+		return !set && v.String() == poisonString
+	case reflect.Int:
+		if set && v.CanSet() {
+			v.SetInt(poisonInt)
+		}
+		return !set && v.Int() == poisonInt
+	case reflect.Uint64:
+		if set && v.CanSet() {
+			v.SetUint(poisonUint)
+		}
+		return !set && v.Uint() == poisonUint
 	}
+	return false
 }
 
 // fieldCache maps a struct type to the indices of its exported fields.
