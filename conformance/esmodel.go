@@ -613,17 +613,10 @@ func (m *esModel) apply(w *esWf, events []eventstore.Event, rows []eventstore.Ou
 			}
 			st.open = slices.DeleteFunc(st.open, func(x eventstore.ActivityID) bool { return x == id })
 		}
+		if s, ok := closingStatus(ev); ok {
+			closeAs(s)
+		}
 		switch e := ev.(type) {
-		case eventstore.WorkflowCompleted:
-			closeAs(eventstore.StatusCompleted)
-		case eventstore.WorkflowFailed:
-			closeAs(eventstore.StatusFailed)
-		case eventstore.WorkflowCancelled:
-			closeAs(eventstore.StatusCancelled)
-		case eventstore.WorkflowTimedOut:
-			closeAs(eventstore.StatusTimedOut)
-		case eventstore.WorkflowContinuedAsNew:
-			closeAs(eventstore.StatusContinuedAsNew)
 		case eventstore.WorkflowPaused:
 			run.Status, st.status = eventstore.StatusPaused, eventstore.StatusPaused
 		case eventstore.WorkflowResumed, eventstore.WorkflowReopened:
