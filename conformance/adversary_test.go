@@ -2108,6 +2108,50 @@ func decCases() []struct {
 				return in.Append(ctx, tok, wf, evs, exp)
 			}}
 		})},
+		{"reports-commit-cancelled", decWrap(func() *decHooks {
+			// An append whose context ended while the inner store took
+			// it is reported as cancelled, though it committed: the
+			// caller retries a write that landed.
+			return &decHooks{append: func(in eventstore.Store, ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, evs []eventstore.Event, exp uint64) error {
+				live := ctx.Err() == nil
+				if err := in.Append(ctx, tok, wf, evs, exp); err != nil || !live {
+					return err
+				}
+				return ctx.Err()
+			}}
+		})},
+		{"reads-caller-shards-late", decWrap(func() *decHooks {
+			// It keeps the caller's shard list and, at the next
+			// acquisition, checks on its own account that it still owns
+			// those shards.
+			var mu sync.Mutex
+			var kept []int
+			return &decHooks{acquireOwnedShards: func(in eventstore.ShardOwner, ctx context.Context, shards []int) error {
+				mu.Lock()
+				for _, s := range kept {
+					in.IsCurrentOwner(context.Background(), s)
+				}
+				kept = shards
+				mu.Unlock()
+				return in.AcquireOwnedShards(ctx, shards)
+			}}
+		})},
+		{"reads-caller-rows-late", decWrap(func() *decHooks {
+			// It keeps the caller's re-armed rows and, at the next
+			// re-arm, reads the history of the first one's workflow on
+			// its own account.
+			var mu sync.Mutex
+			var kept []eventstore.OutboxRow
+			return &decHooks{rearm: func(in eventstore.Outbox, ctx context.Context, rows []eventstore.OutboxRow) error {
+				mu.Lock()
+				if len(kept) > 0 {
+					_, _ = in.(eventstore.Store).ReadHistory(context.Background(), kept[0].WorkflowID)
+				}
+				kept = rows
+				mu.Unlock()
+				return in.RearmOutboxPending(ctx, rows)
+			}}
+		})},
 		{"caches-read-history", decWrap(func() *decHooks {
 			var mu sync.Mutex
 			cache := map[eventstore.WorkflowID][]eventstore.Event{}

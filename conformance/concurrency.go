@@ -261,10 +261,10 @@ const claimRows = 300
 // are exactly those handed out once more than re-armed, counted by
 // CountClaimedOutboxRows, the others claimable again.
 func outboxConcurrentClaims(ctx context.Context, env *ruleEnv[eventstore.Store], s eventstore.Store) error {
-	ob, ok := s.(eventstore.Outbox)
-	if !ok {
-		return skipf(CapOutbox, "%T does not implement eventstore.Outbox", s)
+	if err := lacks(s, CapOutbox); err != nil {
+		return err
 	}
+	ob := s.(eventstore.Outbox)
 	m, _ := newESModel(ctx, uint64(env.cfg.seed), 3, env.cfg.scale)(s)
 	for wf := range 3 {
 		if err := m.append(esAppend{wf: wf, n: 1 + claimRows/3, rows: true, kinds: append(start, repeat(kSchedule, claimRows/3)...), seed: uint64(wf)}); err != nil {
@@ -412,9 +412,7 @@ func ksConcurrentStreams(ctx context.Context, env *ruleEnv[keyspace.Store], s ke
 		if err != nil {
 			return nil, fmt.Errorf("%s: ListStreams: %w", what, err)
 		}
-		if !slices.IsSortedFunc(got, func(a, b keyspace.StreamSummary) int {
-			return cmpKey(a.Key, b.Key)
-		}) {
+		if !slices.IsSortedFunc(got, func(a, b keyspace.StreamSummary) int { return cmpKey(a.Key, b.Key) }) {
 			return nil, fmt.Errorf("%s: ListStreams is not ordered by (activity, attempt): %v", what, got)
 		}
 		return got, nil
@@ -472,8 +470,5 @@ func ksConcurrentStreams(ctx context.Context, env *ruleEnv[keyspace.Store], s ke
 
 // cmpKey orders the streams of one run by (activity, attempt).
 func cmpKey(a, b keyspace.StreamKey) int {
-	if c := cmp.Compare(a.ActivityID, b.ActivityID); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Attempt, b.Attempt)
+	return cmp.Or(cmp.Compare(a.ActivityID, b.ActivityID), cmp.Compare(a.Attempt, b.Attempt))
 }

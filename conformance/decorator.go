@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,7 +39,9 @@ import (
 //     an error, is caught;
 //   - differential: generated calls with nil, empty, zero, boundary and
 //     large (past 64, 4,096 and 65,536 elements) arguments, every field of
-//     every argument set, cancelled, expired and deadline-bound contexts,
+//     every argument set, cancelled, expired and deadline-bound contexts
+//     and contexts the spy cancels once it has the call (which took effect:
+//     its answer, nil included, is still the caller's),
 //     repeated calls, answered by the spy with generated results of the
 //     same shapes or an error of the set: the inner sees the caller's
 //     arguments, context values, Err() and Deadline(), and the caller gets
@@ -284,6 +287,7 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 		rounds /= 2
 	}
 	var late atomic.Bool // a poisoned event was read
+	scanned := 0         // the spy's calls made before the last poisoning
 	for round := range rounds {
 		tick(ctx)
 		m := methods[round%len(methods)]
@@ -294,6 +298,11 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 		if visit%4 == 3 {
 			cancel()
 			cctx, cancel = context.WithDeadline(cctx, time.Now().Add(time.Duration(1+g.IntN(1000))*time.Hour))
+		}
+		if visit%8 == 0 {
+			// The spy cancels it once it has the call, before it answers.
+			cctx, cancel = context.WithCancel(cctx)
+			cctx = context.WithValue(cctx, spyCancelKey{}, cancel)
 		}
 		args := []reflect.Value{reflect.ValueOf(&cctx).Elem()}
 		for i := 1; i < m.Type.NumIn(); i++ {
@@ -330,15 +339,22 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 				return fmt.Errorf("generated call %d (%s, call %d): %w", round+1, m.Name, rep+1, err)
 			}
 		}
-		// The call returned: the caller's events are its own again. Each
-		// becomes a poisoned event that reports any later read, which the
-		// race detector alone would catch only on the schedules it sees.
-		poison(args, &late)
+		// The call returned: the caller's slices are its own again, and it
+		// marks them (see mark), which the race detector alone would catch
+		// only on the schedules it sees.
+		cancel()
 		if late.Load() {
-			cancel()
 			return fmt.Errorf("generated call %d (%s): the decorator read the caller's events after the call that passed them returned (it kept the slice)", round+1, m.Name)
 		}
-		cancel()
+		for _, c := range spy.Calls()[scanned:] {
+			if slices.ContainsFunc(c.Args, func(a any) bool { return mark(reflect.ValueOf(a), false, nil) }) {
+				return fmt.Errorf("generated call %d (%s): the decorator called the inner %s with a value of a caller's slice poisoned once the call that passed it returned (it kept the slice and read it later)", round+1, m.Name, c.Method)
+			}
+		}
+		for _, a := range args[1:] {
+			mark(a, true, &late)
+		}
+		scanned = len(spy.Calls())
 	}
 	return nil
 }
@@ -348,33 +364,6 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// poisonedEvent stands in the caller's events slice once the call that
-// passed it returned: reading its envelope, as any use of a kept event
-// does, sets late.
-type poisonedEvent struct {
-	eventstore.SignalReceived
-	late *atomic.Bool
-}
-
-func (e poisonedEvent) EventEnvelope() eventstore.Envelope {
-	e.late.Store(true)
-	return e.SignalReceived.EventEnvelope()
-}
-
-// poison replaces every event of the []eventstore.Event arguments in args
-// with a poisonedEvent.
-func poison(args []reflect.Value, late *atomic.Bool) {
-	for _, a := range args {
-		evs, ok := a.Interface().([]eventstore.Event)
-		if !ok {
-			continue
-		}
-		for i := range evs {
-			evs[i] = poisonedEvent{late: late}
-		}
-	}
 }
 
 // readMethods are the methods that change nothing in a store.
@@ -412,11 +401,12 @@ func onBehalf(calls []Call, method string, callerCtx context.Context) []Call {
 // recorded) and its very error.
 func compareCall(spy *Spy, w eventstore.Store, m reflect.Method, args []reflect.Value, spyErr error, want ...any) error {
 	before := len(spy.Calls())
+	callerCtx := args[0].Interface().(context.Context)
+	callerErr := callerCtx.Err() // before the call: the spy may cancel it during
 	out, err := callMethod(w, m.Name, args)
 	if err != nil {
 		return err
 	}
-	callerCtx := args[0].Interface().(context.Context)
 	all := spy.Calls()[before:]
 	calls := onBehalf(all, m.Name, callerCtx)
 	if len(calls) != 1 || calls[0].Method != m.Name {
@@ -436,8 +426,8 @@ func compareCall(spy *Spy, w eventstore.Store, m reflect.Method, args []reflect.
 	switch {
 	case call.Ctx == nil || call.Ctx.Value(diffCtxKey{}) != callerCtx.Value(diffCtxKey{}):
 		return fmt.Errorf("%s reached the inner store with a context that does not carry the caller's values", m.Name)
-	case call.CtxErr != callerCtx.Err():
-		return fmt.Errorf("%s: the inner store's context had Err() = %v when the caller's had %v", m.Name, call.CtxErr, callerCtx.Err())
+	case call.CtxErr != callerErr:
+		return fmt.Errorf("%s: the inner store's context had Err() = %v when the caller's had %v", m.Name, call.CtxErr, callerErr)
 	case call.HasDeadline != ok || !call.Deadline.Equal(dl):
 		return fmt.Errorf("%s: the inner store's context had Deadline() = %v, %v when the caller's had %v, %v", m.Name, call.Deadline, call.HasDeadline, dl, ok)
 	}

@@ -34,7 +34,19 @@
 // case-folded key merges, numbers next to 2^32 and 2^63, sizes past 4,096
 // and 65,536, and contexts cancelled before or during a call. Every call
 // checks that the caller's arguments are left as given, every answer is
-// scribbled on and read again, every refusal must write nothing. A failure
+// scribbled on and read again, every refusal must write nothing. Once a
+// call returned, its caller's slices are overwritten with marks no
+// generator draws (events, rows, IDs, shard numbers, strings, payload
+// bytes): a store that kept them answers with a mark later, a decorator
+// that reads a kept event or hands a mark to the inner store fails,
+// without the race detector.
+//
+// A write whose context ends while it runs may commit and still return
+// the context's error from a store (the contract allows it: the same
+// append again settles it, which the models do); never from a decorator
+// whose inner store answered: that answer, nil included, is the caller's
+// (rule differential, where the Spy cancels the caller's context once it
+// has the call), and its telemetry is a success's (rule calls). A failure
 // names the seed and the operation, shrunk to a short reproduction; replay
 // with -conformance.seed=N ([WithSeed]), run longer with -conformance.long
 // ([WithScale]).

@@ -341,7 +341,7 @@ func (a esAppend) String() string {
 	if a.big {
 		b.WriteString(", 1 MiB payloads")
 	}
-	return b.String() + modeString(a.mode, a.trip) + ")"
+	return b.String() + ")"
 }
 
 // batch makes the events and rows of an append, from w's state.
@@ -492,12 +492,7 @@ func (m *esModel) append(a esAppend) error {
 			a.flaw = esNoFlaw
 		}
 	}
-	var err error
-	if outbox {
-		err = m.ob.AppendWithOutbox(ctx, tok, wfID, events, expected, rows)
-	} else {
-		err = m.s.Append(ctx, tok, wfID, events, expected)
-	}
+	err := m.write(ctx, outbox, tok, wfID, events, expected, rows)
 	if d := diff(ends(events), ends(givenE)) + diff(ends(rows), ends(givenR)); d != "" {
 		return fmt.Errorf("the call changed the caller's arguments: %s", d)
 	}
@@ -536,21 +531,11 @@ func (m *esModel) append(a esAppend) error {
 		if a.mode != ctxTrip || !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("at the head %d: %w", head, err)
 		}
-		// Cancelled during the call: all of it landed, or none, or it may
-		// still land; the same append again settles it (see ksModel.append).
 		got, rerr := m.s.ReadHistoryFrom(m.ctx, w.id, head+1)
-		if rerr != nil || (len(got) != 0 && len(got) != len(givenE)) {
-			return fmt.Errorf("cancelled during the call (%v), it left %d of the %d events (%v): all or nothing", err, len(got), len(givenE), rerr)
-		}
-		if len(got) == 0 {
-			if outbox {
-				err = m.ob.AppendWithOutbox(m.ctx, tok, wfID, deepCopy(givenE), expected, deepCopy(givenR))
-			} else {
-				err = m.s.Append(m.ctx, tok, wfID, deepCopy(givenE), expected)
-			}
-			if err != nil && wantConflict(err, expected, head+uint64(len(givenE)), "") != nil {
-				return fmt.Errorf("the append cancelled during the call, made again: %w", err)
-			}
+		if err := settleCancelled(err, rerr, uint64(len(got)), head, uint64(len(givenE)), func() error {
+			return m.write(m.ctx, outbox, tok, wfID, deepCopy(givenE), expected, deepCopy(givenR))
+		}); err != nil {
+			return err
 		}
 	}
 	m.apply(w, givenE, givenR)
@@ -561,6 +546,14 @@ func (m *esModel) append(a esAppend) error {
 		return m.readFrom(w, abs(head+1), ctxLive, 0)
 	}
 	return nil
+}
+
+// write appends through AppendWithOutbox (outbox) or Append.
+func (m *esModel) write(ctx context.Context, outbox bool, tok eventstore.WriteToken, wf eventstore.WorkflowID, events []eventstore.Event, expected uint64, rows []eventstore.OutboxRow) error {
+	if outbox {
+		return m.ob.AppendWithOutbox(ctx, tok, wf, events, expected, rows)
+	}
+	return m.s.Append(ctx, tok, wf, events, expected)
 }
 
 // retry makes an accepted append again, identical (events and rows,
@@ -577,12 +570,7 @@ func (m *esModel) retry(back int) error {
 	if d.w.head() == d.expected {
 		return nil // pruned since: not a retry any more
 	}
-	var err error
-	if d.outbox {
-		err = m.ob.AppendWithOutbox(m.ctx, token, d.w.id, deepCopy(d.events), d.expected, deepCopy(d.rows))
-	} else {
-		err = m.s.Append(m.ctx, token, d.w.id, deepCopy(d.events), d.expected)
-	}
+	err := m.write(m.ctx, d.outbox, token, d.w.id, deepCopy(d.events), d.expected, deepCopy(d.rows))
 	what := fmt.Sprintf("the identical retry of an accepted append of %d events and %d rows", len(d.events), len(d.rows))
 	if err := wantConflict(err, d.expected, d.w.head(), what); err != nil {
 		return err
@@ -625,17 +613,10 @@ func (m *esModel) apply(w *esWf, events []eventstore.Event, rows []eventstore.Ou
 			}
 			st.open = slices.DeleteFunc(st.open, func(x eventstore.ActivityID) bool { return x == id })
 		}
+		if s, ok := closingStatus(ev); ok {
+			closeAs(s)
+		}
 		switch e := ev.(type) {
-		case eventstore.WorkflowCompleted:
-			closeAs(eventstore.StatusCompleted)
-		case eventstore.WorkflowFailed:
-			closeAs(eventstore.StatusFailed)
-		case eventstore.WorkflowCancelled:
-			closeAs(eventstore.StatusCancelled)
-		case eventstore.WorkflowTimedOut:
-			closeAs(eventstore.StatusTimedOut)
-		case eventstore.WorkflowContinuedAsNew:
-			closeAs(eventstore.StatusContinuedAsNew)
 		case eventstore.WorkflowPaused:
 			run.Status, st.status = eventstore.StatusPaused, eventstore.StatusPaused
 		case eventstore.WorkflowResumed, eventstore.WorkflowReopened:

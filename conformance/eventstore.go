@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -462,17 +461,7 @@ func sizesTimerAt(i int) time.Time { return time.Unix(1_600_000_000+int64(i), 0)
 
 // esb builds the steps of an event store rule; mode and trip apply to the
 // next step only.
-type esb struct {
-	steps []step[*esModel]
-	rng   *rand.Rand
-	mode  ctxMode
-	trip  int
-}
-
-func (b *esb) push(what string, do func(m *esModel) error) {
-	b.steps = append(b.steps, step[*esModel]{what + modeString(b.mode, b.trip), do})
-	b.mode, b.trip = ctxLive, 0
-}
+type esb struct{ builder[*esModel] }
 
 func (b *esb) app(a esAppend) {
 	a.seed, a.mode, a.trip = b.rng.Uint64(), b.mode, b.trip
@@ -638,14 +627,11 @@ func (b *esb) prune(variant int) {
 // esScript makes a fixed rule of a script: the same steps whatever the
 // seed, run against the model; caps are the capabilities it needs.
 func esScript(name string, caps Capabilities, script func(b *esb)) rule[eventstore.Store] {
-	b := &esb{rng: newRand(1, name)}
+	b := &esb{builder[*esModel]{rng: newRand(1, name)}}
 	script(b)
 	return fixed(name, func(ctx context.Context, s eventstore.Store) error {
-		if caps&CapOutbox != 0 && capabilitiesOf(s)&CapOutbox == 0 {
-			return skipf(CapOutbox, "%T does not implement eventstore.Outbox", s)
-		}
-		if caps&CapShardOwner != 0 && capabilitiesOf(s)&CapShardOwner == 0 {
-			return skipf(CapShardOwner, "%T does not implement eventstore.ShardOwner", s)
+		if err := lacks(s, caps); err != nil {
+			return err
 		}
 		_, err := runSteps(ctx, s, newESModel(ctx, 1, 8, 1), b.steps)
 		return err
@@ -673,7 +659,7 @@ func esModelRule(ctx context.Context, env *ruleEnv[eventstore.Store], s eventsto
 	n := esWorkflows * scale
 	caps := capabilitiesOf(s)
 	_, prunes := s.(ClosedPruner)
-	b := &esb{rng: rng}
+	b := &esb{builder[*esModel]{rng: rng}}
 	// The long history, in batches of varied size, one big.
 	for total, i := 0, 0; total < esLongHistory*scale; i++ {
 		size := 1 + rng.IntN(400)

@@ -188,6 +188,7 @@ var (
 	timeType  = reflect.TypeFor[time.Time]()
 	tokenType = reflect.TypeFor[eventstore.WriteToken]()
 	errorType = reflect.TypeFor[error]()
+	eventType = reflect.TypeFor[eventstore.Event]()
 )
 
 // fill sets every exported field reachable in v (a settable value) to a
@@ -286,40 +287,103 @@ func copyValue(v reflect.Value) reflect.Value {
 	return v
 }
 
-// scribble overwrites, in place, everything a caller can reach in v: every
-// byte of every byte slice, then every element of every slice. A caller
-// owns what it passed once the call returned and what a read returned, so
-// a store whose later answers change is keeping or handing out shared
-// memory.
-func scribble(v any) { scribbleValue(reflect.ValueOf(v)) }
+// scribble overwrites, in place, everything a caller can reach in v with
+// marks (see mark). A caller owns what it passed once the call returned
+// and what a read returned, so a store whose later answers change, or a
+// decorator that hands a mark on, is keeping or handing out shared memory.
+func scribble(v any) { mark(reflect.ValueOf(v), true, nil) }
 
-func scribbleValue(v reflect.Value) {
+// The marks scribble leaves, none of which the generators draw.
+const (
+	poisonString = "conformance: poisoned once its call returned"
+	poisonInt    = -0x5eedbad
+	poisonUint   = 0xbdbd_bdbd_bdbd_bdbd
+	poisonByte   = 0xbd
+)
+
+var poisonBytes = []byte("\xbdpoisoned\xbd")
+
+// poisonedEvent is the mark of an event: reading its envelope, as any use
+// of a kept event does, sets late (when not nil).
+type poisonedEvent struct {
+	eventstore.SignalReceived
+	late *atomic.Bool
+}
+
+func (e poisonedEvent) EventEnvelope() eventstore.Envelope {
+	if e.late != nil {
+		e.late.Store(true)
+	}
+	return e.SignalReceived.EventEnvelope()
+}
+
+// mark walks everything a caller can reach in v: every element of every
+// slice, every exported field, through interfaces and pointers. With set
+// it overwrites each in place with its mark: strings, ints and uint64s the
+// poison values, byte slices the poison pattern, byte arrays (IDs)
+// poisonByte, the events of a slice poisonedEvents reporting to late. Without
+// set it reports whether v holds a mark.
+func mark(v reflect.Value, set bool, late *atomic.Bool) bool {
 	switch v.Kind() {
 	case reflect.Slice:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
-			b := v.Bytes()
-			for i := range b {
-				b[i] = '#'
+			for i := 0; set && i < v.Len(); i += copy(v.Bytes()[i:], poisonBytes) {
 			}
-			return
+			return !set && bytes.HasPrefix(v.Bytes(), poisonBytes)
 		}
 		for i := range v.Len() {
-			scribbleValue(v.Index(i))
-			v.Index(i).Set(reflect.Zero(v.Type().Elem()))
+			if e := v.Index(i); mark(e, set, late) {
+				return true
+			} else if set && e.Type() == eventType {
+				e.Set(reflect.ValueOf(poisonedEvent{eventstore.SignalReceived{SignalName: poisonString}, late}))
+			}
 		}
 	case reflect.Struct:
 		for _, i := range exported(v.Type()) {
-			scribbleValue(v.Field(i))
+			if mark(v.Field(i), set, late) {
+				return true
+			}
 		}
-	case reflect.Interface, reflect.Pointer:
-		if !v.IsNil() {
-			scribbleValue(v.Elem())
+	case reflect.Array:
+		n := 0
+		for i := range v.Len() {
+			if e := v.Index(i); e.Kind() == reflect.Uint8 && set && e.CanSet() {
+				e.SetUint(poisonByte)
+			} else if e.Kind() == reflect.Uint8 && e.Uint() == poisonByte {
+				n++
+			}
 		}
+		return !set && n >= 8 && n == v.Len()
+	case reflect.Interface:
+		if !v.IsNil() && set && v.CanSet() {
+			// What an interface holds is no one's to change in place:
+			// the caller puts a marked copy there.
+			cp := reflect.New(v.Elem().Type()).Elem()
+			cp.Set(v.Elem())
+			mark(cp, true, late)
+			v.Set(cp)
+			return false
+		}
+		return !v.IsNil() && mark(v.Elem(), set, late)
+	case reflect.Pointer:
+		return !v.IsNil() && mark(v.Elem(), set, late)
 	case reflect.String:
-		if v.CanSet() {
-			v.SetString("#")
+		if set && v.CanSet() {
+			v.SetString(poisonString)
 		}
+		return !set && v.String() == poisonString
+	case reflect.Int:
+		if set && v.CanSet() {
+			v.SetInt(poisonInt)
+		}
+		return !set && v.Int() == poisonInt
+	case reflect.Uint64:
+		if set && v.CanSet() {
+			v.SetUint(poisonUint)
+		}
+		return !set && v.Uint() == poisonUint
 	}
+	return false
 }
 
 // fieldCache maps a struct type to the indices of its exported fields.
@@ -340,164 +404,110 @@ func exported(t reflect.Type) []int {
 	return out
 }
 
-// equal reports whether g and w (of one type) are equal as diff judges;
-// strict, as reflect.DeepEqual judges (a nil slice is not an empty one,
-// times compare with ==), for a decorator, which must hand on the very
-// values it got.
-func equal(g, w reflect.Value, strict bool) bool {
-	switch g.Kind() {
-	case reflect.Struct:
-		if g.Type() == timeType {
-			if strict {
-				return g.Interface() == w.Interface()
-			}
-			return g.Interface().(time.Time).Equal(w.Interface().(time.Time))
-		}
-		if len(exported(g.Type())) < g.NumField() {
-			return reflect.DeepEqual(g.Interface(), w.Interface())
-		}
-		for _, i := range exported(g.Type()) {
-			if !equal(g.Field(i), w.Field(i), strict) {
-				return false
-			}
-		}
-		return true
-	case reflect.Slice:
-		if strict && g.IsNil() != w.IsNil() {
-			return false
-		}
-		if g.Type().Elem().Kind() == reflect.Uint8 {
-			return bytes.Equal(g.Bytes(), w.Bytes())
-		}
-		if g.Len() != w.Len() {
-			return false
-		}
-		if g.Pointer() == w.Pointer() {
-			return true
-		}
-		for i := range g.Len() {
-			if !equal(g.Index(i), w.Index(i), strict) {
-				return false
-			}
-		}
-		return true
-	case reflect.Array:
-		for i := range g.Len() {
-			if !equal(g.Index(i), w.Index(i), strict) {
-				return false
-			}
-		}
-		return true
-	case reflect.Interface, reflect.Pointer:
-		if g.IsNil() || w.IsNil() {
-			return g.IsNil() == w.IsNil()
-		}
-		return g.Elem().Type() == w.Elem().Type() && equal(g.Elem(), w.Elem(), strict)
-	case reflect.String:
-		return g.String() == w.String()
-	case reflect.Bool:
-		return g.Bool() == w.Bool()
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return g.Int() == w.Int()
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return g.Uint() == w.Uint()
-	}
-	return reflect.DeepEqual(g.Interface(), w.Interface())
-}
-
 // diff returns "" when got equals want, else where and how they differ.
 // Times compare with Equal, and a nil slice equals an empty one (a store
 // may return either for nothing).
 func diff(got, want any) string {
-	g, w := reflect.ValueOf(got), reflect.ValueOf(want)
-	if g.IsValid() && w.IsValid() && g.Type() == w.Type() && equal(g, w, false) {
+	path, d := differ(reflect.ValueOf(got), reflect.ValueOf(want), false)
+	if d == "" {
 		return ""
 	}
-	return diffValue("", g, w)
+	if path == "" {
+		return "value: " + d
+	}
+	return strings.TrimPrefix(path, ".") + ": " + d
 }
 
-// same reports whether got and want are equal as reflect.DeepEqual judges.
+// same reports whether got and want are equal as reflect.DeepEqual judges
+// (a nil slice is not an empty one, times compare with ==): a decorator
+// must hand on the very values it got.
 func same(got, want any) bool {
-	g, w := reflect.ValueOf(got), reflect.ValueOf(want)
-	if !g.IsValid() || !w.IsValid() {
-		return g.IsValid() == w.IsValid()
-	}
-	return g.Type() == w.Type() && equal(g, w, true)
+	_, d := differ(reflect.ValueOf(got), reflect.ValueOf(want), true)
+	return d == ""
 }
 
-func diffValue(path string, g, w reflect.Value) string {
-	if !g.IsValid() || !w.IsValid() {
+// differ is the one comparison behind diff and same: "" when g equals w,
+// else how they differ and where (the path below g, built only then).
+func differ(g, w reflect.Value, strict bool) (path, how string) {
+	switch {
+	case !g.IsValid() || !w.IsValid():
 		if g.IsValid() == w.IsValid() {
-			return ""
+			return "", ""
 		}
-		return fmt.Sprintf("%s: %s, want %s", orRoot(path), show(g), show(w))
+		return "", fmt.Sprintf("%s, want %s", show(g), show(w))
+	case g.Type() != w.Type():
+		return "", fmt.Sprintf("a %v, want a %v", g.Type(), w.Type())
 	}
-	if g.Type() != w.Type() {
-		return fmt.Sprintf("%s: a %v, want a %v", orRoot(path), g.Type(), w.Type())
-	}
+	eq := true
 	switch g.Kind() {
 	case reflect.Struct:
 		if g.Type() == timeType {
-			if !g.Interface().(time.Time).Equal(w.Interface().(time.Time)) {
-				return fmt.Sprintf("%s: %v, want %v", orRoot(path), g.Interface(), w.Interface())
+			gt, wt := g.Interface().(time.Time), w.Interface().(time.Time)
+			if !gt.Equal(wt) || (strict && gt != wt) {
+				return "", fmt.Sprintf("%v, want %v", gt, wt)
 			}
-			return ""
+			return "", ""
 		}
-		if len(exported(g.Type())) < g.NumField() && !reflect.DeepEqual(g.Interface(), w.Interface()) {
-			return fmt.Sprintf("%s: %+v, want %+v", orRoot(path), g.Interface(), w.Interface())
+		if len(exported(g.Type())) < g.NumField() {
+			eq = reflect.DeepEqual(g.Interface(), w.Interface())
+			break
 		}
 		for _, i := range exported(g.Type()) {
-			if d := diffValue(path+"."+g.Type().Field(i).Name, g.Field(i), w.Field(i)); d != "" {
-				return d
+			if p, d := differ(g.Field(i), w.Field(i), strict); d != "" {
+				return "." + g.Type().Field(i).Name + p, d
 			}
 		}
-		return ""
-	case reflect.Slice:
-		if g.Type().Elem().Kind() == reflect.Uint8 {
+	case reflect.Slice, reflect.Array:
+		if g.Kind() == reflect.Slice && strict && g.IsNil() != w.IsNil() {
+			return "", fmt.Sprintf("%s, want %s", describe(g.Interface()), describe(w.Interface()))
+		}
+		if g.Kind() == reflect.Slice && g.Type().Elem().Kind() == reflect.Uint8 {
 			gb, wb := g.Bytes(), w.Bytes()
 			if bytes.Equal(gb, wb) {
-				return ""
+				return "", ""
 			}
 			at := 0
 			for at < min(len(gb), len(wb)) && gb[at] == wb[at] {
 				at++
 			}
-			return fmt.Sprintf("%s: %d bytes, want %d (first difference at byte %d)", orRoot(path), len(gb), len(wb), at)
+			return "", fmt.Sprintf("%d bytes, want %d (first difference at byte %d)", len(gb), len(wb), at)
 		}
 		if g.Len() != w.Len() {
-			return fmt.Sprintf("%s: %d elements, want %d", orRoot(path), g.Len(), w.Len())
+			return "", fmt.Sprintf("%d elements, want %d", g.Len(), w.Len())
+		}
+		if g.Kind() == reflect.Slice && g.Pointer() == w.Pointer() {
+			return "", ""
 		}
 		for i := range g.Len() {
-			if !equal(g.Index(i), w.Index(i), false) {
-				return diffValue(fmt.Sprintf("%s[%d]", path, i), g.Index(i), w.Index(i))
+			if p, d := differ(g.Index(i), w.Index(i), strict); d != "" {
+				return fmt.Sprintf("[%d]%s", i, p), d
 			}
 		}
-		return ""
 	case reflect.Interface, reflect.Pointer:
 		if g.IsNil() || w.IsNil() {
 			if g.IsNil() == w.IsNil() {
-				return ""
+				return "", ""
 			}
-			return fmt.Sprintf("%s: %s, want %s", orRoot(path), show(g), show(w))
+			return "", fmt.Sprintf("%s, want %s", show(g), show(w))
 		}
-		return diffValue(path, g.Elem(), w.Elem())
+		return differ(g.Elem(), w.Elem(), strict)
 	case reflect.String:
 		if gs, ws := g.String(), w.String(); gs != ws {
-			return fmt.Sprintf("%s: %s, want %s", orRoot(path), short(gs), short(ws))
+			return "", fmt.Sprintf("%s, want %s", short(gs), short(ws))
 		}
-		return ""
+	case reflect.Bool:
+		eq = g.Bool() == w.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		eq = g.Int() == w.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		eq = g.Uint() == w.Uint()
+	default:
+		eq = reflect.DeepEqual(g.Interface(), w.Interface())
 	}
-	if !reflect.DeepEqual(g.Interface(), w.Interface()) {
-		return fmt.Sprintf("%s: %v, want %v", orRoot(path), g.Interface(), w.Interface())
+	if !eq {
+		return "", fmt.Sprintf("%+v, want %+v", g.Interface(), w.Interface())
 	}
-	return ""
-}
-
-func orRoot(path string) string {
-	if path == "" {
-		return "value"
-	}
-	return strings.TrimPrefix(path, ".")
+	return "", ""
 }
 
 func show(v reflect.Value) string {

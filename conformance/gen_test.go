@@ -82,6 +82,7 @@ func TestDeepCopyAndScribble(t *testing.T) {
 	rows[0].Input.Data = []byte("row input")
 	c := &keyspace.Message{Text: "pointer content"}
 	records := []keyspace.ActivityEvent{{Content: c}}
+	cpRows := deepCopy(rows)
 	for _, v := range []any{events, rows, records} {
 		cp := deepCopy(v)
 		if d := diff(cp, v); d != "" {
@@ -95,8 +96,11 @@ func TestDeepCopyAndScribble(t *testing.T) {
 			t.Errorf("the copy of a %T changed when the original was scribbled on: %s", v, d)
 		}
 	}
-	if rows[0].Input.Data != nil || c.Text != "#" {
-		t.Errorf("scribble left rows[0] = %+v, the pointer content %+v", rows[0], c)
+	if !mark(reflect.ValueOf(rows[0]), false, nil) || !mark(reflect.ValueOf(events), false, nil) || c.Text != poisonString {
+		t.Errorf("scribble left rows[0] = %+v, events %v, the pointer content %+v unmarked", rows[0], events, c)
+	}
+	if mark(reflect.ValueOf(cpRows), false, nil) {
+		t.Errorf("an unscribbled copy is marked: %+v", cpRows)
 	}
 }
 

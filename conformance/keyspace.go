@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -443,11 +442,7 @@ func (a ksAppend) String() string {
 	if a.big {
 		b.WriteString(", 1 MiB texts")
 	}
-	return b.String() + modeString(a.mode, a.trip) + ")"
-}
-
-func modeString(m ctxMode, trip int) string {
-	return []string{"", ", cancelled context", ", expired context", fmt.Sprintf(", context cancelled at its probe %d", trip+1)}[m]
+	return b.String() + ")"
 }
 
 // batch makes the events of an append.
@@ -579,19 +574,12 @@ func (m *ksModel) append(a ksAppend) error {
 		if a.mode != ctxTrip || !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("at the head %d: %w", head, err)
 		}
-		// Cancelled during the call: all of the batch landed, or none, or
-		// it may still land (a durable store cannot always know). The same
-		// append again settles it: it lands now, or conflicts with the
-		// first at the head after it.
 		h, herr := m.s.Head(m.ctx, key)
-		if herr != nil || (h != head && h != head+uint64(len(given))) {
-			return fmt.Errorf("cancelled during the call (%v), it left head %d (%v): want %d or %d, all or nothing", err, h, herr, head, head+uint64(len(given)))
-		}
-		if h == head {
+		if err := settleCancelled(err, herr, h-head, head, uint64(len(given)), func() error {
 			_, err := m.s.AppendEvents(m.ctx, expected, deepCopy(given))
-			if err != nil && wantConflict(err, expected, head+uint64(len(given)), "") != nil {
-				return fmt.Errorf("the append cancelled during the call, made again: %w", err)
-			}
+			return err
+		}); err != nil {
+			return err
 		}
 	} else if got != wantHead {
 		return fmt.Errorf("returned %d, want %d", got, wantHead)
@@ -604,6 +592,24 @@ func (m *ksModel) append(a ksAppend) error {
 	}
 	if a.big {
 		return m.read(ksRead{stream: a.stream, from: abs(head)})
+	}
+	return nil
+}
+
+// settleCancelled judges a write at head of n records that returned err,
+// cancelled during the call: all of it landed, or none, or it may still
+// land (a durable store cannot always know). landed is what a read (which
+// returned rerr) finds past head; the same write again settles it: it
+// lands now, or conflicts at the head after the first.
+func settleCancelled(err, rerr error, landed, head, n uint64, again func() error) error {
+	if rerr != nil || (landed != 0 && landed != n) {
+		return fmt.Errorf("cancelled during the call (%v), it left %d of its %d records (%v): all or nothing", err, landed, n, rerr)
+	}
+	if landed > 0 {
+		return nil
+	}
+	if err := again(); err != nil && wantConflict(err, head, head+n, "") != nil {
+		return fmt.Errorf("the write cancelled during the call, made again: %w", err)
 	}
 	return nil
 }
@@ -636,13 +642,7 @@ func (m *ksModel) unchanged(keys ...keyspace.StreamKey) error {
 		if err := m.headOf(k, ctxLive, 0); err != nil {
 			return fmt.Errorf("after the refusal: %w", err)
 		}
-		n := 0
-		for s := range m.recs {
-			if s.WorkflowID == k.WorkflowID && s.RunID == k.RunID {
-				n++
-			}
-		}
-		if n > 64 {
+		if len(m.streamsOf(k)) > 64 {
 			continue
 		}
 		if err := m.list(ksRead{key: &k, once: true}); err != nil {
@@ -727,20 +727,25 @@ func (m *ksModel) read(r ksRead) error {
 	})
 }
 
+// streamsOf returns the model's listing of key's run: its written
+// streams, by (activity, attempt), with their heads.
+func (m *ksModel) streamsOf(key keyspace.StreamKey) []keyspace.StreamSummary {
+	var out []keyspace.StreamSummary
+	for k, recs := range m.recs {
+		if k.WorkflowID == key.WorkflowID && k.RunID == key.RunID && len(recs) > 0 {
+			out = append(out, keyspace.StreamSummary{Key: k, Head: uint64(len(recs))})
+		}
+	}
+	slices.SortFunc(out, func(a, b keyspace.StreamSummary) int { return cmpKey(a.Key, b.Key) })
+	return out
+}
+
 func (m *ksModel) list(r ksRead) error {
 	key := m.keys[r.stream]
 	if r.key != nil {
 		key = *r.key
 	}
-	want := []keyspace.StreamSummary{}
-	for k, recs := range m.recs {
-		if k.WorkflowID == key.WorkflowID && k.RunID == key.RunID && len(recs) > 0 {
-			want = append(want, keyspace.StreamSummary{Key: k, Head: uint64(len(recs))})
-		}
-	}
-	slices.SortFunc(want, func(a, b keyspace.StreamSummary) int {
-		return cmp.Or(cmp.Compare(a.Key.ActivityID, b.Key.ActivityID), cmp.Compare(a.Key.Attempt, b.Key.Attempt))
-	})
+	want := m.streamsOf(key)
 	return twice(m.ctx, r.mode, r.trip, r.once, func(ctx context.Context) ([]keyspace.StreamSummary, error) {
 		return m.s.ListStreams(ctx, key.WorkflowID, key.RunID)
 	}, func(got []keyspace.StreamSummary) string {
@@ -778,10 +783,8 @@ func (m *ksModel) deleteRun(stream int) error {
 	}
 	key := m.keys[stream]
 	var gone []keyspace.StreamKey
-	for k, recs := range m.recs {
-		if k.WorkflowID == key.WorkflowID && k.RunID == key.RunID && len(recs) > 0 {
-			gone = append(gone, k)
-		}
+	for _, sum := range m.streamsOf(key) {
+		gone = append(gone, sum.Key)
 	}
 	if n := d.DeleteRun(key.WorkflowID, key.RunID); n != len(gone) {
 		return fmt.Errorf("DeleteRun returned %d, want the run's %d streams", n, len(gone))
@@ -798,16 +801,8 @@ func (m *ksModel) deleteRun(stream int) error {
 // ksb builds the steps of a keyspace rule; mode and trip apply to the next
 // step only.
 type ksb struct {
-	steps []step[*ksModel]
-	rng   *rand.Rand
-	mode  ctxMode
-	trip  int
-	once  bool // reads are made once: the final sweep of the model rule
-}
-
-func (b *ksb) push(what string, do func(m *ksModel) error) {
-	b.steps = append(b.steps, step[*ksModel]{what, do})
-	b.mode, b.trip = ctxLive, 0
+	builder[*ksModel]
+	once bool // reads are made once: the final sweep of the model rule
 }
 
 func (b *ksb) appendOp(a ksAppend) {
@@ -824,17 +819,17 @@ func (b *ksb) bad(stream, n int, f ksFlaw, where, other int) {
 
 func (b *ksb) read(stream int, from pos, limit int) {
 	r := ksRead{stream: stream, from: from, limit: limit, mode: b.mode, trip: b.trip, once: b.once}
-	b.push(fmt.Sprintf("ReadFrom(stream %d, from %v, limit %d%s)", stream, from, limit, modeString(r.mode, r.trip)), func(m *ksModel) error { return m.read(r) })
+	b.push(fmt.Sprintf("ReadFrom(stream %d, from %v, limit %d)", stream, from, limit), func(m *ksModel) error { return m.read(r) })
 }
 
 func (b *ksb) head(stream int) {
 	mode, trip := b.mode, b.trip
-	b.push(fmt.Sprintf("Head(stream %d%s)", stream, modeString(mode, trip)), func(m *ksModel) error { return m.headOf(m.keys[stream], mode, trip) })
+	b.push(fmt.Sprintf("Head(stream %d)", stream), func(m *ksModel) error { return m.headOf(m.keys[stream], mode, trip) })
 }
 
 func (b *ksb) list(stream int) {
 	r := ksRead{stream: stream, mode: b.mode, trip: b.trip}
-	b.push(fmt.Sprintf("ListStreams(run of stream %d%s)", stream, modeString(r.mode, r.trip)), func(m *ksModel) error { return m.list(r) })
+	b.push(fmt.Sprintf("ListStreams(run of stream %d)", stream), func(m *ksModel) error { return m.list(r) })
 }
 
 func (b *ksb) zero(stream int, f ksFlaw) {
@@ -853,7 +848,7 @@ func (b *ksb) deleteRun(stream int) {
 // exactly 1,000 and from where exactly 1,000 remain, and next to each; a
 // run listed at exactly 512, 1,000 and 1,024 streams and one more.
 func ksSizes(ctx context.Context, s keyspace.Store) error {
-	b := &ksb{rng: newRand(1, RuleKSSizes)}
+	b := &ksb{builder: builder[*ksModel]{rng: newRand(1, RuleKSSizes)}}
 	b.add(0, 1000)
 	b.add(0, 1000)
 	for _, r := range []struct {
@@ -864,12 +859,7 @@ func ksSizes(ctx context.Context, s keyspace.Store) error {
 	}
 	b.push("streams of one run, up to 1,025", func(m *ksModel) error {
 		run := m.keys[0]
-		n := 0
-		for _, k := range m.keys {
-			if k.WorkflowID == run.WorkflowID && k.RunID == run.RunID && len(m.recs[k]) > 0 {
-				n++
-			}
-		}
+		n := len(m.streamsOf(run))
 		for i, k := range m.keys {
 			if k.WorkflowID != run.WorkflowID || k.RunID != run.RunID || len(m.recs[k]) > 0 {
 				continue
@@ -895,12 +885,9 @@ func ksSizes(ctx context.Context, s keyspace.Store) error {
 // ksScript makes a fixed rule of a script: the same steps whatever the
 // seed, run against the model.
 func ksScript(name string, script func(b *ksb)) rule[keyspace.Store] {
-	b := &ksb{rng: newRand(1, name)}
+	b := &ksb{builder: builder[*ksModel]{rng: newRand(1, name)}}
 	script(b)
-	return fixed(name, func(ctx context.Context, s keyspace.Store) error {
-		_, err := runSteps(ctx, s, newKSModel(ctx, 1, 24), b.steps)
-		return err
-	})
+	return scripted(name, b.steps, func(ctx context.Context) func(keyspace.Store) (*ksModel, error) { return newKSModel(ctx, 1, 24) })
 }
 
 // The sizes of the keyspace model rule at scale 1: a stream past 65,536
@@ -918,7 +905,7 @@ const (
 func ksModelRule(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Store) error {
 	rng := newRand(env.cfg.seed, RuleKSModel)
 	scale := env.cfg.scale
-	b := &ksb{rng: rng}
+	b := &ksb{builder: builder[*ksModel]{rng: rng}}
 	n := ksStreams * scale
 	_, deletes := s.(RunDeleter)
 	long, ops := ksLongStream*scale, ksRandomOps*scale

@@ -221,17 +221,16 @@ func (m *nodesModel) check() error {
 		if i == nodeA && m.deadA {
 			continue
 		}
-		ids, err := m.node(i).ListWorkflowIDs(m.ctx)
-		if err != nil {
-			return fmt.Errorf("node %c: ListWorkflowIDs: %w", 'A'+i, err)
-		}
-		active, err := m.node(i).ListActive(m.ctx)
-		if err != nil {
-			return fmt.Errorf("node %c: ListActive: %w", 'A'+i, err)
-		}
-		paused, err := m.node(i).ListPaused(m.ctx)
-		if err != nil {
-			return fmt.Errorf("node %c: ListPaused: %w", 'A'+i, err)
+		lists := []struct {
+			name string
+			call func(context.Context) ([]eventstore.WorkflowID, error)
+			ids  []eventstore.WorkflowID
+		}{{"ListWorkflowIDs", m.node(i).ListWorkflowIDs, nil}, {"ListActive", m.node(i).ListActive, nil}, {"ListPaused", m.node(i).ListPaused, nil}}
+		var err error
+		for j, l := range lists {
+			if lists[j].ids, err = l.call(m.ctx); err != nil {
+				return fmt.Errorf("node %c: %s: %w", 'A'+i, l.name, err)
+			}
 		}
 		due, err := m.node(i).ExpiredTimers(m.ctx, nodesTimerAt.Add(time.Hour))
 		if err != nil {
@@ -247,17 +246,9 @@ func (m *nodesModel) check() error {
 			}
 			inScope := m.scopes[i] == nil || slices.Contains(m.scopes[i], s)
 			written := len(m.history[s]) > 0
-			for _, l := range []struct {
-				name string
-				ids  []eventstore.WorkflowID
-				want bool
-			}{
-				{"ListWorkflowIDs", ids, written && inScope},
-				{"ListActive", active, written && inScope && !m.paused[s]},
-				{"ListPaused", paused, written && inScope && m.paused[s]},
-			} {
-				if slices.Contains(l.ids, m.wfs[s]) != l.want {
-					return fmt.Errorf("node %c: %s lists the workflow of shard %d: %v, want %v (scope %v)", 'A'+i, l.name, s, !l.want, l.want, m.scopes[i])
+			for j, want := range []bool{written && inScope, written && inScope && !m.paused[s], written && inScope && m.paused[s]} {
+				if slices.Contains(lists[j].ids, m.wfs[s]) != want {
+					return fmt.Errorf("node %c: %s lists the workflow of shard %d: %v, want %v (scope %v)", 'A'+i, lists[j].name, s, !want, want, m.scopes[i])
 				}
 			}
 			var gotTimer *eventstore.TimerEntry
@@ -528,11 +519,7 @@ func wantErr(err, want error, what string) error {
 
 // nb builds the steps of a nodes rule. Shards are taken mod the model's
 // distinct shards.
-type nb struct{ steps []step[*nodesModel] }
-
-func (b *nb) push(what string, do func(m *nodesModel) error) {
-	b.steps = append(b.steps, step[*nodesModel]{what, do})
-}
+type nb struct{ builder[*nodesModel] }
 
 func fold(m *nodesModel, shards []int) []int {
 	out := make([]int, len(shards))
@@ -607,10 +594,7 @@ func (b *nb) scope(i int, extend bool, shards ...int) {
 func nodesScript(name string, script func(b *nb)) rule[Nodes] {
 	b := &nb{}
 	script(b)
-	return fixed(name, func(ctx context.Context, n Nodes) error {
-		_, err := runSteps(ctx, n, newNodesModel(ctx, 1), b.steps)
-		return err
-	})
+	return scripted(name, b.steps, func(ctx context.Context) func(Nodes) (*nodesModel, error) { return newNodesModel(ctx, 1) })
 }
 
 // nodesModelRule runs a seeded sequence of elections, renewals, releases,

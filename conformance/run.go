@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"runtime/debug"
 	"strings"
@@ -369,6 +370,33 @@ type step[M any] struct {
 }
 
 func (s step[M]) String() string { return s.what }
+
+// builder collects the steps of a rule's script; mode and trip apply to
+// the next step only, which names them.
+type builder[M any] struct {
+	steps []step[M]
+	rng   *rand.Rand
+	mode  ctxMode
+	trip  int
+}
+
+func (b *builder[M]) push(what string, do func(m M) error) {
+	b.steps = append(b.steps, step[M]{what + modeString(b.mode, b.trip), do})
+	b.mode, b.trip = ctxLive, 0
+}
+
+func modeString(m ctxMode, trip int) string {
+	return []string{"", " (cancelled context)", " (expired context)", fmt.Sprintf(" (context cancelled at its probe %d)", trip+1)}[m]
+}
+
+// scripted makes a fixed rule of steps: the same whatever the seed, run
+// against a model from start.
+func scripted[S, M any](name string, steps []step[M], start func(ctx context.Context) func(S) (M, error)) rule[S] {
+	return fixed(name, func(ctx context.Context, s S) error {
+		_, err := runSteps(ctx, s, start(ctx), steps)
+		return err
+	})
+}
 
 // shrinkBudget bounds the replays of the minimiser: each runs on a fresh
 // store, which for a durable backend can be slow.

@@ -55,6 +55,16 @@ func capabilitiesOf(v any) Capabilities {
 	return c
 }
 
+// lacks is the skip of a rule that needs caps, nil when v has them.
+func lacks(v any, caps Capabilities) error {
+	for _, iface := range storeInterfaces {
+		if caps&iface.caps&^capabilitiesOf(v) != 0 {
+			return skipf(iface.caps, "%T does not implement %s", v, iface.name)
+		}
+	}
+	return nil
+}
+
 // Call is one method call a [Spy] received.
 type Call struct {
 	// Method is the Go method name: "Append", "ClaimOutboxRows", ...
@@ -205,6 +215,11 @@ func (s *Spy) SetResults(method string, results ...any) error {
 // method that returns one). The recorded results are a separate copy of the
 // defaults, so a caller that mutates what it got cannot change the record.
 func (s *Spy) call(method string, ctx context.Context, args ...any) []any {
+	if ctx != nil {
+		if cancel, ok := ctx.Value(spyCancelKey{}).(context.CancelFunc); ok {
+			defer cancel() // once recorded, before the answer
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	results := func() []any {
@@ -229,6 +244,11 @@ func (s *Spy) call(method string, ctx context.Context, args ...any) []any {
 	s.calls = append(s.calls, c)
 	return out
 }
+
+// spyCancelKey marks a context of the decorator suite that the Spy cancels
+// once it has recorded the call: a call cancelled while it ran, which took
+// effect all the same.
+type spyCancelKey struct{}
 
 // spyMethodTypes maps each method name of the store interfaces to its type.
 var spyMethodTypes = func() map[string]reflect.Type {

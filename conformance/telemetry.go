@@ -37,7 +37,7 @@ const (
 	RuleTelCounters = "counters"
 	// RuleTelDurations (seeded): aion.activity.duration by type and outcome, aion.workflow.duration by type and status: count, sum, min, max and bucket counts (in the decorator's own bounds) of the durations history's RecordedAt gives, in seconds.
 	RuleTelDurations = "durations"
-	// RuleTelCalls (seeded): one aion.store.operation.duration point and one ended client span per store call, by db.operation.name and error.type (a refused call: its error.type and span status Error).
+	// RuleTelCalls (seeded): one aion.store.operation.duration point and one ended client span per store call, by db.operation.name and error.type (a refused call: its error.type and span status Error; a call the inner store committed, also one whose context ended before it returned: no error.type, status not Error, its events observed, nil to the caller).
 	RuleTelCalls = "calls"
 	// RuleTelTimeline (seeded; only with [WithTimeline]): one ended span "workflow <type>" per closed run, from its WorkflowStarted to its first closing event, with aion.workflow.status; one ended span "activity <type>" per settled activity, from its dispatch to its settler, a child of its run's span, with aion.activity.outcome, aion.activity.retry_count and one aion.activity.retry event per retry at its RecordedAt; status Error exactly for failed and timed_out; no span of an open run or of an activity in flight ends.
 	RuleTelTimeline = "timeline"
@@ -84,6 +84,10 @@ func hasTimeline(opts []Option) bool {
 // catalog gives its instrument (others, such as aion.namespace, are
 // summed over), and a mismatch names the instrument, the attributes, want
 // and got (the seed is in the [RuleError]).
+//
+// Now and then the caller's context ends once the inner store has committed
+// an append, before the call returns: the call committed, so the caller
+// gets nil and the telemetry records a success and observes its events.
 //
 // A refused append is expected as a failed call (error.type
 // sequence_conflict, span status Error), as the semantic conventions say:
@@ -518,7 +522,7 @@ func telDrive(ctx context.Context, cfg config, wrap TelemetryWrap, parallel bool
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	defer func() { _ = mp.Shutdown(context.WithoutCancel(ctx)); _ = tp.Shutdown(context.WithoutCancel(ctx)) }()
-	store, err := telWrap(wrap, eventstore.NewMemory(), mp, tp)
+	store, err := telWrap(wrap, commitCancels{eventstore.NewMemory()}, mp, tp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -547,8 +551,14 @@ func telDrive(ctx context.Context, cfg config, wrap TelemetryWrap, parallel bool
 			}
 			call("read_history", "")
 		}
-		if err := store.Append(ctx, tok, wf.id, batch, uint64(at)); err != nil {
-			return 0, fmt.Errorf("Append of events %d..%d of workflow %v at expectedSeq %d through the decorator: %w", at+1, at+n, wf.id, at, err)
+		actx, cancel := context.WithCancel(ctx)
+		if g.IntN(5) == 0 {
+			actx = context.WithValue(actx, commitCancelKey{}, cancel) // ended once committed
+		}
+		err := store.Append(actx, tok, wf.id, batch, uint64(at))
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("Append of events %d..%d of workflow %v at expectedSeq %d through the decorator: %w (a committed call, also when its context ended before it returned)", at+1, at+n, wf.id, at, err)
 		}
 		call("append", "")
 		tick(ctx)
@@ -599,6 +609,21 @@ func telDrive(ctx context.Context, cfg config, wrap TelemetryWrap, parallel bool
 		got.metrics = append(got.metrics, sm.Metrics...)
 	}
 	return got, m, nil
+}
+
+// commitCancels is the inner store of the telemetry rules: a Memory whose
+// Append, once committed, cancels the caller's context when that carries
+// its cancel function (under commitCancelKey).
+type commitCancels struct{ *eventstore.Memory }
+
+type commitCancelKey struct{}
+
+func (s commitCancels) Append(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) error {
+	err := s.Memory.Append(ctx, tok, wf, events, expectedSeq)
+	if cancel, ok := ctx.Value(commitCancelKey{}).(context.CancelFunc); ok {
+		cancel()
+	}
+	return err
 }
 
 // telWrap calls wrap, turning a panic or a nil result into an error.

@@ -31,6 +31,7 @@ type telFaults struct {
 	untracedReads    bool   // ReadHistory makes no span and no duration point
 	idOnMetrics      bool   // aion.activities.dispatched carries aion.workflow.id
 	ageZero          bool   // the oldest in-flight age is always 0
+	lateCancel       bool   // a call whose context ended while it ran is recorded as failed, though it committed
 }
 
 // refTel is a small, correct telemetry decorator written from the catalog
@@ -114,14 +115,14 @@ func (d *refTel) call(ctx context.Context, op string, do func(context.Context) e
 	start := time.Now()
 	err := do(ctx)
 	attrs := []attribute.KeyValue{keyOp.String(op), attribute.String("aion.namespace", "default")}
-	if err != nil {
+	if err != nil || (d.f.lateCancel && ctx.Err() != nil) {
 		et := "_OTHER"
 		if errors.Is(err, eventstore.ErrSequenceConflict) {
 			et = "sequence_conflict"
 		}
 		attrs = append(attrs, keyErrType.String(et))
 		span.SetAttributes(keyErrType.String(et))
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, et)
 	}
 	d.opDur.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attrs...))
 	span.End()
@@ -294,6 +295,7 @@ func TestTelemetryCaught(t *testing.T) {
 		{"reads untraced", telFaults{untracedReads: true}, RuleTelCalls, "read_history"},
 		{"age gauge stuck at 0", telFaults{ageZero: true}, RuleTelCounters, telAge},
 		{"IDs on metrics", telFaults{idOnMetrics: true}, RuleTelCounters, "ID attribute"},
+		{"committed call recorded as failed", telFaults{lateCancel: true}, RuleTelCalls, "append"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
