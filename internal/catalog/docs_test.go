@@ -175,7 +175,6 @@ func compare(t *testing.T, where string, listed, want []string) {
 	}
 }
 
-<<<<<<< HEAD
 // frontPageLimit is the front page's size bound: read in two minutes, the
 // reference in the package docs and the examples' own pages.
 const frontPageLimit = 10_000
@@ -188,7 +187,8 @@ func TestFrontPageIsShort(t *testing.T) {
 	if len(raw) >= frontPageLimit {
 		t.Errorf("README.md is %d bytes, want under %d: move reference to the package docs or an example's README", len(raw), frontPageLimit)
 	}
-=======
+}
+
 // TestEngineInstruments holds each engine module's instrument to the
 // catalog: the module declares the same name as a string constant in one
 // of its Go files (its own copy: a module never imports another's internal
@@ -241,5 +241,4 @@ func TestEngineInstruments(t *testing.T) {
 		listed = append(listed, name)
 	}
 	compare(t, "engineInstruments", listed, instrumentsIn(t, "engines.go"))
->>>>>>> h/gowf2
 }
