@@ -385,6 +385,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, tok := range srv.Tokens() {
 		fmt.Fprintf(stdout, "demo: gen_ai tokens model=%s type=%s total=%d\n", tok.Model, tok.Type, tok.Total)
 	}
+	// The histories read in the background first (their completions and
+	// spans), then the exporters, each within its own bound.
+	fillCtx, stopFill := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	if err := srv.Flush(fillCtx); err != nil {
+		fmt.Fprintln(stderr, "telemetry: histories still being read at exit:", err)
+	}
+	stopFill()
 	flushCtx, stopFlush := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer stopFlush()
 	for _, warning := range tel.Shutdown(flushCtx) {

@@ -289,6 +289,15 @@ func (s *Server) Run(ctx context.Context) {
 	}
 }
 
+// Flush waits, within ctx, for the histories the telemetry decorator
+// reads in the background (a write to a workflow another node or an
+// earlier process began: otelstore.Flush), so that a stopping server
+// records the completions and spans they hold before its providers shut
+// down.
+func (s *Server) Flush(ctx context.Context) error {
+	return otelstore.Flush(ctx, s.store)
+}
+
 // Stats returns a copy of the server's counts, by name.
 func (s *Server) Stats() map[string]int64 {
 	s.statsMu.Lock()
