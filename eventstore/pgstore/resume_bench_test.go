@@ -1,0 +1,115 @@
+package pgstore_test
+
+import (
+	"context"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/pairing"
+)
+
+// resumeOpen is the number of open workflows BenchmarkResume resumes: small
+// by default, so that CI runs it (-benchtime 1x); by hand at the issue's
+// size with -resume-open 100000 (seeding takes a minute or two).
+var resumeOpen = flag.Int("resume-open", 2000, "open workflows BenchmarkResume resumes")
+
+// singleReads is a store without ReadHistories: a resume from it reads
+// one history per workflow, as before the capability.
+type singleReads struct{ eventstore.Store }
+
+// BenchmarkResume: a restarted tracker resumes -resume-open open workflows
+// (each a run with one activity settled and one in flight) from PostgreSQL
+// on loopback: reads=pages through ReadHistories (one statement per 1,000
+// workflows), reads=single one ReadHistory per workflow, each with the
+// timeline off and on (sampled, no exporter). ns/op is one whole resume;
+// heap-MiB the heap the tracker holds afterwards.
+func BenchmarkResume(b *testing.B) {
+	s, _, _ := newStore(b)
+	seedOpen(b, s, *resumeOpen)
+	for _, reads := range []string{"pages", "single"} {
+		var store eventstore.Store = s
+		if reads == "single" {
+			store = singleReads{s}
+		}
+		for _, timeline := range []bool{false, true} {
+			b.Run(fmt.Sprintf("open=%d/reads=%s/timeline=%v", *resumeOpen, reads, timeline), func(b *testing.B) {
+				var heap uint64
+				for b.Loop() {
+					b.StopTimer()
+					opts := []pairing.Option{pairing.WithTimelineSpans(timeline)}
+					if timeline {
+						opts = append(opts, pairing.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))))
+					}
+					tr, err := pairing.New(opts...)
+					if err != nil {
+						b.Fatal(err)
+					}
+					runtime.GC()
+					var before, after runtime.MemStats
+					runtime.ReadMemStats(&before)
+					b.StartTimer()
+					report, err := tr.Resume(context.Background(), "bench", store)
+					b.StopTimer()
+					if err != nil || report.Workflows != *resumeOpen || report.Activities != *resumeOpen {
+						b.Fatalf("Resume = %+v, %v", report, err)
+					}
+					runtime.GC()
+					runtime.ReadMemStats(&after)
+					heap = after.HeapAlloc - min(after.HeapAlloc, before.HeapAlloc)
+					runtime.KeepAlive(tr)
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
+			})
+		}
+	}
+}
+
+// seedOpen appends n open workflows, 16 appends at a time.
+func seedOpen(b *testing.B, s eventstore.Store, n int) {
+	b.Helper()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	next := make(chan int)
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := range next {
+				var wf eventstore.WorkflowID
+				binary.BigEndian.PutUint64(wf[8:], uint64(i+1))
+				wf[0] = 0xbe
+				run := eventstore.NewRunID()
+				at := func(d time.Duration) eventstore.Envelope { return eventstore.Envelope{RunID: run, RecordedAt: t0.Add(d)} }
+				if err := s.Append(context.Background(), eventstore.RecorderToken(), wf, []eventstore.Event{
+					eventstore.WorkflowStarted{Envelope: at(0), WorkflowType: "flow"},
+					eventstore.ActivityScheduled{Envelope: at(time.Second), ActivityID: 0, ActivityType: "charge"},
+					eventstore.ActivityCompleted{Envelope: at(2 * time.Second), ActivityID: 0},
+					eventstore.ActivityScheduled{Envelope: at(3 * time.Second), ActivityID: 1, ActivityType: "ship"},
+				}, 0); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+}
