@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
 )
@@ -106,6 +108,71 @@ func TestResumeReadsHistoriesInPages(t *testing.T) {
 		}
 		if !short && !errors.Is(err, errPage) {
 			t.Errorf("the page's error is not in %v", err)
+		}
+	}
+}
+
+// rttStore adds a round trip of rtt to every read call of a Memory, as a
+// database on a network would; pages gives it ReadHistories.
+type rttStore struct {
+	eventstore.Store
+	rtt time.Duration
+}
+
+func (r rttStore) ReadHistory(ctx context.Context, wf eventstore.WorkflowID) ([]eventstore.Event, error) {
+	time.Sleep(r.rtt)
+	return r.Store.ReadHistory(ctx, wf)
+}
+
+type rttPages struct{ rttStore }
+
+func (r rttPages) ReadHistories(ctx context.Context, ids []eventstore.WorkflowID) ([][]eventstore.Event, error) {
+	time.Sleep(r.rtt)
+	out := make([][]eventstore.Event, len(ids))
+	for i, id := range ids {
+		h, err := r.Store.ReadHistory(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// BenchmarkResumeRoundTrips: how a resume scales with a 1 ms round trip
+// per read call, at 1,000 and 10,000 open workflows: one read per
+// workflow (DefaultResumeConcurrency at a time) against pages of
+// eventstore.HistoriesPage.
+func BenchmarkResumeRoundTrips(b *testing.B) {
+	for _, open := range []int{1_000, 10_000} {
+		m := eventstore.NewMemory()
+		run := runID(1)
+		for i := range open {
+			wf := eventstore.WorkflowID{0: 0xaa}
+			binary.BigEndian.PutUint64(wf[8:], uint64(i))
+			if err := m.Append(bg, eventstore.RecorderToken(), wf, []eventstore.Event{
+				eventstore.WorkflowStarted{Envelope: env(run, 0), WorkflowType: "flow"},
+				eventstore.ActivityScheduled{Envelope: env(run, 1), ActivityID: 0, ActivityType: "slow"},
+			}, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		base := rttStore{m, time.Millisecond}
+		for _, tc := range []struct {
+			reads string
+			store eventstore.Store
+		}{{"single", base}, {"pages", rttPages{base}}} {
+			b.Run(fmt.Sprintf("open=%d/reads=%s", open, tc.reads), func(b *testing.B) {
+				for b.Loop() {
+					tr, err := New()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if report, err := tr.Resume(bg, "n", tc.store); err != nil || report.Workflows != open {
+						b.Fatalf("Resume = %+v, %v", report, err)
+					}
+				}
+			})
 		}
 	}
 }
