@@ -97,6 +97,25 @@ type esW struct {
 
 func newESW() *esW { return &esW{Memory: eventstore.NewMemory()} }
 
+// pagedHistories is an esW with ReadHistories, broken as a store whose
+// pages of 1,000 lose the last history of an exactly full page.
+type pagedHistories struct{ *esW }
+
+func (p pagedHistories) ReadHistories(ctx context.Context, ids []eventstore.WorkflowID) ([][]eventstore.Event, error) {
+	out := make([][]eventstore.Event, len(ids))
+	for i, id := range ids {
+		h, err := p.ReadHistory(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if i%1000 == 999 && len(ids)-i > 1 {
+			h = []eventstore.Event{}
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
 func (s *esW) write(ctx context.Context, tok eventstore.WriteToken, wf eventstore.WorkflowID, evs []eventstore.Event, exp uint64, rows []eventstore.OutboxRow, outbox bool) error {
 	var err error
 	switch {
@@ -362,6 +381,8 @@ func classCases() []classCase {
 		}
 		return s
 	}, RuleESSizes)
+	cases = append(cases, classCase{class: "pages", name: "histories read in pages of 1,000 lose the last of an exactly full page",
+		es: func() eventstore.Store { return pagedHistories{newESW()} }, rules: []string{RuleESSizes}})
 	es("pages", "due timers capped at 1,024", func(s *esW) *esW {
 		s.expiredTimers = func(ctx context.Context, asOf time.Time) ([]eventstore.TimerEntry, error) {
 			due, err := s.Memory.ExpiredTimers(ctx, asOf)

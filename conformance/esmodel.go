@@ -706,6 +706,43 @@ func (m *esModel) readAll(w *esWf, mode ctxMode) error {
 	}, func(got []eventstore.Event) string { return m.history(w, 1, got) })
 }
 
+// histories reads the histories of the model's first n workflows, one
+// unknown and the first again, through ReadHistories, if the store has it.
+func (m *esModel) histories(n int, mode ctxMode) error {
+	hr, ok := m.s.(eventstore.HistoriesReader)
+	if !ok {
+		return nil
+	}
+	var ws []*esWf
+	ids := make([]eventstore.WorkflowID, 0, n+2)
+	for i := range n {
+		ws = append(ws, m.wf(i))
+		ids = append(ids, m.wf(i).id)
+	}
+	unknown := eventstore.WorkflowID{0: 0xfe, 15: 0xfe}
+	for m.byID[unknown] != nil {
+		unknown[14]++
+	}
+	ids = append(ids, unknown)
+	ws = append(ws, &esWf{id: unknown})
+	if n > 0 {
+		ids, ws = append(ids, ids[0]), append(ws, ws[0])
+	}
+	return twice(m.ctx, mode, 0, false, func(ctx context.Context) ([][]eventstore.Event, error) {
+		return hr.ReadHistories(ctx, ids)
+	}, func(got [][]eventstore.Event) string {
+		if len(got) != len(ids) {
+			return fmt.Sprintf("%d histories for %d workflows", len(got), len(ids))
+		}
+		for i, w := range ws {
+			if d := m.history(w, 1, got[i]); d != "" {
+				return fmt.Sprintf("history %d of %d: %s", i, len(ids), d)
+			}
+		}
+		return ""
+	})
+}
+
 func (m *esModel) chain(w *esWf, mode ctxMode) error {
 	return twice(m.ctx, mode, 0, false, func(ctx context.Context) ([]eventstore.RunSummary, error) {
 		return m.s.ReadRunChain(ctx, w.id)

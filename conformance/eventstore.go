@@ -447,6 +447,7 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 			})
 			b.listings()
 			b.query(0)
+			b.histories(upTo)
 		}
 	}),
 	// The model rule, the longest, runs last.
@@ -490,6 +491,14 @@ func (b *esb) read(wf int, from pos) {
 
 func (b *esb) all(wf int) {
 	b.on(fmt.Sprintf("ReadHistory(workflow %d)", wf), func(m *esModel, mode ctxMode, _ int, _ uint64) error { return m.readAll(m.wf(wf), mode) })
+}
+
+// histories reads the first n workflows' histories in one ReadHistories
+// call (a store without the capability skips it).
+func (b *esb) histories(n int) {
+	b.on(fmt.Sprintf("ReadHistories(workflows 0 to %d, an unknown one, workflow 0 again)", n-1), func(m *esModel, mode ctxMode, _ int, _ uint64) error {
+		return m.histories(n, mode)
+	})
 }
 
 func (b *esb) chain(wf int) {

@@ -94,7 +94,7 @@ const (
 	RuleESListings = "listings-follow-lifecycle"
 	// RuleESStreamHeads: each workflow once, with its history length; listings and Query past 4,096 workflows.
 	RuleESStreamHeads = "stream-heads"
-	// RuleESSizes: every page size and cap a store plausibly has, drawn at, below, above and at exact multiples: a history of exactly 2,000 events read whole and from where 1, 512, 999, 1,000, 1,001, 1,024 and 2,000 events remain; exactly 1,000 rows claimed whole; 2,049 due timers (IDs of 255, 256, 4,097 and 65,537 bytes among them) read with exactly 511 to 2,049 due; listings, StreamHeads and Query at exactly 1,000 and 2,000 workflows and one more.
+	// RuleESSizes: every page size and cap a store plausibly has, drawn at, below, above and at exact multiples: a history of exactly 2,000 events read whole and from where 1, 512, 999, 1,000, 1,001, 1,024 and 2,000 events remain; exactly 1,000 rows claimed whole; 2,049 due timers (IDs of 255, 256, 4,097 and 65,537 bytes among them) read with exactly 511 to 2,049 due; listings, StreamHeads, Query and (for an eventstore.HistoriesReader) ReadHistories at exactly 1,000 and 2,000 workflows and one more, with an unknown workflow and a repeated one.
 	RuleESSizes = "sizes-and-pages"
 	// RuleESQuery: by type (differing in case only), status, both, limits (0, 1, negative, past 2^32, the largest), the zero filter, time bounds at a workflow's own StartedAt; every summary field.
 	RuleESQuery = "query"
