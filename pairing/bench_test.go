@@ -520,12 +520,21 @@ func BenchmarkHeapPerEntry(b *testing.B) {
 	}{
 		{"timeline=off", func(*testing.B) []Option { return nil }},
 		{"timeline=sampled", func(b *testing.B) []Option { return timelineOn(b, sdktrace.AlwaysSample()) }},
+		{"timeline=sampled_derived_ids", func(b *testing.B) []Option {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithIDGenerator(NewIDGenerator(nil)))
+			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			return []Option{WithTracerProvider(tp), WithTimelineSpans(true)}
+		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var perEntry float64
 			for b.Loop() {
 				b.StopTimer()
 				tr := benchTracker(b, append(tc.opts(b), WithMaxInFlight(2*n))...)
+				// One span teaches the tracker what IDs the provider gives.
+				learn := benchKey(eventstore.WorkflowID{0: 0xff}, 0)
+				tr.Dispatched(context.Background(), learn, "charge", dispatchedAt)
+				tr.Finished(context.Background(), learn, OutcomeSucceeded, dispatchedAt)
 				runtime.GC()
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)

@@ -18,9 +18,10 @@ const (
 	// DefaultMaxInFlight is the number of activities in flight and open
 	// runs a [Tracker] keeps without [WithMaxInFlight]: 131,072. Full,
 	// in the worst case (every activity of its own workflow), it holds
-	// about 320 MiB of heap with sampled timeline spans (each entry keeps
-	// its SDK span open: about 2.5 KiB per entry in all) and about 178 MiB
-	// without (about 1.4 KiB: the activity, its run and its workflow);
+	// about 178 MiB of heap (about 1.4 KiB per entry: the activity, its
+	// run and its workflow), the timeline on or off when the SDK has
+	// [NewIDGenerator]; with sampled timeline spans and random IDs each
+	// entry also keeps its SDK span open, about 320 MiB (2.5 KiB each);
 	// activities that share workflows cost less (BenchmarkHeapPerEntry
 	// measures the worst case). The default is kept: it bounds a backlog
 	// that large, and a process that must stay smaller sets a lower bound,

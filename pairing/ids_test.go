@@ -253,3 +253,76 @@ func (h *harness) gauge(typ string) float64 {
 	h.t.Fatalf("no age point for %q", typ)
 	return 0
 }
+
+// With the ID generator, once the tracker has learned that the provider
+// derives its IDs, an activity in flight and an open run hold no SDK span:
+// the span starts (at its history time) when the activity settles or the
+// run closes, and is what the span held open would have been: the derived
+// IDs, the run span its parent, the dispatch's time, both links.
+func TestDerivedIDsHoldNoSpanInFlight(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(NewIDGenerator(nil)))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tr, err := New(WithTracerProvider(tp), WithMeterProvider(sdkmetric.NewMeterProvider()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first span teaches the tracker that IDs are derived.
+	learn := key("n", 9, 9, 0)
+	tr.Dispatched(bg, learn, "a", ts(0))
+	tr.Finished(bg, learn, OutcomeSucceeded, ts(1))
+	started := len(rec.Started())
+
+	const n = 10
+	wf, run := wfID(1), runID(1)
+	schedCtx, _ := callCtx(1)
+	settleCtx, _ := callCtx(2)
+	tr.Observe(schedCtx, "n", wf, 1, []eventstore.Event{eventstore.WorkflowStarted{Envelope: env(run, 0), WorkflowType: "flow"}})
+	for i := range n {
+		tr.Observe(schedCtx, "n", wf, uint64(2+i), []eventstore.Event{
+			eventstore.ActivityScheduled{Envelope: env(run, 10+i), ActivityID: eventstore.ActivityID(i), ActivityType: "charge"}})
+	}
+	if tr.InFlight() != n {
+		t.Fatalf("InFlight = %d, want %d", tr.InFlight(), n)
+	}
+	if got := len(rec.Started()) - started; got != 0 {
+		t.Fatalf("%d spans started for an open run and %d activities in flight, want none", got, n)
+	}
+	for i := range n {
+		tr.Observe(settleCtx, "n", wf, uint64(2+n+i), []eventstore.Event{
+			eventstore.ActivityCompleted{Envelope: env(run, 50+i), ActivityID: eventstore.ActivityID(i)}})
+	}
+	tr.Observe(settleCtx, "n", wf, uint64(2+2*n), []eventstore.Event{eventstore.WorkflowCompleted{Envelope: env(run, 100)}})
+	root := timeline.Root("n", wf, run)
+	var acts int
+	for _, s := range rec.Ended()[1:] {
+		links := linkRoles(t, s)
+		switch s.Name() {
+		case "workflow flow":
+			if s.SpanContext().SpanID() != root.SpanID() || s.Parent().IsValid() || !s.StartTime().Equal(ts(0)) || len(links) != 2 {
+				t.Errorf("run span %v parent %v from %v, links %v; want the root from 0 s, both links", s.SpanContext(), s.Parent(), s.StartTime(), links)
+			}
+		case "activity charge":
+			acts++
+			id := activityID(t, s)
+			want := timeline.ActivitySpanID("n", wf, run, eventstore.ActivityID(id))
+			if s.SpanContext().SpanID() != want || s.Parent().SpanID() != root.SpanID() || !s.StartTime().Equal(ts(10+int(id))) || len(links) != 2 {
+				t.Errorf("activity %d span %v parent %v from %v, links %v; want the derived ID under the run span from its dispatch, both links",
+					id, s.SpanContext(), s.Parent(), s.StartTime(), links)
+			}
+		}
+	}
+	if acts != n {
+		t.Errorf("%d activity spans, want %d", acts, n)
+	}
+}
+
+// activityID is the aion.activity.id of an activity span.
+func activityID(t *testing.T, s sdktrace.ReadOnlySpan) int64 {
+	t.Helper()
+	v, ok := attrOf(s, catalog.ActivityID)
+	if !ok {
+		t.Fatalf("%s has no %s", s.Name(), catalog.ActivityID)
+	}
+	return v.AsInt64()
+}

@@ -3,6 +3,7 @@ package pairing
 import (
 	"container/heap"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -251,7 +252,13 @@ type join struct {
 	arrival    uint64
 	active     int // activities in flight
 	ages       map[*typeAttrs]*byDispatch
-	spans      bool // timeline on: live activities and open runs get spans
+	spans      bool // timeline on: settled activities and closed runs get spans
+	// ids is what the timeline learned of the provider's span IDs (nil
+	// without a timeline). While they are derived, an activity in flight
+	// or an open run holds no span: its span context is known without one
+	// (Tracker.ActivitySpanContext, the run's root), and its span is made
+	// whole, with its start time, when it settles or closes.
+	ids *atomic.Int32
 
 	waits map[*typeAttrs]*byDispatch // activities waiting for a worker (claims.go)
 
@@ -281,6 +288,10 @@ func newJoin(maxLive, maxRemembered int, spans bool) *join {
 		spans:      spans,
 	}
 }
+
+// derived reports whether the provider is known to derive the timeline's
+// span IDs: then no span is opened before it ends.
+func (j *join) derived() bool { return j.ids != nil && j.ids.Load() == idsDerived }
 
 // workflowOf returns the workflow k, making it if missing.
 func (j *join) workflowOf(k wfKey) *workflow {
@@ -598,7 +609,7 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 		j.active++
 		heap.Push(j.ages[a.ta], a)
 		j.startWaiting(a)
-		if j.spans {
+		if j.spans && !j.derived() {
 			w := fx.addWork(spanWork{act: a, gen: a.gen, key: a.key(), start: a.dcall,
 				parent: callOf(a.run.spanSC), run: a.run, runGen: a.run.gen, ids: a.run.ids})
 			a.unlinked = !a.dcall.span.IsValid()
@@ -699,7 +710,7 @@ func (j *join) resolveRun(r *run, fx *effects) {
 			return
 		}
 		r.state = runOpen
-		if j.spans {
+		if j.spans && !j.derived() {
 			w := fx.addWork(spanWork{run: r, gen: r.gen, key: r.key(), start: r.startCall, ids: r.ids})
 			r.unlinked = !r.startCall.span.IsValid()
 			fx.add(effect{op: opStartRun, wa: r.wa, from: r.startAt, work: w})

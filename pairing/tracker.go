@@ -55,6 +55,9 @@ func New(opts ...Option) (*Tracker, error) {
 		fill:    &filler{max: c.fillConcurrency},
 	}
 	t.join = newJoin(c.maxInFlight, c.maxRemembered, t.spans != nil)
+	if t.spans != nil {
+		t.join.ids = &t.spans.ids
+	}
 	t.inst = newInstruments(c.meterProvider, c.handle, t.observeAges)
 	return t, nil
 }
