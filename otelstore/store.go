@@ -117,6 +117,12 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // stays: between a node's death and the adoption of its shards, the dead
 // node's last exported gauge may still be summed.
 //
+// An append that returns its context's error (context.Canceled or
+// context.DeadlineExceeded) may have committed: the decorator reads the
+// positions it asked for back from the inner store (with a context of its
+// own, at most a second) and, when they hold its batch, records it as
+// committed here; the caller still gets the error unchanged.
+//
 // New fails for a nil inner store ([ErrNilStore]), for an option it cannot
 // honour ([ErrInvalidOption]) and when it cannot make the pairing tracker.
 // Trouble creating instruments is reported to otel.Handle and never fails
@@ -273,6 +279,11 @@ func (s *core) observedAppend(ctx context.Context, op opID, workflowID eventstor
 	if err != nil {
 		if errors.Is(err, eventstore.ErrNotOwner) {
 			s.handoff.refused(c.ctx, workflowID)
+		}
+		if mayHaveCommitted(err) {
+			if stored := s.committedBatch(c.ctx, workflowID, events, expectedSeq); stored != nil {
+				s.life.observe(c.ctx, workflowID, expectedSeq+1, stored, s.handoff.observes(workflowID))
+			}
 		}
 		return err
 	}
