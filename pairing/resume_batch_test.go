@@ -40,13 +40,9 @@ func (b *batchStore) ReadHistories(ctx context.Context, ids []eventstore.Workflo
 	if call == b.failAt {
 		return nil, errPage
 	}
-	out := make([][]eventstore.Event, len(ids))
-	for i, id := range ids {
-		h, err := b.Store.ReadHistory(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = h
+	out, err := readEach(ctx, b.Store, ids)
+	if err != nil {
+		return nil, err
 	}
 	if b.short {
 		out = out[:len(out)-1]
@@ -128,9 +124,14 @@ type rttPages struct{ rttStore }
 
 func (r rttPages) ReadHistories(ctx context.Context, ids []eventstore.WorkflowID) ([][]eventstore.Event, error) {
 	time.Sleep(r.rtt)
+	return readEach(ctx, r.Store, ids)
+}
+
+// readEach is ReadHistories as a loop of s's ReadHistory.
+func readEach(ctx context.Context, s eventstore.Store, ids []eventstore.WorkflowID) ([][]eventstore.Event, error) {
 	out := make([][]eventstore.Event, len(ids))
 	for i, id := range ids {
-		h, err := r.Store.ReadHistory(ctx, id)
+		h, err := s.ReadHistory(ctx, id)
 		if err != nil {
 			return nil, err
 		}
