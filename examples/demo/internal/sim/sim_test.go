@@ -137,6 +137,11 @@ func runFor(t *testing.T, d time.Duration, cfg Config) (observed, map[string]int
 		ctx, cancel := context.WithTimeout(t.Context(), d)
 		defer cancel()
 		srv.Run(ctx)
+		// As the demo does before it shuts its providers down: the
+		// histories its decorator still reads in the background.
+		if err := srv.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		o, stats, spans = collect(t, reader), srv.Stats(), rec.Ended()
 		o.committed, o.logs = srv.Tokens(), int(logs.n.Load())
 		if n := logs.untraced.Load(); n > 0 {
