@@ -36,12 +36,7 @@ func TestNameReuseFencesTheEarlierLife(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	again, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema), pgstore.WithNode("a"),
-		pgstore.WithLeaseDuration(testLease), pgstore.WithLeaseClock(clock.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = again.Close() })
+	again := clusterNode(t, pool, schema, clock, "a")
 	if err := again.AcquireOwnedShard(ctx, 6); err != nil {
 		t.Fatalf("the new life taking over the earlier one's live lease: %v", err)
 	}
@@ -134,13 +129,7 @@ func TestPausedOpenWriteIsEndedByTheServer(t *testing.T) {
 	schema := testSchema(t, pool)
 	const idle = time.Second
 	open := func(node string) *pgstore.Store {
-		s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema), pgstore.WithNode(node), pgstore.WithLeaseDuration(testLease),
-			pgstore.WithLeaseClock(clock.Now), pgstore.WithIdleInTransactionTimeout(idle))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
+		return clusterNode(t, pool, schema, clock, node, pgstore.WithIdleInTransactionTimeout(idle))
 	}
 	a, b := open("a"), open("b")
 	wf, run := workflowIn(2, 16), eventstore.NewRunID()
@@ -210,13 +199,7 @@ func TestClaimsWithinOwnedShards(t *testing.T) {
 	pool := testPool(t)
 	schema := testSchema(t, pool)
 	open := func(node string, opts ...pgstore.Option) *pgstore.Store {
-		s, err := pgstore.New(ctx, pool, append([]pgstore.Option{pgstore.WithSchema(schema), pgstore.WithNode(node),
-			pgstore.WithLeaseDuration(testLease), pgstore.WithLeaseClock(clock.Now)}, opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
+		return clusterNode(t, pool, schema, clock, node, opts...)
 	}
 	a, b := open("a", pgstore.WithOwnedShardClaims()), open("b", pgstore.WithOwnedShardClaims())
 	dispatcher := open("dispatcher")

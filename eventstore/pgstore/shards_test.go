@@ -45,15 +45,22 @@ func cluster(t *testing.T, clock *fakeClock, nodes ...string) ([]*pgstore.Store,
 	schema := testSchema(t, pool)
 	var out []*pgstore.Store
 	for _, n := range nodes {
-		s, err := pgstore.New(context.Background(), pool, pgstore.WithSchema(schema), pgstore.WithNode(n),
-			pgstore.WithLeaseDuration(testLease), pgstore.WithLeaseClock(clock.Now))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		out = append(out, s)
+		out = append(out, clusterNode(t, pool, schema, clock, n))
 	}
 	return out, pool, schema
+}
+
+// clusterNode opens node name on schema with the test lease on clock, and
+// opts; it is closed when the test ends.
+func clusterNode(t *testing.T, pool *pgxpool.Pool, schema string, clock *fakeClock, name string, opts ...pgstore.Option) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.New(context.Background(), pool, append([]pgstore.Option{pgstore.WithSchema(schema), pgstore.WithNode(name),
+		pgstore.WithLeaseDuration(testLease), pgstore.WithLeaseClock(clock.Now)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 // workflowIn returns a fresh workflow ID of the given shard.
