@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/aionotel/aionotel/eventstore"
 )
@@ -14,41 +15,44 @@ import (
 // workflow ended (not an append to another workflow), and with ctx's error
 // when ctx ends first; the gate keeps no entry once its appends ended.
 func TestAppendingGate(t *testing.T) {
-	a := newAppending()
-	wf, other := eventstore.NewWorkflowID(), eventstore.NewWorkflowID()
-	if err := a.wait(context.Background(), wf); err != nil {
-		t.Fatalf("wait with nothing in progress: %v", err)
-	}
-	a.begin(wf)
-	a.begin(wf)
-	a.begin(other)
-	var returned atomic.Bool
-	done := make(chan error)
-	go func() {
-		err := a.wait(context.Background(), wf)
-		returned.Store(true)
-		done <- err
-	}()
-	a.end(other)
-	a.end(wf)
-	if returned.Load() {
-		t.Fatal("wait returned while an append to its workflow was in progress")
-	}
-	a.end(wf)
-	if err := <-done; err != nil {
-		t.Fatalf("wait after the last append ended: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		a := newAppending()
+		wf, other := eventstore.NewWorkflowID(), eventstore.NewWorkflowID()
+		if err := a.wait(context.Background(), wf); err != nil {
+			t.Fatalf("wait with nothing in progress: %v", err)
+		}
+		a.begin(wf)
+		a.begin(wf)
+		a.begin(other)
+		var returned atomic.Bool
+		done := make(chan error)
+		go func() {
+			err := a.wait(context.Background(), wf)
+			returned.Store(true)
+			done <- err
+		}()
+		a.end(other)
+		a.end(wf)
+		synctest.Wait() // the waiter has run as far as it can
+		if returned.Load() {
+			t.Fatal("wait returned while an append to its workflow was in progress")
+		}
+		a.end(wf)
+		if err := <-done; err != nil {
+			t.Fatalf("wait after the last append ended: %v", err)
+		}
 
-	a.begin(wf)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := a.wait(ctx, wf); !errors.Is(err, context.Canceled) {
-		t.Fatalf("wait with an ended context: %v, want context.Canceled", err)
-	}
-	a.end(wf)
-	if len(a.n) != 0 || len(a.idle) != 0 {
-		t.Errorf("after every append ended the gate holds %d counts and %d waits, want none", len(a.n), len(a.idle))
-	}
+		a.begin(wf)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := a.wait(ctx, wf); !errors.Is(err, context.Canceled) {
+			t.Fatalf("wait with an ended context: %v, want context.Canceled", err)
+		}
+		a.end(wf)
+		if len(a.n) != 0 || len(a.idle) != 0 {
+			t.Errorf("after every append ended the gate holds %d counts and %d waits, want none", len(a.n), len(a.idle))
+		}
+	})
 }
 
 // BenchmarkAppendingGate is the gate's cost on the append path (a begin
