@@ -24,15 +24,15 @@ func instruments(t *testing.T) []string {
 	return instrumentsIn(t, "*.go")
 }
 
-// instrumentsIn is instruments of the files matching pattern.
-func instrumentsIn(t *testing.T, pattern string) []string {
+// sources parses the non-test Go files matching pattern.
+func sources(t *testing.T, pattern string) []*ast.File {
 	t.Helper()
 	fset := token.NewFileSet()
 	files, err := filepath.Glob(pattern)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var out []*ast.File
 	for _, path := range files {
 		if strings.HasSuffix(path, "_test.go") {
 			continue
@@ -41,6 +41,16 @@ func instrumentsIn(t *testing.T, pattern string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// instrumentsIn is instruments of the files matching pattern.
+func instrumentsIn(t *testing.T, pattern string) []string {
+	t.Helper()
+	var names []string
+	for _, f := range sources(t, pattern) {
 		for _, decl := range f.Decls {
 			gd, ok := decl.(*ast.GenDecl)
 			if !ok || gd.Tok != token.CONST {
@@ -204,20 +214,8 @@ func TestEngineInstruments(t *testing.T) {
 			if !strings.Contains(strings.Join(strings.Fields(string(doc)), " "), name) {
 				t.Errorf("%s/doc.go does not name %s", dir, name)
 			}
-			files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-			if err != nil {
-				t.Fatal(err)
-			}
 			declared := false
-			fset := token.NewFileSet()
-			for _, path := range files {
-				if strings.HasSuffix(path, "_test.go") {
-					continue
-				}
-				f, err := parser.ParseFile(fset, path, nil, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
+			for _, f := range sources(t, filepath.Join(dir, "*.go")) {
 				ast.Inspect(f, func(n ast.Node) bool {
 					vs, ok := n.(*ast.ValueSpec)
 					if !ok {
