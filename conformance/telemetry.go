@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/catalog"
 )
 
 // SuiteTelemetry is the name of the telemetry suite in [RuleError.Suite].
@@ -156,34 +157,35 @@ func telemetrySuite(timeline bool) suite[TelemetryWrap] {
 	return s
 }
 
-// Catalog names the suite judges (the otelstore package's catalog).
+// Catalog names the suite judges (the otelstore package's catalog), by the
+// short names the model uses.
 const (
-	telStarted     = "aion.workflows.started"
-	telCompleted   = "aion.workflows.completed"
-	telSignals     = "aion.signals.delivered"
-	telSchedules   = "aion.schedules.fired"
-	telReopened    = "aion.workflows.reopened"
-	telDispatched  = "aion.activities.dispatched"
-	telActDone     = "aion.activities.completed"
-	telRetried     = "aion.activities.retried"
-	telInflight    = "aion.inflight_activities"
-	telActDuration = "aion.activity.duration"
-	telWfDuration  = "aion.workflow.duration"
-	telOpDuration  = "aion.store.operation.duration"
-	telAge         = "aion.activity.oldest_inflight_age"
+	telStarted     = catalog.WorkflowsStarted
+	telCompleted   = catalog.WorkflowsCompleted
+	telSignals     = catalog.SignalsDelivered
+	telSchedules   = catalog.SchedulesFired
+	telReopened    = catalog.WorkflowsReopened
+	telDispatched  = catalog.ActivitiesDispatched
+	telActDone     = catalog.ActivitiesCompleted
+	telRetried     = catalog.ActivitiesRetried
+	telInflight    = catalog.InflightActivities
+	telActDuration = catalog.ActivityDuration
+	telWfDuration  = catalog.WorkflowDuration
+	telOpDuration  = catalog.StoreOperationDuration
+	telAge         = catalog.ActivityOldestInflightAge
 
-	keyWfType    = attribute.Key("aion.workflow.type")
-	keyWfStatus  = attribute.Key("aion.workflow.status")
-	keyActType   = attribute.Key("aion.activity.type")
-	keyOutcome   = attribute.Key("aion.activity.outcome")
-	keyDelivery  = attribute.Key("aion.signal.delivery")
+	keyWfType    = catalog.WorkflowType
+	keyWfStatus  = catalog.WorkflowStatus
+	keyActType   = catalog.ActivityType
+	keyOutcome   = catalog.ActivityOutcome
+	keyDelivery  = catalog.SignalDelivery
 	keyOp        = attribute.Key("db.operation.name")
 	keyErrType   = attribute.Key("error.type")
-	keyWfID      = attribute.Key("aion.workflow.id")
-	keyRunID     = attribute.Key("aion.run.id")
-	keyActID     = attribute.Key("aion.activity.id")
-	keyRetries   = attribute.Key("aion.activity.retry_count")
-	retryEvent   = "aion.activity.retry"
+	keyWfID      = catalog.WorkflowID
+	keyRunID     = catalog.RunID
+	keyActID     = catalog.ActivityID
+	keyRetries   = catalog.RetryCount
+	retryEvent   = catalog.RetryEvent
 	outAbandoned = "abandoned"
 )
 
