@@ -37,12 +37,21 @@ func (j *join) check() error {
 			fail("workflow %v filed under %v", w.key, k)
 		}
 		count(&w.slot)
-		if (len(w.runs) == 0) != (w.slot.in == &j.remembered) {
-			fail("workflow %v has %d runs and is in queue %p", k, len(w.runs), w.slot.in)
+		if w.empty() != (w.slot.in == &j.remembered) {
+			fail("workflow %v has %d runs and is in queue %p", k, w.numRuns(), w.slot.in)
 		}
-		for id, r := range w.runs {
-			if r.id != id || r.wf != w {
+		if r := w.run1; r != nil && w.more[r.id] != nil {
+			fail("run %v both first and in the map", r.id)
+		}
+		for id, r := range w.more {
+			if r.id != id {
 				fail("run %v filed under %v", r.id, id)
+			}
+		}
+		for r := range w.runs {
+			id := r.id
+			if r.wf != w || w.run(id) != r {
+				fail("run %v not found as filed", id)
 			}
 			count(&r.slot)
 			want := map[runState]*queue{runNone: nil, runPending: &j.remembered, runOpen: &j.live, runClosing: &j.remembered, runDone: &j.remembered}[r.state]
@@ -52,12 +61,21 @@ func (j *join) check() error {
 			if r.slot.in != want {
 				fail("run %v in state %d is in the wrong queue", id, r.state)
 			}
-			if r.state == runNone && len(r.acts) == 0 && len(r.settled.ranges) == 0 {
+			if r.state == runNone && r.numActivities() == 0 && len(r.settled.ranges) == 0 {
 				fail("empty run %v kept", id)
 			}
+			if a := r.act1; a != nil && r.acts[a.id] != nil {
+				fail("activity %d both first and in the map", a.id)
+			}
 			for aid, a := range r.acts {
-				if a.id != aid || a.run != r {
+				if a.id != aid {
 					fail("activity %d filed under %d", a.id, aid)
+				}
+			}
+			for a := range r.activities {
+				aid := a.id
+				if a.run != r || r.activity(aid) != a {
+					fail("activity %d not found as filed", aid)
 				}
 				count(&a.slot)
 				wantQ := &j.remembered

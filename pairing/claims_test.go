@@ -38,8 +38,8 @@ func (j *join) checkWaits() error {
 	}
 	waiting := 0
 	for _, w := range j.workflows {
-		for _, r := range w.runs {
-			for _, a := range r.acts {
+		for r := range w.runs {
+			for a := range r.activities {
 				if want := a.state == actLive && a.staged && len(a.claims) == 0; a.waiting != want {
 					fail("activity %d: waiting %v, want %v (state %d, staged %v, %d claims)", a.id, a.waiting, want, a.state, a.staged, len(a.claims))
 				}

@@ -43,7 +43,11 @@ type workflow struct {
 	slot
 	key  wfKey
 	seen seen
-	runs map[eventstore.RunID]*run
+	// run1 is a run of the workflow, more its others, a map made for the
+	// second run held at once: most workflows hold one, and a Go map of
+	// one entry costs more than the run (see runs.go).
+	run1 *run
+	more map[eventstore.RunID]*run
 	// waiting are the settling activities and closing runs: their
 	// decision waits for positions not yet observed.
 	waiting []queued
@@ -67,8 +71,11 @@ const (
 
 type run struct {
 	slot
-	wf   *workflow
-	id   eventstore.RunID
+	wf *workflow
+	id eventstore.RunID
+	// act1 is an activity of the run, acts its others, a map made for the
+	// second activity held at once (see runs.go).
+	act1 *activity
 	acts map[eventstore.ActivityID]*activity
 	peak int // most activities held at once since acts was made
 
@@ -301,7 +308,7 @@ func (j *join) workflowOf(k wfKey) *workflow {
 			w = j.freeWorkflows[n-1]
 			j.freeWorkflows = j.freeWorkflows[:n-1]
 		} else {
-			w = &workflow{runs: make(map[eventstore.RunID]*run)}
+			w = &workflow{}
 		}
 		w.key = k
 		j.workflows[k] = w
@@ -311,7 +318,7 @@ func (j *join) workflowOf(k wfKey) *workflow {
 
 // runOf returns w's run id, making it if missing.
 func (j *join) runOf(w *workflow, id eventstore.RunID) *run {
-	r := w.runs[id]
+	r := w.run(id)
 	if r == nil {
 		if n := len(j.freeRuns); n > 0 {
 			r = j.freeRuns[n-1]
@@ -320,21 +327,18 @@ func (j *join) runOf(w *workflow, id eventstore.RunID) *run {
 			r = &run{}
 		}
 		r.wf, r.id, r.ids = w, id, nil
-		if r.acts == nil {
-			r.acts = make(map[eventstore.ActivityID]*activity)
-		}
-		w.runs[id] = r
+		w.addRun(r)
 	}
 	return r
 }
 
 // live counts w's activities in flight and open runs.
 func (w *workflow) live() (activities, runs int) {
-	for _, r := range w.runs {
+	for r := range w.runs {
 		if r.state == runOpen {
 			runs++
 		}
-		for _, a := range r.acts {
+		for a := range r.activities {
 			if a.state == actLive {
 				activities++
 			}
@@ -346,7 +350,7 @@ func (w *workflow) live() (activities, runs int) {
 // activityOf returns r's activity id, making it if missing; nil if it is
 // settled and recorded, so that its facts are repeats.
 func (j *join) activityOf(r *run, id eventstore.ActivityID) *activity {
-	a := r.acts[id]
+	a := r.activity(id)
 	if a == nil {
 		if r.isSettled(id) {
 			return nil
@@ -358,8 +362,7 @@ func (j *join) activityOf(r *run, id eventstore.ActivityID) *activity {
 			a = &activity{}
 		}
 		a.run, a.id = r, id
-		r.acts[id] = a
-		r.peak = max(r.peak, len(r.acts))
+		r.addActivity(a)
 	}
 	return a
 }
@@ -579,7 +582,7 @@ func (j *join) close(w *workflow, f *fact, fx *effects) int {
 	}
 	j.resolveRun(r, fx)
 	n := 0
-	for _, a := range r.acts {
+	for a := range r.activities {
 		// Also one settled by this close read back: seen committing
 		// now, its completion is recorded here.
 		if a.state == actLive || a.state == actSettling || a.state == actDone && !a.emitted {
@@ -839,7 +842,7 @@ func (j *join) drop(e queued, live bool, fx *effects) {
 	r.settled.reset()
 	// Without its closes, the run's settled activities could not be told
 	// from new ones: they go with it; those in flight stay.
-	for _, a := range r.acts {
+	for a := range r.activities {
 		if a.state != actLive {
 			if a.waitsForPartner() {
 				fx.add(effect{op: opForgotten, ns: ns})
@@ -857,7 +860,7 @@ func (j *join) nsOf(r *run) *nsAttrs {
 	if r.ns != nil {
 		return r.ns
 	}
-	for _, a := range r.acts {
+	for a := range r.activities {
 		if a.ta != nil {
 			return a.ta.ns
 		}
@@ -923,7 +926,7 @@ func (j *join) freeActivity(a *activity) {
 // may be left empty.
 func (j *join) unlinkActivity(a *activity) {
 	r := a.run
-	delete(r.acts, a.id)
+	r.removeActivity(a)
 	retries, claims := a.retries[:0], a.claims[:0]
 	gen := a.gen + 1
 	*a = activity{retries: retries, claims: claims, gen: gen}
@@ -935,7 +938,7 @@ func (j *join) unlinkActivity(a *activity) {
 // freeRunIfEmpty frees r if it holds nothing, and its workflow likewise. A
 // run that holds only settled activities is remembered for them.
 func (j *join) freeRunIfEmpty(r *run) {
-	if r.state != runNone || len(r.acts) > 0 || r.slot.in != nil {
+	if r.state != runNone || r.numActivities() > 0 || r.slot.in != nil {
 		return
 	}
 	if len(r.settled.ranges) > 0 {
@@ -943,7 +946,7 @@ func (j *join) freeRunIfEmpty(r *run) {
 		return
 	}
 	w := r.wf
-	delete(w.runs, r.id)
+	w.removeRun(r)
 	acts, peak, closes, settled, gen := r.acts, r.peak, r.closes[:0], r.settled.ranges[:0], r.gen+1
 	*r = run{closes: closes, settled: seen{ranges: settled}, gen: gen}
 	if peak <= maxRunPeak { // keep the small map
@@ -953,7 +956,7 @@ func (j *join) freeRunIfEmpty(r *run) {
 	if len(j.freeRuns) < maxFree {
 		j.freeRuns = append(j.freeRuns, r)
 	}
-	if len(w.runs) == 0 && w.slot.in == nil {
+	if w.empty() && w.slot.in == nil {
 		j.freeWorkflow(w)
 	}
 }
@@ -962,7 +965,7 @@ func (j *join) freeRunIfEmpty(r *run) {
 // positions, and takes one that has runs out of it.
 func (j *join) settle(w *workflow) {
 	switch {
-	case len(w.runs) == 0:
+	case w.empty():
 		j.place(w, &j.remembered)
 	case w.slot.in != nil:
 		remove(&w.slot)
@@ -972,8 +975,8 @@ func (j *join) settle(w *workflow) {
 // freeWorkflow forgets a workflow that has no runs, and keeps it for reuse.
 func (j *join) freeWorkflow(w *workflow) {
 	delete(j.workflows, w.key)
-	runs, ranges, waiting := w.runs, w.seen.ranges[:0], w.waiting[:0]
-	*w = workflow{runs: runs, seen: seen{ranges: ranges}, waiting: waiting}
+	more, ranges, waiting := w.more, w.seen.ranges[:0], w.waiting[:0]
+	*w = workflow{more: more, seen: seen{ranges: ranges}, waiting: waiting}
 	if len(j.freeWorkflows) < maxFree {
 		j.freeWorkflows = append(j.freeWorkflows, w)
 	}

@@ -48,8 +48,8 @@ func (j *join) release(ns string, match func(eventstore.WorkflowID) bool, na *ns
 		}
 		clear(w.waiting)
 		w.waiting = w.waiting[:0]
-		for _, r := range w.runs {
-			for _, a := range r.acts {
+		for r := range w.runs {
+			for a := range r.activities {
 				if a.state == actLive {
 					j.leaveFlight(a)
 					fx.cancel(&a.opening)

@@ -228,11 +228,11 @@ func (j *join) abandon(k wfKey, runID eventstore.RunID, s settler, fx *effects) 
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	w := j.workflows[k]
-	if w == nil || w.runs[runID] == nil {
+	if w == nil || w.run(runID) == nil {
 		return 0
 	}
 	n := 0
-	for _, a := range w.runs[runID].acts {
+	for a := range w.run(runID).activities {
 		if a.state != actLive {
 			continue
 		}
@@ -285,8 +285,8 @@ func (t *Tracker) liveSpanContext(key Key) trace.SpanContext {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if w := j.workflows[wfKey{namespace: key.Namespace, id: key.WorkflowID}]; w != nil {
-		if r := w.runs[key.RunID]; r != nil {
-			if a := r.acts[key.ActivityID]; a != nil && a.state == actLive {
+		if r := w.run(key.RunID); r != nil {
+			if a := r.activity(key.ActivityID); a != nil && a.state == actLive {
 				return a.spanSC
 			}
 		}

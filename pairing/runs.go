@@ -1,0 +1,127 @@
+package pairing
+
+import "github.com/aionotel/aionotel/eventstore"
+
+// A workflow's runs and a run's activities. Most workflows hold one run
+// at a time and most runs one activity, or a few, at a time: the worst
+// case of the memory bound is one workflow per activity in flight. A Go
+// map of one entry costs a header and a group of eight slots (about 250
+// bytes for a run's activities, more for a workflow's runs), more than the
+// entry itself, so each holds its first entry in a field (run1, act1) and
+// makes its map (more, acts) for the second held at once. An entry is in
+// one of the two places, never both: it is added only after a lookup of
+// both missed, and the field is not refilled from the map when it empties
+// (a range over the entries may be removing them).
+
+// run returns w's run id, nil if w holds none.
+func (w *workflow) run(id eventstore.RunID) *run {
+	if r := w.run1; r != nil && r.id == id {
+		return r
+	}
+	if w.more == nil {
+		return nil
+	}
+	return w.more[id]
+}
+
+// addRun holds r, which w does not hold.
+func (w *workflow) addRun(r *run) {
+	if w.run1 == nil {
+		w.run1 = r
+		return
+	}
+	if w.more == nil {
+		w.more = make(map[eventstore.RunID]*run)
+	}
+	w.more[r.id] = r
+}
+
+// removeRun lets r go.
+func (w *workflow) removeRun(r *run) {
+	if w.run1 == r {
+		w.run1 = nil
+		return
+	}
+	delete(w.more, r.id)
+}
+
+// empty reports whether w holds no run.
+func (w *workflow) empty() bool { return w.run1 == nil && len(w.more) == 0 }
+
+// numRuns is the number of runs w holds.
+func (w *workflow) numRuns() int {
+	n := len(w.more)
+	if w.run1 != nil {
+		n++
+	}
+	return n
+}
+
+// runs yields w's runs (for r := range w.runs). A run may be removed
+// while they are yielded; one added may or may not be yielded.
+func (w *workflow) runs(yield func(*run) bool) {
+	if r := w.run1; r != nil && !yield(r) {
+		return
+	}
+	for _, r := range w.more {
+		if !yield(r) {
+			return
+		}
+	}
+}
+
+// activity returns r's activity id, nil if r holds none.
+func (r *run) activity(id eventstore.ActivityID) *activity {
+	if a := r.act1; a != nil && a.id == id {
+		return a
+	}
+	if r.acts == nil {
+		return nil
+	}
+	return r.acts[id]
+}
+
+// addActivity holds a, which r does not hold.
+func (r *run) addActivity(a *activity) {
+	if r.act1 == nil {
+		r.act1 = a
+		return
+	}
+	if r.acts == nil {
+		r.acts = make(map[eventstore.ActivityID]*activity)
+	}
+	r.acts[a.id] = a
+	r.peak = max(r.peak, len(r.acts))
+}
+
+// removeActivity lets a go.
+func (r *run) removeActivity(a *activity) {
+	if r.act1 == a {
+		r.act1 = nil
+		return
+	}
+	delete(r.acts, a.id)
+}
+
+// numActivities is the number of activities r holds.
+func (r *run) numActivities() int {
+	n := len(r.acts)
+	if r.act1 != nil {
+		n++
+	}
+	return n
+}
+
+// activities yields r's activities (for a := range r.activities). An
+// activity may be removed while they are yielded; one added may or may not
+// be yielded.
+func (r *run) activities(yield func(*activity) bool) {
+	if a := r.act1; a != nil && !yield(a) {
+		return
+	}
+	for _, a := range r.acts {
+		if !yield(a) {
+			return
+		}
+	}
+}
