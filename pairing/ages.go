@@ -31,12 +31,12 @@ func (h *byDispatch) Less(i, j int) bool { return h.list[i].dat < h.list[j].dat 
 func (h *byDispatch) Swap(i, j int) {
 	l := h.list
 	l[i], l[j] = l[j], l[i]
-	l[i].heapAt[h.slot], l[j].heapAt[h.slot] = i, j
+	l[i].heapAt[h.slot], l[j].heapAt[h.slot] = int32(i), int32(j)
 }
 
 func (h *byDispatch) Push(x any) {
 	a := x.(*activity)
-	a.heapAt[h.slot] = len(h.list)
+	a.heapAt[h.slot] = int32(len(h.list))
 	h.list = append(h.list, a)
 }
 
@@ -49,7 +49,7 @@ func (h *byDispatch) Pop() any {
 }
 
 // remove takes a out of the heap.
-func (h *byDispatch) remove(a *activity) { heap.Remove(h, a.heapAt[h.slot]) }
+func (h *byDispatch) remove(a *activity) { heap.Remove(h, int(a.heapAt[h.slot])) }
 
 // age returns the heap's oldest dispatch time, live false when it is
 // empty.

@@ -15,10 +15,11 @@ func (j *join) check() error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	live, remembered, active := 0, 0, 0
+	facts := map[*activityFacts]bool{} // held by an activity
 	inHeaps := 0
 	for _, h := range j.ages {
 		for i, a := range h.list {
-			if a.heapAt[slotInFlight] != i || a.state != actLive {
+			if int(a.heapAt[slotInFlight]) != i || a.state != actLive {
 				fail("age heap: activity %d at %d says %d, state %d", a.id, i, a.heapAt[slotInFlight], a.state)
 			}
 			inHeaps++
@@ -95,6 +96,15 @@ func (j *join) check() error {
 				if r.isSettled(aid) {
 					fail("activity %d both an entry and settled", aid)
 				}
+				if a.hasTerm && a.x == nil {
+					fail("activity %d has a terminal and no facts", aid)
+				}
+				if a.x != nil {
+					if facts[a.x] {
+						fail("activity %d shares its facts", aid)
+					}
+					facts[a.x] = true
+				}
 			}
 		}
 	}
@@ -122,6 +132,16 @@ func (j *join) check() error {
 		}
 		if len(held) != q.n {
 			fail("queue holds %d items by its entries, counts %d", len(held), q.n)
+		}
+	}
+	for _, a := range j.freeActs {
+		if a.x != nil || a.run != nil || a.slot.in != nil {
+			fail("activity %d freed with its facts, run or queue", a.id)
+		}
+	}
+	for _, x := range j.freeFacts {
+		if facts[x] || x.span != nil || x.spanSC.IsValid() || len(x.retries) > 0 || len(x.claims) > 0 || x.extra != 0 || x.term != (termFact{}) {
+			fail("freed activity facts still held or not cleared: %+v", x)
 		}
 	}
 	if err := j.checkWaits(); err != nil {

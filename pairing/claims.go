@@ -139,8 +139,9 @@ func (j *join) stage(a *activity) bool {
 // claim applies a claim at at to a. A claim at the time of one known is
 // the same claim.
 func (j *join) claim(a *activity, at int64, fx *effects) {
-	i := len(a.claims)
-	for k, c := range a.claims {
+	x := j.facts(a)
+	i := len(x.claims)
+	for k, c := range x.claims {
 		if c == at {
 			return // a repeat
 		}
@@ -152,12 +153,12 @@ func (j *join) claim(a *activity, at int64, fx *effects) {
 	if i == maxClaims {
 		return
 	}
-	if len(a.claims) == maxClaims {
-		a.claims = a.claims[:maxClaims-1]
+	if len(x.claims) == maxClaims {
+		x.claims = x.claims[:maxClaims-1]
 	}
-	a.claims = append(a.claims, 0)
-	copy(a.claims[i+1:], a.claims[i:])
-	a.claims[i] = at
+	x.claims = append(x.claims, 0)
+	copy(x.claims[i+1:], x.claims[i:])
+	x.claims[i] = at
 	j.stopWaiting(a)
 	if !a.dispatched {
 		j.place(a, &j.remembered)
@@ -178,11 +179,11 @@ func (j *join) joinOutbox(a *activity, fx *effects) {
 // recordWait records a's wait, once: when its dispatch, seen committing
 // here, and a claim of it are both known.
 func (j *join) recordWait(a *activity, fx *effects) {
-	if a.waited || !a.dispatched || !a.counted || len(a.claims) == 0 {
+	if a.waited || !a.dispatched || !a.counted || len(a.claims()) == 0 {
 		return
 	}
 	a.waited = true
-	fx.add(effect{op: opWait, ta: a.ta, from: a.dat, to: a.claims[0]})
+	fx.add(effect{op: opWait, ta: a.ta, from: a.dat, to: a.x.claims[0]})
 }
 
 // waitsOf returns the waiting heap of type ta, making it if missing: every
@@ -200,7 +201,7 @@ func (j *join) waitsOf(ta *typeAttrs) *byDispatch {
 // startWaiting puts a in its type's waiting heap if it waits: in flight,
 // staged, unclaimed. It reports whether it did.
 func (j *join) startWaiting(a *activity) bool {
-	if a.waiting || a.state != actLive || !a.staged || len(a.claims) > 0 {
+	if a.waiting || a.state != actLive || !a.staged || len(a.claims()) > 0 {
 		return false
 	}
 	a.waiting = true
@@ -221,5 +222,5 @@ func (j *join) stopWaiting(a *activity) {
 // Outbox facts alone do not count: a claim of a row whose dispatch this
 // process never sees (another node's workflow) is routine.
 func (a *activity) waitsForPartner() bool {
-	return a.state != actDone && (a.dispatched || a.hasTerm || len(a.retries) > 0 || a.extra > 0)
+	return a.state != actDone && (a.dispatched || a.hasTerm || len(a.retries()) > 0 || a.extraRetries() > 0)
 }

@@ -30,7 +30,7 @@ func (j *join) checkWaits() error {
 	inHeaps := 0
 	for ta, h := range j.waits {
 		for i, a := range h.list {
-			if !a.waiting || a.heapAt[slotWaiting] != i || a.ta != ta {
+			if !a.waiting || int(a.heapAt[slotWaiting]) != i || a.ta != ta {
 				fail("waiting heap: activity %d at %d says %d (waiting %v)", a.id, i, a.heapAt[slotWaiting], a.waiting)
 			}
 			inHeaps++
@@ -40,14 +40,14 @@ func (j *join) checkWaits() error {
 	for _, w := range j.workflows {
 		for r := range w.runs {
 			for a := range r.activities {
-				if want := a.state == actLive && a.staged && len(a.claims) == 0; a.waiting != want {
-					fail("activity %d: waiting %v, want %v (state %d, staged %v, %d claims)", a.id, a.waiting, want, a.state, a.staged, len(a.claims))
+				if want := a.state == actLive && a.staged && len(a.claims()) == 0; a.waiting != want {
+					fail("activity %d: waiting %v, want %v (state %d, staged %v, %d claims)", a.id, a.waiting, want, a.state, a.staged, len(a.claims()))
 				}
 				if a.waiting {
 					waiting++
 				}
-				if len(a.claims) > maxClaims || !slices.IsSorted(a.claims) || len(slices.Compact(slices.Clone(a.claims))) != len(a.claims) {
-					fail("activity %d: claims %v", a.id, a.claims)
+				if c := a.claims(); len(c) > maxClaims || !slices.IsSorted(c) || len(slices.Compact(slices.Clone(c))) != len(c) {
+					fail("activity %d: claims %v", a.id, c)
 				}
 				if a.staged && a.dispatched && j.waits[a.ta] == nil {
 					fail("activity %d: staged and dispatched, its type has no waiting point", a.id)

@@ -133,7 +133,7 @@ func (fx *effects) workOf(e *effect) *spanWork {
 // cancel drops the effect that would open an item's span, if this call
 // added one (*opening is 1 + its index): the item left flight in the same
 // call, and its settlement makes the span whole instead.
-func (fx *effects) cancel(opening *int) {
+func (fx *effects) cancel(opening *int32) {
 	if *opening > 0 {
 		fx.list[*opening-1].op = opNone
 		*opening = 0
@@ -354,8 +354,9 @@ func (t *Tracker) attach(spans []opened) {
 			if o.run.gen == o.gen && o.run.state == runDone && !o.run.spanSC.IsValid() {
 				o.run.spanSC = o.sc
 			}
-		case o.act != nil && o.act.gen == o.gen && o.act.state == actLive && o.act.span == nil:
-			o.act.span, o.act.spanSC, o.act.spanQuiet = o.span, o.sc, o.quiet
+		case o.act != nil && o.act.gen == o.gen && o.act.state == actLive && o.act.span() == nil:
+			x := j.facts(o.act)
+			x.span, x.spanSC, o.act.spanQuiet = o.span, o.sc, o.quiet
 			o.act.run.keepIDs(o.ids)
 		case o.run != nil && o.run.gen == o.gen && o.run.state == runOpen && o.run.span == nil:
 			o.run.span, o.run.spanSC = o.span, o.sc

@@ -95,7 +95,7 @@ type run struct {
 	span    trace.Span // the open run span, once attached
 	spanSC  trace.SpanContext
 	gen     uint64 // bumped on reuse: a span started for an older use is not attached
-	opening int    // as activity.opening
+	opening int32  // as activity.opening
 	// unlinked is as activity.unlinked, for startCall.
 	unlinked bool
 	// ids are what the run's spans share (rootCache), kept once a span of
@@ -127,46 +127,122 @@ const (
 	actDone                     // settled and recorded
 )
 
+// An activity is what the tracker knows of one activity. Its fields are
+// what one in flight needs (128 bytes); the facts it rarely has while in
+// flight (a terminal waiting for positions, retries, claims, a span held
+// open) are in x, taken from the join when the first arrives (see
+// activityFacts). Fields are ordered by size so that no padding is lost.
 type activity struct {
 	slot
-	run *run
-	id  eventstore.ActivityID
+	run  *run
+	id   eventstore.ActivityID
+	dpos position
+	dat  int64
+	ta   *typeAttrs
+	gen  uint64
+	x    *activityFacts // nil until one of its facts arrives
+	// heapAt is its index in its type's heaps (byDispatch), by slot: at
+	// most the activities in flight, a number the heap could not hold past
+	// 2^31 (256 GiB of activities).
+	heapAt [2]int32
+	// opening is 1 + the index of the effect that opens its span, while
+	// the call that added it holds the lock; 0 otherwise.
+	opening int32
 
 	state      actState
 	dispatched bool
-	dpos       position
-	dat        int64
-	ta         *typeAttrs
-	dcall      callRef
 	counted    bool // aion.activities.dispatched counted for it
 	// unlinked: its span was opened without a link to dcall (its dispatch
 	// was read back first); the settlement adds it once known.
 	unlinked bool
-
-	hasTerm bool
-	term    termFact
-	retries []retryFact // sorted by position, at most maxRetries
-	extra   uint32      // retries past maxRetries
-
-	emitted bool
-	span    trace.Span
-	spanSC  trace.SpanContext
-	// spanQuiet: span records nothing (a sampler dropped it), so its
-	// settlement only ends it and prepares no span work.
+	hasTerm  bool // x.term is its terminal
+	emitted  bool
+	// spanQuiet: its span (x.span) records nothing (a sampler dropped it),
+	// so its settlement only ends it and prepares no span work.
 	spanQuiet bool
-	heapAt    [2]int // its index in its type's heaps (byDispatch), by slot
-	gen       uint64
-	// opening is 1 + the index of the effect that opens its span, while
-	// the call that added it holds the lock; 0 otherwise.
-	opening int
 
-	// The outbox facts (claims.go): a row was staged for it, the times its
-	// row was claimed (sorted, at most maxClaims), whether its wait was
-	// recorded, and whether it is in its type's waiting heap.
+	// The outbox facts (claims.go): a row was staged for it, whether its
+	// wait was recorded, and whether it is in its type's waiting heap (the
+	// times its row was claimed are x.claims).
 	staged  bool
-	claims  []int64
 	waited  bool
 	waiting bool
+
+	dcall callRef // last: its alignment is 1
+}
+
+// activityFacts are the facts an activity in flight rarely has. They are
+// given back to the join with their activity (join.unlinkActivity) and
+// reused, so that a steady flow of dispatches and terminals allocates none.
+type activityFacts struct {
+	term    termFact
+	retries []retryFact // sorted by position, at most maxRetries
+	claims  []int64     // times its row was claimed, sorted, at most maxClaims
+	span    trace.Span  // held open (IDs not derived), until it settles
+	spanSC  trace.SpanContext
+	extra   uint32 // retries past maxRetries
+}
+
+// facts returns a's rarer facts, taking them from the join's free list or
+// making them if a has none.
+func (j *join) facts(a *activity) *activityFacts {
+	if a.x == nil {
+		if n := len(j.freeFacts); n > 0 {
+			a.x = j.freeFacts[n-1]
+			j.freeFacts[n-1] = nil
+			j.freeFacts = j.freeFacts[:n-1]
+		} else {
+			a.x = &activityFacts{}
+		}
+	}
+	return a.x
+}
+
+// retries returns a's retries, sorted by position.
+func (a *activity) retries() []retryFact {
+	if a.x == nil {
+		return nil
+	}
+	return a.x.retries
+}
+
+// claims returns the times a's row was claimed, sorted.
+func (a *activity) claims() []int64 {
+	if a.x == nil {
+		return nil
+	}
+	return a.x.claims
+}
+
+// extraRetries is the number of a's retries past maxRetries.
+func (a *activity) extraRetries() uint32 {
+	if a.x == nil {
+		return 0
+	}
+	return a.x.extra
+}
+
+// span returns the span a holds open, nil if none.
+func (a *activity) span() trace.Span {
+	if a.x == nil {
+		return nil
+	}
+	return a.x.span
+}
+
+// spanContext returns the context of the span a holds open.
+func (a *activity) spanContext() trace.SpanContext {
+	if a.x == nil {
+		return trace.SpanContext{}
+	}
+	return a.x.spanSC
+}
+
+// dropSpan forgets the span a holds: moved to an effect, or dropped.
+func (a *activity) dropSpan() {
+	if a.x != nil {
+		a.x.span, a.x.spanSC = nil, trace.SpanContext{}
+	}
 }
 
 // maxRetries bounds the retries an activity remembers for its span events
@@ -176,9 +252,9 @@ const maxRetries = 32
 type termFact struct {
 	pos     position
 	at      int64
-	outcome int // index in outcomes
-	call    callRef
+	outcome uint8 // index in outcomes
 	live    bool
+	call    callRef
 }
 
 type retryFact struct {
@@ -221,9 +297,9 @@ type settler struct {
 // settler returns a's settler, if one is known. a is dispatched.
 func (a *activity) settler() settler {
 	var s settler
-	if a.hasTerm && a.term.pos.follows(a.dpos) {
-		t := a.term
-		s = settler{ok: true, pos: t.pos, at: t.at, outcome: t.outcome, call: t.call, live: t.live}
+	if a.hasTerm && a.x.term.pos.follows(a.dpos) {
+		t := &a.x.term
+		s = settler{ok: true, pos: t.pos, at: t.at, outcome: int(t.outcome), call: t.call, live: t.live}
 	}
 	for _, c := range a.run.closes {
 		if !c.pos.follows(a.dpos) {
@@ -275,9 +351,11 @@ type join struct {
 	freeWorkflows []*workflow
 	freeRuns      []*run
 	freeActs      []*activity
+	freeFacts     []*activityFacts
 }
 
-// Reuse bounds: at most maxFree workflows, runs and activities wait for
+// Reuse bounds: at most maxFree workflows, runs, activities and their
+// rarer facts wait for
 // reuse, and a run keeps its activity map for the next run only if it never
 // held more than maxRunPeak activities (Go maps never shrink).
 const (
@@ -424,8 +502,8 @@ func (j *join) dispatch(w *workflow, f *fact, fx *effects) (isNew, inFlight bool
 	j.joinOutbox(a, fx) // a row staged or claimed before the dispatch arrived
 	// Retries that arrived first are counted now that the type is known.
 	s := a.settler()
-	for i := range a.retries {
-		j.countRetry(a, &a.retries[i], s, fx)
+	for i := range a.retries() {
+		j.countRetry(a, &a.x.retries[i], s, fx)
 	}
 	return true, j.resolveActivity(a, fx)
 }
@@ -437,21 +515,21 @@ func (j *join) terminal(w *workflow, f *fact, fx *effects) bool {
 	switch {
 	case a == nil:
 		return false
-	case a.hasTerm && f.pos.known() && f.pos.seq == a.term.pos.seq:
-		if !f.live || a.term.live {
+	case a.hasTerm && f.pos.known() && f.pos.seq == a.x.term.pos.seq:
+		if !f.live || a.x.term.live {
 			return false // a repeat
 		}
-		a.term.live = true // seen committing here: its completion is ours
-		a.term.call = f.call
+		a.x.term.live = true // seen committing here: its completion is ours
+		a.x.term.call = f.call
 	case a.state == actDone:
 		return false
 	case a.dispatched && !f.pos.follows(a.dpos):
 		return false // before its own dispatch: not a terminal of it
-	case a.hasTerm && !f.pos.before(a.term.pos):
+	case a.hasTerm && !f.pos.before(a.x.term.pos):
 		return false // a later terminal: the earliest settles
 	default:
 		a.hasTerm = true
-		a.term = termFact{pos: f.pos, at: f.at, outcome: f.outcome, call: f.call, live: f.live}
+		j.facts(a).term = termFact{pos: f.pos, at: f.at, outcome: uint8(f.outcome), call: f.call, live: f.live}
 	}
 	before := a.state
 	j.resolveActivity(a, fx)
@@ -465,19 +543,20 @@ func (j *join) retry(w *workflow, f *fact, fx *effects) bool {
 		return false
 	}
 	i, found := a.findRetry(f.pos, f.at)
+	x := j.facts(a)
 	switch {
 	case found:
-		if f.live && !a.retries[i].live {
-			a.retries[i].live = true
+		if f.live && !x.retries[i].live {
+			x.retries[i].live = true
 		} else {
 			return false
 		}
-	case len(a.retries) < maxRetries:
-		a.retries = append(a.retries, retryFact{})
-		copy(a.retries[i+1:], a.retries[i:])
-		a.retries[i] = retryFact{pos: f.pos, at: f.at, live: f.live}
+	case len(x.retries) < maxRetries:
+		x.retries = append(x.retries, retryFact{})
+		copy(x.retries[i+1:], x.retries[i:])
+		x.retries[i] = retryFact{pos: f.pos, at: f.at, live: f.live}
 	default:
-		a.extra++
+		x.extra++
 		i = -1
 	}
 	if !a.dispatched {
@@ -491,13 +570,13 @@ func (j *join) retry(w *workflow, f *fact, fx *effects) bool {
 		}
 		return false
 	}
-	return j.countRetry(a, &a.retries[i], a.settler(), fx)
+	return j.countRetry(a, &x.retries[i], a.settler(), fx)
 }
 
 // retriesLive reports whether every retry a remembers was observed
 // committing here.
 func (a *activity) retriesLive() bool {
-	for _, r := range a.retries {
+	for _, r := range a.retries() {
 		if !r.live {
 			return false
 		}
@@ -509,7 +588,8 @@ func (a *activity) retriesLive() bool {
 // a.retries, and whether it is there: a retry is the same retry when its
 // Seq is, or, without a Seq, when its time is.
 func (a *activity) findRetry(pos position, at int64) (int, bool) {
-	for i, r := range a.retries {
+	retries := a.retries()
+	for i, r := range retries {
 		if pos.known() && r.pos.seq == pos.seq || !pos.known() && !r.pos.known() && r.at == at {
 			return i, true
 		}
@@ -517,7 +597,7 @@ func (a *activity) findRetry(pos position, at int64) (int, bool) {
 			return i, false
 		}
 	}
-	return len(a.retries), false
+	return len(retries), false
 }
 
 // countRetry counts a live retry of dispatched activity a once, unless its
@@ -617,7 +697,7 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 				parent: callOf(a.run.spanSC), run: a.run, runGen: a.run.gen, ids: a.run.ids})
 			a.unlinked = !a.dcall.span.IsValid()
 			fx.add(effect{op: opStartActivity, ta: a.ta, from: a.dat, work: w})
-			a.opening = len(fx.list)
+			a.opening = int32(len(fx.list))
 		}
 		j.place(a, &j.live)
 		return true
@@ -659,7 +739,7 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 	case release:
 		fx.add(effect{op: opGauge, ta: a.ta})
 	}
-	a.span, a.spanSC = nil, trace.SpanContext{} // moved to the effect, or dropped
+	a.dropSpan() // moved to the effect, or dropped
 	j.place(a, &j.remembered)
 	return false
 }
@@ -669,10 +749,11 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 // it has none, made whole. The times of the retries between the two, then
 // of its row's claims, go to fx.times.
 func (j *join) settleEffect(a *activity, s settler, fx *effects) effect {
-	e := effect{op: opSettle, ta: a.ta, outcome: uint8(s.outcome), from: a.dat, to: s.at, span: a.span, retries: a.extra}
-	work := j.spans && (a.span == nil || !a.spanQuiet) // a quiet span is only ended
+	span := a.span()
+	e := effect{op: opSettle, ta: a.ta, outcome: uint8(s.outcome), from: a.dat, to: s.at, span: span, retries: a.extraRetries()}
+	work := j.spans && (span == nil || !a.spanQuiet) // a quiet span is only ended
 	at := len(fx.times)
-	for _, r := range a.retries {
+	for _, r := range a.retries() {
 		if r.pos.follows(a.dpos) && r.pos.before(s.pos) {
 			e.retries++
 			if work {
@@ -682,10 +763,11 @@ func (j *join) settleEffect(a *activity, s settler, fx *effects) effect {
 	}
 	if work {
 		claimAt := len(fx.times)
-		fx.times = append(fx.times, a.claims...)
+		claims := a.claims()
+		fx.times = append(fx.times, claims...)
 		e.work = fx.addWork(spanWork{key: a.key(), start: a.dcall, end: s.call, parent: callOf(a.run.spanSC),
-			retryAt: int32(at), retryTimes: int32(claimAt - at), claimAt: int32(claimAt), claimTimes: int32(len(a.claims)),
-			run: a.run, runGen: a.run.gen, ids: a.run.ids, lateStart: a.span != nil && a.unlinked})
+			retryAt: int32(at), retryTimes: int32(claimAt - at), claimAt: int32(claimAt), claimTimes: int32(len(claims)),
+			run: a.run, runGen: a.run.gen, ids: a.run.ids, lateStart: span != nil && a.unlinked})
 	}
 	return e
 }
@@ -717,7 +799,7 @@ func (j *join) resolveRun(r *run, fx *effects) {
 			w := fx.addWork(spanWork{run: r, gen: r.gen, key: r.key(), start: r.startCall, ids: r.ids})
 			r.unlinked = !r.startCall.span.IsValid()
 			fx.add(effect{op: opStartRun, wa: r.wa, from: r.startAt, work: w})
-			r.opening = len(fx.list)
+			r.opening = int32(len(fx.list))
 		}
 		j.place(r, &j.live)
 		return
@@ -927,9 +1009,11 @@ func (j *join) freeActivity(a *activity) {
 func (j *join) unlinkActivity(a *activity) {
 	r := a.run
 	r.removeActivity(a)
-	retries, claims := a.retries[:0], a.claims[:0]
-	gen := a.gen + 1
-	*a = activity{retries: retries, claims: claims, gen: gen}
+	if x := a.x; x != nil && len(j.freeFacts) < maxFree {
+		*x = activityFacts{retries: x.retries[:0], claims: x.claims[:0]}
+		j.freeFacts = append(j.freeFacts, x)
+	}
+	*a = activity{gen: a.gen + 1}
 	if len(j.freeActs) < maxFree {
 		j.freeActs = append(j.freeActs, a)
 	}

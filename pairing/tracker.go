@@ -242,7 +242,7 @@ func (j *join) abandon(k wfKey, runID eventstore.RunID, s settler, fx *effects) 
 		a.state, a.emitted = actDone, true
 		fx.add(j.settleEffect(a, s, fx))
 		fx.retired = append(fx.retired, a)
-		a.span, a.spanSC = nil, trace.SpanContext{}
+		a.dropSpan()
 		j.place(a, &j.remembered)
 		n++
 	}
@@ -287,7 +287,7 @@ func (t *Tracker) liveSpanContext(key Key) trace.SpanContext {
 	if w := j.workflows[wfKey{namespace: key.Namespace, id: key.WorkflowID}]; w != nil {
 		if r := w.run(key.RunID); r != nil {
 			if a := r.activity(key.ActivityID); a != nil && a.state == actLive {
-				return a.spanSC
+				return a.spanContext()
 			}
 		}
 	}
