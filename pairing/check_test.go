@@ -16,6 +16,7 @@ func (j *join) check() error {
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	live, remembered, active := 0, 0, 0
 	facts := map[*activityFacts]bool{} // held by an activity
+	runFacts := map[*runFacts]bool{}   // held by a run
 	inHeaps := 0
 	for _, h := range j.ages {
 		for i, a := range h.list {
@@ -55,20 +56,26 @@ func (j *join) check() error {
 				fail("run %v not found as filed", id)
 			}
 			count(&r.slot)
+			if r.x != nil {
+				if runFacts[r.x] {
+					fail("run %v shares its facts", id)
+				}
+				runFacts[r.x] = true
+			}
 			want := map[runState]*queue{runNone: nil, runPending: &j.remembered, runOpen: &j.live, runClosing: &j.remembered, runDone: &j.remembered}[r.state]
-			if r.state == runNone && len(r.settled.ranges) > 0 {
+			if r.state == runNone && r.hasSettled() {
 				want = &j.remembered // kept for its settled activities
 			}
 			if r.slot.in != want {
 				fail("run %v in state %d is in the wrong queue", id, r.state)
 			}
-			if r.state == runNone && r.numActivities() == 0 && len(r.settled.ranges) == 0 {
+			if r.state == runNone && r.numActivities() == 0 && !r.hasSettled() {
 				fail("empty run %v kept", id)
 			}
-			if a := r.act1; a != nil && r.acts[a.id] != nil {
+			if a := r.act1; a != nil && r.moreActivities()[a.id] != nil {
 				fail("activity %d both first and in the map", a.id)
 			}
-			for aid, a := range r.acts {
+			for aid, a := range r.moreActivities() {
 				if a.id != aid {
 					fail("activity %d filed under %d", a.id, aid)
 				}
@@ -132,6 +139,16 @@ func (j *join) check() error {
 		}
 		if len(held) != q.n {
 			fail("queue holds %d items by its entries, counts %d", len(held), q.n)
+		}
+	}
+	for _, r := range j.freeRuns {
+		if r.x != nil || r.wf != nil || r.act1 != nil || r.slot.in != nil {
+			fail("run %v freed with its facts, workflow, activity or queue", r.id)
+		}
+	}
+	for _, x := range j.freeRunFacts {
+		if runFacts[x] || len(x.acts) > 0 || len(x.closes) > 0 || len(x.settled.ranges) > 0 || x.span != nil || x.spanSC.IsValid() || x.ids != nil || x.startCall != (callRef{}) {
+			fail("freed run facts not cleared: %+v", x)
 		}
 	}
 	for _, a := range j.freeActs {

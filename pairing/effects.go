@@ -351,16 +351,17 @@ func (t *Tracker) attach(spans []opened) {
 	for _, o := range spans {
 		switch {
 		case o.ended:
-			if o.run.gen == o.gen && o.run.state == runDone && !o.run.spanSC.IsValid() {
-				o.run.spanSC = o.sc
+			if o.run.gen == o.gen && o.run.state == runDone && !o.run.spanContext().IsValid() {
+				j.runFacts(o.run).spanSC = o.sc
 			}
 		case o.act != nil && o.act.gen == o.gen && o.act.state == actLive && o.act.span() == nil:
 			x := j.facts(o.act)
 			x.span, x.spanSC, o.act.spanQuiet = o.span, o.sc, o.quiet
-			o.act.run.keepIDs(o.ids)
-		case o.run != nil && o.run.gen == o.gen && o.run.state == runOpen && o.run.span == nil:
-			o.run.span, o.run.spanSC = o.span, o.sc
-			o.run.keepIDs(o.ids)
+			j.keepIDs(o.act.run, o.ids)
+		case o.run != nil && o.run.gen == o.gen && o.run.state == runOpen && o.run.span() == nil:
+			x := j.runFacts(o.run)
+			x.span, x.spanSC = o.span, o.sc
+			j.keepIDs(o.run, o.ids)
 		}
 	}
 }

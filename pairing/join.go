@@ -69,38 +69,124 @@ const (
 	runDone                    // closed and recorded
 )
 
+// A run is what the tracker knows of one run. Its fields are what an open
+// run, or a run holding one activity, needs (112 bytes); the rest (its
+// closes, its settled activities, a second activity, the span held open,
+// what the timeline keeps) is in x, taken when first needed (see
+// runFacts).
 type run struct {
 	slot
 	wf *workflow
-	id eventstore.RunID
-	// act1 is an activity of the run, acts its others, a map made for the
-	// second activity held at once (see runs.go).
-	act1 *activity
-	acts map[eventstore.ActivityID]*activity
-	peak int // most activities held at once since acts was made
+	// act1 is an activity of the run; its others are in x.acts, a map
+	// made for the second activity held at once (see runs.go).
+	act1     *activity
+	id       eventstore.RunID
+	startPos position
+	startAt  int64
+	wa       *workflowAttrs
+	ns       *nsAttrs  // for counting a drop of the run's facts
+	gen      uint64    // bumped on reuse: a span started for an older use is not attached
+	x        *runFacts // nil until needed
+	opening  int32     // as activity.opening
+	state    runState
+	started  bool
+	emitted  bool // the run's duration and span are recorded
+	// unlinked is as activity.unlinked, for x.startCall.
+	unlinked bool
+}
 
-	state     runState
-	started   bool
-	startPos  position
-	startAt   int64
-	wa        *workflowAttrs
-	startCall callRef
-	ns        *nsAttrs    // for counting a drop of the run's facts
-	closes    []closeFact // sorted by position, at most maxCloses
-	emitted   bool        // the run's duration and span are recorded
+// runFacts are what a run needs beyond what one open or holding one
+// activity does. They are given back to the join with their run
+// (join.freeRunIfEmpty) and reused.
+type runFacts struct {
+	acts   map[eventstore.ActivityID]*activity
+	closes []closeFact // sorted by position, at most maxCloses
 	// settled are the activities settled and recorded here, kept as ranges
 	// of their IDs plus one rather than one entry each: a repeat of their
 	// facts is recognised for as long as the run is remembered.
 	settled seen
 	span    trace.Span // the open run span, once attached
 	spanSC  trace.SpanContext
-	gen     uint64 // bumped on reuse: a span started for an older use is not attached
-	opening int32  // as activity.opening
-	// unlinked is as activity.unlinked, for startCall.
-	unlinked bool
 	// ids are what the run's spans share (rootCache), kept once a span of
 	// the run looked them up: its later spans skip the lookup.
-	ids *runIDs
+	ids       *runIDs
+	peak      int // most activities acts held at once since it was made
+	startCall callRef
+}
+
+// runFacts returns r's facts beyond the usual, taking them from the
+// join's free list or making them if r has none.
+func (j *join) runFacts(r *run) *runFacts {
+	if r.x == nil {
+		if n := len(j.freeRunFacts); n > 0 {
+			r.x = j.freeRunFacts[n-1]
+			j.freeRunFacts[n-1] = nil
+			j.freeRunFacts = j.freeRunFacts[:n-1]
+		} else {
+			r.x = &runFacts{}
+		}
+	}
+	return r.x
+}
+
+// closes returns r's closes, sorted by position.
+func (r *run) closes() []closeFact {
+	if r.x == nil {
+		return nil
+	}
+	return r.x.closes
+}
+
+// hasSettled reports whether r keeps settled activities as ranges.
+func (r *run) hasSettled() bool { return r.x != nil && len(r.x.settled.ranges) > 0 }
+
+// span returns the run span r holds open, nil if none.
+func (r *run) span() trace.Span {
+	if r.x == nil {
+		return nil
+	}
+	return r.x.span
+}
+
+// spanContext returns the context of r's span: the one held open, or the
+// one made whole at its close, kept as the parent of later activities.
+func (r *run) spanContext() trace.SpanContext {
+	if r.x == nil {
+		return trace.SpanContext{}
+	}
+	return r.x.spanSC
+}
+
+// startCall returns the store call that wrote r's start.
+func (r *run) startCall() callRef {
+	if r.x == nil {
+		return callRef{}
+	}
+	return r.x.startCall
+}
+
+// setStartCall records c as the store call that wrote r's start.
+func (j *join) setStartCall(r *run, c callRef) {
+	if r.x != nil || c != (callRef{}) {
+		j.runFacts(r).startCall = c
+	}
+}
+
+// forget drops r's closes, settled activities and spans, as the memory
+// bound does.
+func (r *run) forget() {
+	if x := r.x; x != nil {
+		x.closes, x.span, x.spanSC = x.closes[:0], nil, trace.SpanContext{}
+		x.settled.reset()
+	}
+}
+
+// ids returns what r's spans share, if a span of r looked them up.
+func (r *run) ids() *runIDs {
+	if r.x == nil {
+		return nil
+	}
+	return r.x.ids
 }
 
 // maxCloses bounds the closes a run remembers (a run reopened and closed
@@ -110,11 +196,11 @@ const maxCloses = 8
 type closeFact struct {
 	pos    position
 	at     int64
-	status int // index in statuses
 	next   eventstore.RunID
 	nextWF eventstore.WorkflowID
-	call   callRef
+	status uint8 // index in statuses
 	live   bool
+	call   callRef
 }
 
 // The states of an activity.
@@ -301,7 +387,7 @@ func (a *activity) settler() settler {
 		t := &a.x.term
 		s = settler{ok: true, pos: t.pos, at: t.at, outcome: int(t.outcome), call: t.call, live: t.live}
 	}
-	for _, c := range a.run.closes {
+	for _, c := range a.run.closes() {
 		if !c.pos.follows(a.dpos) {
 			continue
 		}
@@ -315,7 +401,7 @@ func (a *activity) settler() settler {
 
 // closer returns the close that settles run r (started), if one is known.
 func (r *run) closer() (closeFact, bool) {
-	for _, c := range r.closes {
+	for _, c := range r.closes() {
 		if c.pos.follows(r.startPos) {
 			return c, true
 		}
@@ -352,12 +438,13 @@ type join struct {
 	freeRuns      []*run
 	freeActs      []*activity
 	freeFacts     []*activityFacts
+	freeRunFacts  []*runFacts
 }
 
-// Reuse bounds: at most maxFree workflows, runs, activities and their
-// rarer facts wait for
-// reuse, and a run keeps its activity map for the next run only if it never
-// held more than maxRunPeak activities (Go maps never shrink).
+// Reuse bounds: at most maxFree workflows, runs, activities, and side
+// structs of each of the last two, wait for reuse, and a run's facts keep
+// its activity map for the next run only if it never held more than
+// maxRunPeak activities (Go maps never shrink).
 const (
 	maxFree    = 1024
 	maxRunPeak = 8
@@ -404,7 +491,10 @@ func (j *join) runOf(w *workflow, id eventstore.RunID) *run {
 		} else {
 			r = &run{}
 		}
-		r.wf, r.id, r.ids = w, id, nil
+		r.wf, r.id = w, id
+		if r.x != nil {
+			r.x.ids = nil
+		}
 		w.addRun(r)
 	}
 	return r
@@ -440,14 +530,14 @@ func (j *join) activityOf(r *run, id eventstore.ActivityID) *activity {
 			a = &activity{}
 		}
 		a.run, a.id = r, id
-		r.addActivity(a)
+		j.addActivity(r, a)
 	}
 	return a
 }
 
 // isSettled reports whether activity id of r was settled and recorded.
 func (r *run) isSettled(id eventstore.ActivityID) bool {
-	return id != ^eventstore.ActivityID(0) && r.settled.covers(uint64(id)+1, uint64(id)+1)
+	return id != ^eventstore.ActivityID(0) && r.x != nil && r.x.settled.covers(uint64(id)+1, uint64(id)+1)
 }
 
 // retire keeps a settled and recorded activity as a range of its run's
@@ -462,7 +552,7 @@ func (j *join) retire(fx *effects) {
 			continue
 		}
 		r := a.run
-		r.settled.add(uint64(a.id)+1, uint64(a.id)+1, maxSettledRanges)
+		j.runFacts(r).settled.add(uint64(a.id)+1, uint64(a.id)+1, maxSettledRanges)
 		if r.state == runNone {
 			j.place(r, &j.remembered) // remembered for its settled activities
 		}
@@ -616,12 +706,13 @@ func (j *join) start(w *workflow, f *fact, fx *effects) bool {
 	r := j.runOf(w, f.run)
 	r.ns = f.ns
 	if r.started {
-		if f.live && !r.startCall.span.IsValid() && r.startPos.seq == f.pos.seq {
-			r.startCall = f.call // read back first: the call that wrote it
+		if f.live && !r.startCall().span.IsValid() && r.startPos.seq == f.pos.seq {
+			j.setStartCall(r, f.call) // read back first: the call that wrote it
 		}
 		return false
 	}
-	r.started, r.startPos, r.startAt, r.wa, r.startCall = true, f.pos, f.at, f.wa, f.call
+	r.started, r.startPos, r.startAt, r.wa = true, f.pos, f.at, f.wa
+	j.setStartCall(r, f.call)
 	j.resolveRun(r, fx)
 	return true
 }
@@ -633,14 +724,15 @@ func (j *join) close(w *workflow, f *fact, fx *effects) int {
 	if r.ns == nil {
 		r.ns = f.ns
 	}
-	c := closeFact{pos: f.pos, at: f.at, status: f.status, next: f.next, nextWF: f.nextWF, call: f.call, live: f.live}
-	at := len(r.closes)
-	for i, old := range r.closes {
+	c := closeFact{pos: f.pos, at: f.at, status: uint8(f.status), next: f.next, nextWF: f.nextWF, call: f.call, live: f.live}
+	x := j.runFacts(r)
+	at := len(x.closes)
+	for i, old := range x.closes {
 		if f.pos.known() && old.pos.seq == f.pos.seq {
 			if !f.live || old.live {
 				return 0 // a repeat
 			}
-			r.closes[i].live, r.closes[i].call = true, f.call
+			x.closes[i].live, x.closes[i].call = true, f.call
 			at = -1
 			break
 		}
@@ -653,12 +745,12 @@ func (j *join) close(w *workflow, f *fact, fx *effects) int {
 		if at == maxCloses {
 			return 0
 		}
-		if len(r.closes) == maxCloses {
-			r.closes = r.closes[:maxCloses-1]
+		if len(x.closes) == maxCloses {
+			x.closes = x.closes[:maxCloses-1]
 		}
-		r.closes = append(r.closes, closeFact{})
-		copy(r.closes[at+1:], r.closes[at:])
-		r.closes[at] = c
+		x.closes = append(x.closes, closeFact{})
+		copy(x.closes[at+1:], x.closes[at:])
+		x.closes[at] = c
 	}
 	j.resolveRun(r, fx)
 	n := 0
@@ -694,7 +786,7 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 		j.startWaiting(a)
 		if j.spans && !j.derived() {
 			w := fx.addWork(spanWork{act: a, gen: a.gen, key: a.key(), start: a.dcall,
-				parent: callOf(a.run.spanSC), run: a.run, runGen: a.run.gen, ids: a.run.ids})
+				parent: callOf(a.run.spanContext()), run: a.run, runGen: a.run.gen, ids: a.run.ids()})
 			a.unlinked = !a.dcall.span.IsValid()
 			fx.add(effect{op: opStartActivity, ta: a.ta, from: a.dat, work: w})
 			a.opening = int32(len(fx.list))
@@ -765,9 +857,9 @@ func (j *join) settleEffect(a *activity, s settler, fx *effects) effect {
 		claimAt := len(fx.times)
 		claims := a.claims()
 		fx.times = append(fx.times, claims...)
-		e.work = fx.addWork(spanWork{key: a.key(), start: a.dcall, end: s.call, parent: callOf(a.run.spanSC),
+		e.work = fx.addWork(spanWork{key: a.key(), start: a.dcall, end: s.call, parent: callOf(a.run.spanContext()),
 			retryAt: int32(at), retryTimes: int32(claimAt - at), claimAt: int32(claimAt), claimTimes: int32(len(claims)),
-			run: a.run, runGen: a.run.gen, ids: a.run.ids, lateStart: span != nil && a.unlinked})
+			run: a.run, runGen: a.run.gen, ids: a.run.ids(), lateStart: span != nil && a.unlinked})
 	}
 	return e
 }
@@ -783,7 +875,7 @@ func (j *join) leaveFlight(a *activity) {
 // resolveRun moves run r to the state its facts decide.
 func (j *join) resolveRun(r *run, fx *effects) {
 	if !r.started {
-		if len(r.closes) > 0 && r.state == runNone {
+		if len(r.closes()) > 0 && r.state == runNone {
 			r.state = runPending
 			j.place(r, &j.remembered)
 		}
@@ -796,8 +888,8 @@ func (j *join) resolveRun(r *run, fx *effects) {
 		}
 		r.state = runOpen
 		if j.spans && !j.derived() {
-			w := fx.addWork(spanWork{run: r, gen: r.gen, key: r.key(), start: r.startCall, ids: r.ids})
-			r.unlinked = !r.startCall.span.IsValid()
+			w := fx.addWork(spanWork{run: r, gen: r.gen, key: r.key(), start: r.startCall(), ids: r.ids()})
+			r.unlinked = !r.startCall().span.IsValid()
 			fx.add(effect{op: opStartRun, wa: r.wa, from: r.startAt, work: w})
 			r.opening = int32(len(fx.list))
 		}
@@ -824,7 +916,9 @@ func (j *join) resolveRun(r *run, fx *effects) {
 		r.emitted = true
 		fx.add(j.closeEffect(r, c, fx))
 	}
-	r.span = nil // moved to the effect, or dropped; spanSC stays as the parent of later activities
+	if r.x != nil {
+		r.x.span = nil // moved to the effect, or dropped; spanSC stays as the parent of later activities
+	}
 	j.place(r, &j.remembered)
 }
 
@@ -832,18 +926,19 @@ func (j *join) resolveRun(r *run, fx *effects) {
 // the timeline on, the run span, ending the open one or, if it has none,
 // made whole.
 func (j *join) closeEffect(r *run, c closeFact, fx *effects) effect {
-	e := effect{op: opClose, wa: r.wa, status: uint8(c.status), from: r.startAt, to: c.at, span: r.span}
+	span := r.span()
+	e := effect{op: opClose, wa: r.wa, status: c.status, from: r.startAt, to: c.at, span: span}
 	if j.spans {
-		e.work = fx.addWork(spanWork{key: r.key(), start: r.startCall, end: c.call, next: c.next, nextWF: c.nextWF, ids: r.ids, run: r, gen: r.gen,
-			lateStart: r.span != nil && r.unlinked})
+		e.work = fx.addWork(spanWork{key: r.key(), start: r.startCall(), end: c.call, next: c.next, nextWF: c.nextWF, ids: r.ids(), run: r, gen: r.gen,
+			lateStart: span != nil && r.unlinked})
 	}
 	return e
 }
 
 // keepIDs keeps ids on r for its later spans, if they are r's.
-func (r *run) keepIDs(ids *runIDs) {
-	if r.ids == nil && ids != nil && ids.run == r.id && ids.wf == r.wf.key.id && ids.namespace == r.wf.key.namespace {
-		r.ids = ids
+func (j *join) keepIDs(r *run, ids *runIDs) {
+	if r.ids() == nil && ids != nil && ids.run == r.id && ids.wf == r.wf.key.id && ids.namespace == r.wf.key.namespace {
+		j.runFacts(r).ids = ids
 	}
 }
 
@@ -919,9 +1014,8 @@ func (j *join) drop(e queued, live bool, fx *effects) {
 	}
 	j.unwait(r.wf, e)
 	ns := j.nsOf(r)
-	r.state, r.started, r.wa, r.span, r.spanSC, r.emitted = runNone, false, nil, nil, trace.SpanContext{}, false
-	r.closes = r.closes[:0]
-	r.settled.reset()
+	r.state, r.started, r.wa, r.emitted = runNone, false, nil, false
+	r.forget()
 	// Without its closes, the run's settled activities could not be told
 	// from new ones: they go with it; those in flight stay.
 	for a := range r.activities {
@@ -1025,18 +1119,22 @@ func (j *join) freeRunIfEmpty(r *run) {
 	if r.state != runNone || r.numActivities() > 0 || r.slot.in != nil {
 		return
 	}
-	if len(r.settled.ranges) > 0 {
+	if r.hasSettled() {
 		j.place(r, &j.remembered)
 		return
 	}
 	w := r.wf
 	w.removeRun(r)
-	acts, peak, closes, settled, gen := r.acts, r.peak, r.closes[:0], r.settled.ranges[:0], r.gen+1
-	*r = run{closes: closes, settled: seen{ranges: settled}, gen: gen}
-	if peak <= maxRunPeak { // keep the small map
-		clear(acts)
-		r.acts, r.peak = acts, peak
+	if x := r.x; x != nil && len(j.freeRunFacts) < maxFree {
+		acts, peak := x.acts, x.peak
+		*x = runFacts{closes: x.closes[:0], settled: seen{ranges: x.settled.ranges[:0]}}
+		if peak <= maxRunPeak { // keep the small map
+			clear(acts)
+			x.acts, x.peak = acts, peak
+		}
+		j.freeRunFacts = append(j.freeRunFacts, x)
 	}
+	*r = run{gen: r.gen + 1}
 	if len(j.freeRuns) < maxFree {
 		j.freeRuns = append(j.freeRuns, r)
 	}

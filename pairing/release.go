@@ -3,8 +3,6 @@ package pairing
 import (
 	"context"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/aionotel/aionotel/eventstore"
 )
 
@@ -65,8 +63,8 @@ func (j *join) release(ns string, match func(eventstore.WorkflowID) bool, na *ns
 			}
 			fx.cancel(&r.opening)
 			remove(&r.slot)
-			r.state, r.started, r.span, r.spanSC = runNone, false, nil, trace.SpanContext{}
-			r.closes, r.settled.ranges = r.closes[:0], r.settled.ranges[:0]
+			r.state, r.started = runNone, false
+			r.forget()
 			j.freeRunIfEmpty(r)
 		}
 		if j.workflows[k] == w { // a workflow of positions only

@@ -8,7 +8,7 @@ import "github.com/aionotel/aionotel/eventstore"
 // map of one entry costs a header and a group of eight slots (about 250
 // bytes for a run's activities, more for a workflow's runs), more than the
 // entry itself, so each holds its first entry in a field (run1, act1) and
-// makes its map (more, acts) for the second held at once. An entry is in
+// makes its map (more, x.acts) for the second held at once. An entry is in
 // one of the two places, never both: it is added only after a lookup of
 // both missed, and the field is not refilled from the map when it empties
 // (a range over the entries may be removing them).
@@ -75,23 +75,24 @@ func (r *run) activity(id eventstore.ActivityID) *activity {
 	if a := r.act1; a != nil && a.id == id {
 		return a
 	}
-	if r.acts == nil {
+	if r.x == nil || r.x.acts == nil {
 		return nil
 	}
-	return r.acts[id]
+	return r.x.acts[id]
 }
 
-// addActivity holds a, which r does not hold.
-func (r *run) addActivity(a *activity) {
+// addActivity holds a in r, which does not hold it.
+func (j *join) addActivity(r *run, a *activity) {
 	if r.act1 == nil {
 		r.act1 = a
 		return
 	}
-	if r.acts == nil {
-		r.acts = make(map[eventstore.ActivityID]*activity)
+	x := j.runFacts(r)
+	if x.acts == nil {
+		x.acts = make(map[eventstore.ActivityID]*activity)
 	}
-	r.acts[a.id] = a
-	r.peak = max(r.peak, len(r.acts))
+	x.acts[a.id] = a
+	x.peak = max(x.peak, len(x.acts))
 }
 
 // removeActivity lets a go.
@@ -100,12 +101,23 @@ func (r *run) removeActivity(a *activity) {
 		r.act1 = nil
 		return
 	}
-	delete(r.acts, a.id)
+	if r.x != nil {
+		delete(r.x.acts, a.id)
+	}
+}
+
+// moreActivities returns the map of r's activities other than act1; nil
+// if there is none.
+func (r *run) moreActivities() map[eventstore.ActivityID]*activity {
+	if r.x == nil {
+		return nil
+	}
+	return r.x.acts
 }
 
 // numActivities is the number of activities r holds.
 func (r *run) numActivities() int {
-	n := len(r.acts)
+	n := len(r.moreActivities())
 	if r.act1 != nil {
 		n++
 	}
@@ -119,7 +131,7 @@ func (r *run) activities(yield func(*activity) bool) {
 	if a := r.act1; a != nil && !yield(a) {
 		return
 	}
-	for _, a := range r.acts {
+	for _, a := range r.moreActivities() {
 		if !yield(a) {
 			return
 		}
