@@ -49,8 +49,9 @@ type workflow struct {
 	run1 *run
 	more map[eventstore.RunID]*run
 	// waiting are the settling activities and closing runs: their
-	// decision waits for positions not yet observed.
-	waiting []queued
+	// decision waits for positions not yet observed. Made for the first
+	// (most workflows never have one), kept with the workflow for reuse.
+	waiting *[]queued
 	// fill is the token of the pending fill of a gap (fill.go), 0 if none;
 	// fillTo the last position it is asked to fill; fillTried the last
 	// position a fill was tried for (read or failed): a gap up to it is
@@ -1047,20 +1048,37 @@ func (j *join) nsOf(r *run) *nsAttrs {
 // wait puts a settling activity or closing run on its workflow's list of
 // decisions that wait for positions.
 func (j *join) wait(w *workflow, e queued) {
-	for _, x := range w.waiting {
+	if w.waiting == nil {
+		w.waiting = new([]queued)
+	}
+	for _, x := range *w.waiting {
 		if x.act == e.act && x.run == e.run {
 			return
 		}
 	}
-	w.waiting = append(w.waiting, e)
+	*w.waiting = append(*w.waiting, e)
 }
 
 func (j *join) unwait(w *workflow, e queued) {
-	for i, x := range w.waiting {
+	if w.waiting == nil {
+		return
+	}
+	l := *w.waiting
+	for i, x := range l {
 		if x.act == e.act && x.run == e.run {
-			w.waiting = append(w.waiting[:i], w.waiting[i+1:]...)
+			copy(l[i:], l[i+1:])
+			l[len(l)-1] = queued{}
+			*w.waiting = l[:len(l)-1]
 			return
 		}
+	}
+}
+
+// clearWaiting empties w's list of decisions that wait.
+func (w *workflow) clearWaiting() {
+	if w.waiting != nil {
+		clear(*w.waiting)
+		*w.waiting = (*w.waiting)[:0]
 	}
 }
 
@@ -1075,12 +1093,12 @@ func (j *join) observed(w *workflow, lo, hi uint64, fx *effects) {
 
 // resolveWaiting decides again the pairings of w that wait.
 func (j *join) resolveWaiting(w *workflow, fx *effects) {
-	if len(w.waiting) == 0 {
+	if w.waiting == nil || len(*w.waiting) == 0 {
 		return
 	}
 	// Resolving removes from w.waiting: work on a copy of the list head.
 	var buf [8]queued
-	pending := append(buf[:0], w.waiting...)
+	pending := append(buf[:0], *w.waiting...)
 	for _, e := range pending {
 		if e.act != nil {
 			j.resolveActivity(e.act, fx)
@@ -1157,7 +1175,8 @@ func (j *join) settle(w *workflow) {
 // freeWorkflow forgets a workflow that has no runs, and keeps it for reuse.
 func (j *join) freeWorkflow(w *workflow) {
 	delete(j.workflows, w.key)
-	more, ranges, waiting := w.more, w.seen.ranges[:0], w.waiting[:0]
+	w.clearWaiting()
+	more, ranges, waiting := w.more, w.seen.ranges[:0], w.waiting
 	*w = workflow{more: more, seen: seen{ranges: ranges}, waiting: waiting}
 	if len(j.freeWorkflows) < maxFree {
 		j.freeWorkflows = append(j.freeWorkflows, w)

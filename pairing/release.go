@@ -44,8 +44,7 @@ func (j *join) release(ns string, match func(eventstore.WorkflowID) bool, na *ns
 		if k.namespace != ns || !match(k.id) {
 			continue
 		}
-		clear(w.waiting)
-		w.waiting = w.waiting[:0]
+		w.clearWaiting()
 		for r := range w.runs {
 			for a := range r.activities {
 				if a.state == actLive {
