@@ -34,9 +34,19 @@ func (j *join) check() error {
 			remembered++
 		}
 	}
-	for k, w := range j.workflows {
-		if w.key != k {
-			fail("workflow %v filed under %v", w.key, k)
+	for id, head := range j.workflows.m {
+		namespaces := map[string]bool{}
+		for w := head; w != nil; w = w.sameID {
+			if w.key.id != id || namespaces[w.key.namespace] {
+				fail("workflow %v filed under %v, or twice", w.key, id)
+			}
+			namespaces[w.key.namespace] = true
+		}
+	}
+	for w := range j.workflows.all {
+		k := w.key
+		if j.workflows.get(k) != w {
+			fail("workflow %v not found as filed", k)
 		}
 		count(&w.slot)
 		if w.empty() != (w.slot.in == &j.remembered) {
@@ -139,6 +149,11 @@ func (j *join) check() error {
 		}
 		if len(held) != q.n {
 			fail("queue holds %d items by its entries, counts %d", len(held), q.n)
+		}
+	}
+	for _, w := range j.freeWorkflows {
+		if w.sameID != nil || !w.empty() || w.slot.in != nil || (w.waiting != nil && len(*w.waiting) > 0) {
+			fail("workflow %v freed with a chain, runs, a queue or waiting decisions", w.key)
 		}
 	}
 	for _, r := range j.freeRuns {

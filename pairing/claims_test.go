@@ -37,7 +37,7 @@ func (j *join) checkWaits() error {
 		}
 	}
 	waiting := 0
-	for _, w := range j.workflows {
+	for w := range j.workflows.all {
 		for r := range w.runs {
 			for a := range r.activities {
 				if want := a.state == actLive && a.staged && len(a.claims()) == 0; a.waiting != want {

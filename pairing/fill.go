@@ -312,7 +312,7 @@ func (t *Tracker) fillOne(r fillRequest) {
 	f := t.fill
 	j := t.join
 	j.mu.Lock()
-	w := j.workflows[r.k]
+	w := j.workflows.get(r.k)
 	if w == nil || w.fill != r.token {
 		j.pendingFills--
 		j.mu.Unlock()

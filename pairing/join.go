@@ -48,6 +48,9 @@ type workflow struct {
 	// one entry costs more than the run (see runs.go).
 	run1 *run
 	more map[eventstore.RunID]*run
+	// sameID is the next workflow of the same ID in another namespace
+	// (see wfIndex).
+	sameID *workflow
 	// waiting are the settling activities and closing runs: their
 	// decision waits for positions not yet observed. Made for the first
 	// (most workflows never have one), kept with the workflow for reuse.
@@ -416,7 +419,7 @@ func (r *run) closer() (closeFact, bool) {
 // unlocking.
 type join struct {
 	mu         sync.Mutex
-	workflows  map[wfKey]*workflow
+	workflows  wfIndex
 	live       queue // activities in flight and open runs
 	remembered queue // everything else
 	arrival    uint64
@@ -453,7 +456,7 @@ const (
 
 func newJoin(maxLive, maxRemembered int, spans bool) *join {
 	return &join{
-		workflows:  make(map[wfKey]*workflow),
+		workflows:  wfIndex{m: make(map[eventstore.WorkflowID]*workflow)},
 		live:       queue{max: maxLive},
 		remembered: queue{max: maxRemembered},
 		ages:       make(map[*typeAttrs]*byDispatch),
@@ -468,7 +471,7 @@ func (j *join) derived() bool { return j.ids != nil && j.ids.Load() == idsDerive
 
 // workflowOf returns the workflow k, making it if missing.
 func (j *join) workflowOf(k wfKey) *workflow {
-	w := j.workflows[k]
+	w := j.workflows.get(k)
 	if w == nil {
 		if n := len(j.freeWorkflows); n > 0 {
 			w = j.freeWorkflows[n-1]
@@ -477,7 +480,7 @@ func (j *join) workflowOf(k wfKey) *workflow {
 			w = &workflow{}
 		}
 		w.key = k
-		j.workflows[k] = w
+		j.workflows.put(w)
 	}
 	return w
 }
@@ -1174,7 +1177,7 @@ func (j *join) settle(w *workflow) {
 
 // freeWorkflow forgets a workflow that has no runs, and keeps it for reuse.
 func (j *join) freeWorkflow(w *workflow) {
-	delete(j.workflows, w.key)
+	j.workflows.remove(w)
 	w.clearWaiting()
 	more, ranges, waiting := w.more, w.seen.ranges[:0], w.waiting
 	*w = workflow{more: more, seen: seen{ranges: ranges}, waiting: waiting}

@@ -206,7 +206,7 @@ func (t *Tracker) observe(fx *effects, namespace string, workflowID eventstore.W
 		j.mu.Lock()
 		defer j.mu.Unlock()
 		k := wfKey{namespace: ns, id: workflowID}
-		w := j.workflows[k]
+		w := j.workflows.get(k)
 		if fx.fill != 0 && (w == nil || w.fill != fx.fill) {
 			// The workflow was released or forgotten while its history
 			// was read: what was read is not this tracker's any more.

@@ -40,7 +40,8 @@ func (j *join) release(ns string, match func(eventstore.WorkflowID) bool, na *ns
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	n := 0
-	for k, w := range j.workflows {
+	for w := range j.workflows.all {
+		k := w.key
 		if k.namespace != ns || !match(k.id) {
 			continue
 		}
@@ -66,7 +67,7 @@ func (j *join) release(ns string, match func(eventstore.WorkflowID) bool, na *ns
 			r.forget()
 			j.freeRunIfEmpty(r)
 		}
-		if j.workflows[k] == w { // a workflow of positions only
+		if j.workflows.get(k) == w { // a workflow of positions only
 			remove(&w.slot)
 			j.freeWorkflow(w)
 		}

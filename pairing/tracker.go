@@ -227,7 +227,7 @@ func (t *Tracker) AbandonRun(ctx context.Context, namespace string, workflowID e
 func (j *join) abandon(k wfKey, runID eventstore.RunID, s settler, fx *effects) int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	w := j.workflows[k]
+	w := j.workflows.get(k)
 	if w == nil || w.run(runID) == nil {
 		return 0
 	}
@@ -284,7 +284,7 @@ func (t *Tracker) liveSpanContext(key Key) trace.SpanContext {
 	j := t.join
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if w := j.workflows[wfKey{namespace: key.Namespace, id: key.WorkflowID}]; w != nil {
+	if w := j.workflows.get(wfKey{namespace: key.Namespace, id: key.WorkflowID}); w != nil {
 		if r := w.run(key.RunID); r != nil {
 			if a := r.activity(key.ActivityID); a != nil && a.state == actLive {
 				return a.spanContext()
