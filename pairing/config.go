@@ -18,14 +18,15 @@ const (
 	// DefaultMaxInFlight is the number of activities in flight and open
 	// runs a [Tracker] keeps without [WithMaxInFlight]: 131,072. Full,
 	// in the worst case (every activity of its own workflow), it holds
-	// about 178 MiB of heap (about 1.4 KiB per entry: the activity, its
-	// run and its workflow), the timeline on or off when the SDK has
-	// [NewIDGenerator]; with sampled timeline spans and random IDs each
-	// entry also keeps its SDK span open, about 320 MiB (2.5 KiB each);
-	// activities that share workflows cost less (BenchmarkHeapPerEntry
-	// measures the worst case). The default is kept: it bounds a backlog
-	// that large, and a process that must stay smaller sets a lower bound,
-	// past which evictions are counted.
+	// about 58 MiB of heap (466 bytes per entry: the activity, its run
+	// and its workflow, and their places in the tracker's index, queue
+	// and age heap), the timeline off or, when the SDK has
+	// [NewIDGenerator], on; with sampled timeline spans and random IDs
+	// each entry also keeps its SDK span open, about 250 MiB (1.9 KiB
+	// each); activities that share runs or workflows cost less
+	// (BenchmarkHeapPerEntry measures the worst case). The default is
+	// kept: it bounds a backlog that large, and a process that must stay
+	// smaller sets a lower bound, past which evictions are counted.
 	DefaultMaxInFlight = 1 << 17
 	// DefaultMaxRemembered is the number of settled activities, closed
 	// runs and unpaired facts a [Tracker] remembers without

@@ -2,6 +2,7 @@ package pairing
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/internal/catalog"
@@ -201,4 +202,26 @@ func TestReusedFactsStartClean(t *testing.T) {
 	}
 	wantAttr(t, s, catalog.RetryCount.Int64(1))
 	h.assertMetric(wantWait(hist(attrs("n", "charge"), 0.002))) // the first's only
+}
+
+// The sizes the package doc gives for an entry's parts, on 64-bit
+// platforms: what BenchmarkHeapPerEntry's figure is made of. A field
+// added to one of them must find room in its size class or move to its
+// side struct (activityFacts, runFacts).
+func TestEntrySizes(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("sizes are given for 64-bit platforms")
+	}
+	for _, c := range []struct {
+		name      string
+		size, max uintptr
+	}{
+		{"activity", unsafe.Sizeof(activity{}), 128},
+		{"run", unsafe.Sizeof(run{}), 112},
+		{"workflow", unsafe.Sizeof(workflow{}), 128},
+	} {
+		if c.size > c.max {
+			t.Errorf("%s is %d bytes, over the %d the package doc gives", c.name, c.size, c.max)
+		}
+	}
 }
