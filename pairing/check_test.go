@@ -162,7 +162,7 @@ func (j *join) check() error {
 		}
 	}
 	for _, x := range j.freeRunFacts {
-		if runFacts[x] || len(x.acts) > 0 || len(x.closes) > 0 || len(x.settled.ranges) > 0 || x.span != nil || x.spanSC.IsValid() || x.ids != nil || x.startCall != (callRef{}) {
+		if runFacts[x] || len(x.acts) > 0 || len(x.closes) > 0 || len(x.settled.ranges) > 0 || x.span != nil || x.spanRef != (callRef{}) || x.ids != nil || x.startCall != (callRef{}) {
 			fail("freed run facts not cleared: %+v", x)
 		}
 	}

@@ -351,8 +351,8 @@ func (t *Tracker) attach(spans []opened) {
 	for _, o := range spans {
 		switch {
 		case o.ended:
-			if o.run.gen == o.gen && o.run.state == runDone && !o.run.spanContext().IsValid() {
-				j.runFacts(o.run).spanSC = o.sc
+			if o.run.gen == o.gen && o.run.state == runDone && !o.run.spanRef().span.IsValid() {
+				j.runFacts(o.run).spanRef = callOf(o.sc)
 			}
 		case o.act != nil && o.act.gen == o.gen && o.act.state == actLive && o.act.span() == nil:
 			x := j.facts(o.act)
@@ -360,7 +360,7 @@ func (t *Tracker) attach(spans []opened) {
 			j.keepIDs(o.act.run, o.ids)
 		case o.run != nil && o.run.gen == o.gen && o.run.state == runOpen && o.run.span() == nil:
 			x := j.runFacts(o.run)
-			x.span, x.spanSC = o.span, o.sc
+			x.span, x.spanRef = o.span, callOf(o.sc)
 			j.keepIDs(o.run, o.ids)
 		}
 	}

@@ -110,11 +110,14 @@ type runFacts struct {
 	// facts is recognised for as long as the run is remembered.
 	settled seen
 	span    trace.Span // the open run span, once attached
-	spanSC  trace.SpanContext
 	// ids are what the run's spans share (rootCache), kept once a span of
 	// the run looked them up: its later spans skip the lookup.
-	ids       *runIDs
-	peak      int // most activities acts held at once since it was made
+	ids  *runIDs
+	peak int // most activities acts held at once since it was made
+	// spanRef is the context of the run span, held open or made whole at
+	// its close: the parent of its activity spans, which need no trace
+	// state.
+	spanRef   callRef
 	startCall callRef
 }
 
@@ -152,13 +155,13 @@ func (r *run) span() trace.Span {
 	return r.x.span
 }
 
-// spanContext returns the context of r's span: the one held open, or the
-// one made whole at its close, kept as the parent of later activities.
-func (r *run) spanContext() trace.SpanContext {
+// spanRef returns the context of r's span: the one held open, or the one
+// made whole at its close, kept as the parent of later activities.
+func (r *run) spanRef() callRef {
 	if r.x == nil {
-		return trace.SpanContext{}
+		return callRef{}
 	}
-	return r.x.spanSC
+	return r.x.spanRef
 }
 
 // startCall returns the store call that wrote r's start.
@@ -180,7 +183,7 @@ func (j *join) setStartCall(r *run, c callRef) {
 // bound does.
 func (r *run) forget() {
 	if x := r.x; x != nil {
-		x.closes, x.span, x.spanSC = x.closes[:0], nil, trace.SpanContext{}
+		x.closes, x.span, x.spanRef = x.closes[:0], nil, callRef{}
 		x.settled.reset()
 	}
 }
@@ -790,7 +793,7 @@ func (j *join) resolveActivity(a *activity, fx *effects) bool {
 		j.startWaiting(a)
 		if j.spans && !j.derived() {
 			w := fx.addWork(spanWork{act: a, gen: a.gen, key: a.key(), start: a.dcall,
-				parent: callOf(a.run.spanContext()), run: a.run, runGen: a.run.gen, ids: a.run.ids()})
+				parent: a.run.spanRef(), run: a.run, runGen: a.run.gen, ids: a.run.ids()})
 			a.unlinked = !a.dcall.span.IsValid()
 			fx.add(effect{op: opStartActivity, ta: a.ta, from: a.dat, work: w})
 			a.opening = int32(len(fx.list))
@@ -861,7 +864,7 @@ func (j *join) settleEffect(a *activity, s settler, fx *effects) effect {
 		claimAt := len(fx.times)
 		claims := a.claims()
 		fx.times = append(fx.times, claims...)
-		e.work = fx.addWork(spanWork{key: a.key(), start: a.dcall, end: s.call, parent: callOf(a.run.spanContext()),
+		e.work = fx.addWork(spanWork{key: a.key(), start: a.dcall, end: s.call, parent: a.run.spanRef(),
 			retryAt: int32(at), retryTimes: int32(claimAt - at), claimAt: int32(claimAt), claimTimes: int32(len(claims)),
 			run: a.run, runGen: a.run.gen, ids: a.run.ids(), lateStart: span != nil && a.unlinked})
 	}
@@ -921,7 +924,7 @@ func (j *join) resolveRun(r *run, fx *effects) {
 		fx.add(j.closeEffect(r, c, fx))
 	}
 	if r.x != nil {
-		r.x.span = nil // moved to the effect, or dropped; spanSC stays as the parent of later activities
+		r.x.span = nil // moved to the effect, or dropped; spanRef stays as the parent of later activities
 	}
 	j.place(r, &j.remembered)
 }
