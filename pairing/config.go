@@ -22,7 +22,7 @@ const (
 	// and its workflow, and their places in the tracker's index, queue
 	// and age heap), the timeline off or, when the SDK has
 	// [NewIDGenerator], on; with sampled timeline spans and random IDs
-	// each entry also keeps its SDK span open, about 250 MiB (1.9 KiB
+	// each entry also keeps its SDK span open, about 242 MiB (1.9 KiB
 	// each); activities that share runs or workflows cost less
 	// (BenchmarkHeapPerEntry measures the worst case). The default is
 	// kept: it bounds a backlog that large, and a process that must stay

@@ -143,15 +143,16 @@
 //     workflows, its queue and age heap places), with the timeline off or,
 //     when [NewIDGenerator] is installed, on (no span is held while an
 //     activity is in flight or a run open: each is made, with its start
-//     time, when it settles or closes); about 250 MiB with sampled timeline
+//     time, when it settles or closes); about 242 MiB with sampled timeline
 //     spans and random IDs, where each entry holds its SDK span open so
 //     that its children have a parent (BenchmarkHeapPerEntry). Activities
 //     that share a run or a workflow cost less. The facts an entry rarely
 //     has in flight (a terminal waiting for positions, retries, outbox
 //     claims, a held span; a run's closes, settled activities or second
-//     activity) take a side struct of about 200 bytes when the first
-//     arrives. Fills add at most [WithFillConcurrency] histories being
-//     read and 64Ki waiting gaps of about 100 bytes.
+//     activity) take a side struct when the first arrives (192 bytes for
+//     an activity, 144 for a run). Fills add at most
+//     [WithFillConcurrency] histories being read and 64Ki waiting gaps of
+//     about 100 bytes.
 //   - Times are history's: a zero time is the time of observation; a time
 //     OTLP cannot carry (before 1970, after 2262) is clamped to that range.
 //   - Errors: [New] fails only on a misused option ([ErrInvalidOption]);
