@@ -21,6 +21,11 @@ import (
 // size with -resume-open 100000 (seeding takes a minute or two).
 var resumeOpen = flag.Int("resume-open", 2000, "open workflows BenchmarkResume resumes")
 
+// resumeRounds runs each of BenchmarkResume's cases that many times over
+// the one seeded store (the second named "...#01"): at 100,000, seeding
+// takes minutes, which -count would pay again per round.
+var resumeRounds = flag.Int("resume-rounds", 1, "rounds of BenchmarkResume's cases over one seeded store")
+
 // singleReads is a store without ReadHistories: a resume from it reads
 // one history per workflow, as before the capability.
 type singleReads struct{ eventstore.Store }
@@ -35,6 +40,12 @@ type singleReads struct{ eventstore.Store }
 func BenchmarkResume(b *testing.B) {
 	s, _, _ := newStore(b)
 	seedOpen(b, s, *resumeOpen)
+	for range max(*resumeRounds, 1) {
+		benchmarkResume(b, s)
+	}
+}
+
+func benchmarkResume(b *testing.B, s eventstore.Store) {
 	for _, reads := range []string{"pages", "single"} {
 		var store eventstore.Store = s
 		if reads == "single" {
