@@ -173,6 +173,32 @@ func (t *Tracker) Resume(ctx context.Context, namespace string, store eventstore
 		report.Activities += res.activities
 		report.Runs += res.runs
 	}
+	// recordPage is record for a page read in one call: its workflows
+	// joined one by one, counted and reported once for the page.
+	recordPage := func(ids []eventstore.WorkflowID, histories [][]eventstore.Event, err error) {
+		var res result
+		if err == nil {
+			for i, id := range ids {
+				r := t.observeHistory(ctx, namespace, id, histories[i])
+				histories[i] = nil // joined: let it go
+				res.activities += r.activities
+				res.runs += r.runs
+			}
+		}
+		t.countResumedN(ctx, ns, err, len(ids))
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			report.Failed += len(ids)
+			for _, id := range ids[:min(len(ids), max(maxResumeErrors-len(errs), 0))] {
+				errs = append(errs, fmt.Errorf("workflow %v: %w", id, err))
+			}
+			return
+		}
+		report.Workflows += len(ids)
+		report.Activities += res.activities
+		report.Runs += res.runs
+	}
 	for range min(c.concurrency, max((len(ids)+page-1)/page, 1)) {
 		wg.Go(func() {
 			for ids := range next {
@@ -185,14 +211,7 @@ func (t *Tracker) Resume(ctx context.Context, namespace string, store eventstore
 				if err == nil && len(histories) != len(ids) {
 					err = fmt.Errorf("ReadHistories returned %d histories for %d workflows", len(histories), len(ids))
 				}
-				for i, id := range ids {
-					if err != nil {
-						record(id, nil, err)
-						continue
-					}
-					record(id, histories[i], nil)
-					histories[i] = nil // joined: let it go
-				}
+				recordPage(ids, histories, err)
 			}
 		})
 	}
@@ -258,12 +277,17 @@ func (t *Tracker) observeHistory(ctx context.Context, namespace string, workflow
 
 // countResumed counts one workflow read by a resume.
 func (t *Tracker) countResumed(ctx context.Context, ns *nsAttrs, err error) {
+	t.countResumedN(ctx, ns, err, 1)
+}
+
+// countResumedN counts n workflows read by a resume with the same result.
+func (t *Tracker) countResumedN(ctx context.Context, ns *nsAttrs, err error, n int) {
 	defer t.recovered()
 	if err == nil {
-		t.inst.resumed.Add(ctx, 1, ns.evicted...)
+		t.inst.resumed.Add(ctx, int64(n), ns.evicted...)
 		return
 	}
-	t.inst.resumed.Add(ctx, 1, ns.resumeFailed(errorType(err))...)
+	t.inst.resumed.Add(ctx, int64(n), ns.resumeFailed(errorType(err))...)
 }
 
 // errorType classifies a failed read for aion.pairing.resumed.

@@ -89,7 +89,7 @@ func benchmarkResume(b *testing.B, s eventstore.Store) {
 }
 
 // seedOpen appends n open workflows, 16 appends at a time.
-func seedOpen(b *testing.B, s eventstore.Store, n int) {
+func seedOpen(b testing.TB, s eventstore.Store, n int) {
 	b.Helper()
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	next := make(chan int)
