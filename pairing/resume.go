@@ -115,7 +115,11 @@ const maxResumeErrors = 8
 // at most [WithResumeConcurrency] at a time, holding at most that many
 // histories at once; from a store that is an [eventstore.HistoriesReader]
 // (pgstore), one ReadHistories call per page of [eventstore.HistoriesPage]
-// workflows instead, as many pages at a time, each held until joined; what it feeds stays within the tracker's bounds. Each
+// workflows instead, as many pages at a time, each held until joined (so
+// pages are read while others are joined: at most [WithResumeConcurrency]
+// pages of a few MiB are held at once, each history let go once joined,
+// and a page's workflows count on aion.pairing.resumed together); what it
+// feeds stays within the tracker's bounds. Each
 // workflow is fed whole or not at all, so a store error part-way leaves the
 // tracker consistent: Resume goes on with the other workflows, and returns
 // the errors (at most 8, joined) with the report. A listing error, or ctx

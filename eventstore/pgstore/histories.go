@@ -16,7 +16,11 @@ const qReadMany = `SELECT workflow_id, seq, run_id, body FROM {events} WHERE wor
 // ReadHistories returns the histories of workflowIDs (see
 // [eventstore.HistoriesReader]): one statement per [eventstore.HistoriesPage]
 // workflows, each page's histories from one snapshot. An unknown workflow
-// has an empty history.
+// has an empty history. The rows are decoded as they arrive, without a
+// copy of their bodies; a page's histories share one backing array (each
+// capped to its own events, so appending to one never touches another),
+// so one history kept keeps that array, a few dozen KiB a page. A row
+// that cannot be decoded fails the call with [ErrCorruptRecord].
 func (s *Store) ReadHistories(ctx context.Context, workflowIDs []eventstore.WorkflowID) ([][]eventstore.Event, error) {
 	if err := s.enter(ctx); err != nil {
 		return nil, err

@@ -36,7 +36,10 @@ type singleReads struct{ eventstore.Store }
 // workflows), reads=single one ReadHistory per workflow, each with the
 // timeline off and on (sampled, the ID generator installed, no exporter).
 // ns/op is one whole resume; heap-MiB the heap the tracker holds
-// afterwards.
+// afterwards; client-cpu-ms the CPU time this process (not the database)
+// spent on it, steadier than ns/op on a shared machine; peak-rss-MiB the
+// largest resident set of the process so far (seeding included: run one
+// case alone, -bench with its name, for its own peak).
 func BenchmarkResume(b *testing.B) {
 	s, _, _ := newStore(b)
 	seedOpen(b, s, *resumeOpen)
@@ -54,6 +57,7 @@ func benchmarkResume(b *testing.B, s eventstore.Store) {
 		for _, timeline := range []bool{false, true} {
 			b.Run(fmt.Sprintf("open=%d/reads=%s/timeline=%v", *resumeOpen, reads, timeline), func(b *testing.B) {
 				var heap uint64
+				var cpu int64
 				for b.Loop() {
 					b.StopTimer()
 					opts := []pairing.Option{pairing.WithTimelineSpans(timeline)}
@@ -71,7 +75,9 @@ func benchmarkResume(b *testing.B, s eventstore.Store) {
 					var before, after runtime.MemStats
 					runtime.ReadMemStats(&before)
 					b.StartTimer()
+					cpu0 := processCPU()
 					report, err := tr.Resume(context.Background(), "bench", store)
+					cpu += processCPU() - cpu0
 					b.StopTimer()
 					if err != nil || report.Workflows != *resumeOpen || report.Activities != *resumeOpen {
 						b.Fatalf("Resume = %+v, %v", report, err)
@@ -83,6 +89,8 @@ func benchmarkResume(b *testing.B, s eventstore.Store) {
 					b.StartTimer()
 				}
 				b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
+				b.ReportMetric(float64(cpu)/1e6/float64(b.N), "client-cpu-ms")
+				b.ReportMetric(float64(processPeakRSS())/(1<<20), "peak-rss-MiB")
 			})
 		}
 	}
