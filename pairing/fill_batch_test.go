@@ -128,6 +128,9 @@ func TestGapFillsReadInBatches(t *testing.T) {
 	h := newHarness(t, WithFillConcurrency(1))
 	observeGaps(t, h, store, ids, after, store.gate)
 
+	if len(store.calls) == 0 {
+		t.Fatalf("no ReadHistories call; %d single reads", store.singles)
+	}
 	first := store.calls[0]
 	var want []int
 	for left := n - first; left > 0; left -= eventstore.HistoriesPage {
@@ -169,6 +172,9 @@ func TestGapFillBatchFailure(t *testing.T) {
 			h := newHarness(t, WithFillConcurrency(1))
 			observeGaps(t, h, store, ids, after, store.gate)
 
+			if len(store.calls) < 2 {
+				t.Fatalf("ReadHistories calls %v, want the gaps read in pages", store.calls)
+			}
 			want := FillReport{Gaps: n, Read: n, Events: 9 * n}
 			wantSingles := eventstore.HistoriesPage // the second call's gaps
 			if tc.bad {
