@@ -5,8 +5,9 @@ import "context"
 // HistoriesReader is the optional capability of reading the histories of
 // many workflows in one call, for a reader that needs many at once: a
 // tracker resuming after a restart or an adoption reads every open
-// workflow's history (pairing.Tracker.Resume uses it when the store has
-// it). Without it such a reader makes one ReadHistory call per workflow;
+// workflow's history, and a tracker filling the gaps of many workflows
+// at once after an adoption reads each of theirs (pairing.Tracker.Resume
+// and the tracker's gap filling use it when the store has it). Without it such a reader makes one ReadHistory call per workflow;
 // on a database each is a round trip, and a round trip per workflow is
 // what makes a resume of 100,000 workflows slow.
 //

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/pairing"
 )
 
 // appending counts this decorator's appends in progress per workflow, so
@@ -93,4 +94,32 @@ func (g gatedHistory) ReadHistoryFrom(ctx context.Context, wf eventstore.Workflo
 		return nil, err
 	}
 	return g.inner.ReadHistoryFrom(ctx, wf, fromSeq)
+}
+
+// gatedHistories is gatedHistory over an inner store that reads histories
+// in batches ([eventstore.HistoriesReader]), so that the tracker reads the
+// gaps of many workflows in one call: the call waits for this decorator's
+// appends to each of its workflows first.
+type gatedHistories struct {
+	gatedHistory
+	batch eventstore.HistoriesReader
+}
+
+func (g gatedHistories) ReadHistories(ctx context.Context, wfs []eventstore.WorkflowID) ([][]eventstore.Event, error) {
+	for _, wf := range wfs {
+		if err := g.gate.wait(ctx, wf); err != nil {
+			return nil, err
+		}
+	}
+	return g.batch.ReadHistories(ctx, wfs)
+}
+
+// fillReader is the reader the tracker's gap fills use: inner, gated by
+// this decorator's appends, with ReadHistories when inner has it.
+func fillReader(inner eventstore.Store, gate *appending) pairing.HistoryReader {
+	g := gatedHistory{inner: inner, gate: gate}
+	if b, ok := inner.(eventstore.HistoriesReader); ok {
+		return gatedHistories{gatedHistory: g, batch: b}
+	}
+	return g
 }

@@ -134,7 +134,7 @@ func New(inner eventstore.Store, opts ...Option) (eventstore.Store, error) {
 	}
 	meter := newMeter(cfg)
 	gate := newAppending()
-	life, err := newLifecycle(cfg, meter, gatedHistory{inner: inner, gate: gate})
+	life, err := newLifecycle(cfg, meter, fillReader(inner, gate))
 	if err != nil {
 		return nil, err
 	}

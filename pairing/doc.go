@@ -36,8 +36,14 @@
 // ([WithHistory], or per batch [Tracker.ObserveFrom]; otelstore passes
 // its inner store), the tracker reads that workflow's history once, in
 // the background (at most [WithFillConcurrency] reads at once, default
-// 4, each holding one history; gaps waiting are bounded at 64Ki), and
-// joins it as facts read back. Facts read back count nothing themselves;
+// 4, each holding one history, or, from a reader that is an
+// [eventstore.HistoriesReader], the histories of up to
+// [eventstore.HistoriesPage] gaps waiting for it, read in one call; gaps
+// waiting are bounded at 64Ki), and joins it as facts read back. A
+// batch read returns whole histories: each is joined from the first
+// position the tracker had not seen, as a read of its own would be; a
+// batch call that fails loses no gap, each is then read on its own, so
+// that one unreadable history fails its own gap only. Facts read back count nothing themselves;
 // the facts committed here pair with them and count once: the counters
 // count facts observed committing, and each completion, duration and
 // span is recorded by the process that observed its settling fact
@@ -151,7 +157,9 @@
 //     claims, a held span; a run's closes, settled activities or second
 //     activity) take a side struct when the first arrives (192 bytes for
 //     an activity, 144 for a run). Fills add at most
-//     [WithFillConcurrency] histories being read and 64Ki waiting gaps of
+//     [WithFillConcurrency] reads of one history each, or of a page of up
+//     to [eventstore.HistoriesPage] histories from a batch reader (a few
+//     MiB each at a few dozen events a history), and 64Ki waiting gaps of
 //     about 100 bytes.
 //   - Times are history's: a zero time is the time of observation; a time
 //     OTLP cannot carry (before 1970, after 2262) is clamped to that range.

@@ -2,6 +2,7 @@ package pairing
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -26,8 +27,10 @@ type HistoryReader interface {
 	ReadHistoryFrom(ctx context.Context, workflowID eventstore.WorkflowID, fromSeq uint64) ([]eventstore.Event, error)
 }
 
-// DefaultFillConcurrency is how many gaps a [Tracker] fills at once (and
-// so how many histories it holds at once) without [WithFillConcurrency].
+// DefaultFillConcurrency is how many reads of gaps' histories a [Tracker]
+// makes at once without [WithFillConcurrency]: each of one history, or of
+// up to [eventstore.HistoriesPage] from a reader that is an
+// [eventstore.HistoriesReader].
 const DefaultFillConcurrency = 4
 
 // maxPendingFills bounds the gaps waiting for a reader: each is about 100
@@ -39,18 +42,22 @@ const maxPendingFills = 1 << 16
 // WithHistory gives the tracker the store to fill gaps from (see the
 // package doc, "A gap is filled"): every batch given to [Tracker.Observe]
 // whose first position is past what the tracker has seen of its workflow
-// makes it read that workflow's history once, through r. Without it (or
-// with nil) Observe fills no gap; [Tracker.ObserveFrom] names the reader
-// per batch.
+// makes it read that workflow's history once, through r. When r is also
+// an [eventstore.HistoriesReader] (pgstore, or otelstore over it), the
+// gaps waiting for r are read together, one ReadHistories call per page
+// of up to [eventstore.HistoriesPage]. Without it (or with nil) Observe
+// fills no gap; [Tracker.ObserveFrom] names the reader per batch.
 func WithHistory(r HistoryReader) Option {
 	return optionFunc(func(c *config) {
 		c.history = r
 	})
 }
 
-// WithFillConcurrency sets how many gaps the tracker fills at once, each
-// holding one history in memory while it is read and joined. Without it,
-// or with n <= 0, it is [DefaultFillConcurrency].
+// WithFillConcurrency sets how many reads of gaps' histories the tracker
+// makes at once, each holding what it read in memory while it is joined:
+// one history, or from an [eventstore.HistoriesReader] a page of up to
+// [eventstore.HistoriesPage] histories (a history is let go once joined).
+// Without it, or with n <= 0, it is [DefaultFillConcurrency].
 func WithFillConcurrency(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {
@@ -77,7 +84,10 @@ type FillReport struct {
 	Skipped int64
 	// Dropped is the number of gaps not filled because too many waited.
 	Dropped int64
-	// Events is the number of events the fills read.
+	// Events is the number of events the fills joined: of each history
+	// read, its events from the first position the tracker had not seen
+	// (what ReadHistoryFrom returns from there; a batch read returns
+	// whole histories, whose prefix already seen is not joined again).
 	Events int64
 }
 
@@ -117,7 +127,9 @@ func (t *Tracker) WaitFilled(ctx context.Context) error {
 // ObserveFrom is [Tracker.Observe], filling a gap of the batch's workflow
 // from history (nil: the reader of [WithHistory], if any). The read
 // happens in the background, at most [WithFillConcurrency] at a time: the
-// call itself never waits for it.
+// call itself never waits for it. Gaps queued one after another for the
+// same history reader that is an [eventstore.HistoriesReader] are read
+// together (see [WithHistory]).
 func (t *Tracker) ObserveFrom(ctx context.Context, history HistoryReader, namespace string, workflowID eventstore.WorkflowID, firstSeq uint64, events []eventstore.Event) {
 	if t == nil || t.join == nil || len(events) == 0 {
 		return
@@ -136,7 +148,12 @@ func (t *Tracker) ObserveFrom(ctx context.Context, history HistoryReader, namesp
 }
 
 // filler runs the fills: a queue of gaps and up to max readers, started
-// when work comes and gone when there is none.
+// when work comes and gone when there is none. A reader takes the gap at
+// the head of the queue, and with it, when that gap's reader is an
+// [eventstore.HistoriesReader], the gaps that follow it for the same
+// reader, up to [eventstore.HistoriesPage]: so a burst of gaps (an
+// adoption, a restart under load) costs a round trip per page, not per
+// workflow, while a lone gap is read at once.
 type filler struct {
 	mu      sync.Mutex
 	queue   []fillRequest
@@ -230,9 +247,13 @@ func (f *filler) enqueue(t *Tracker, r fillRequest) {
 	}
 }
 
-// fillLoop fills queued gaps until none is left.
+// fillLoop fills queued gaps until none is left. It takes one gap at a
+// time, or, when the gap's reader is an [eventstore.HistoriesReader], the
+// gaps queued for that same reader, up to [eventstore.HistoriesPage] of
+// them, to read in one call (fillBatch).
 func (t *Tracker) fillLoop() {
 	f := t.fill
+	var batch []fillRequest // reused: at most HistoriesPage requests
 	for {
 		f.mu.Lock()
 		if len(f.queue) == 0 {
@@ -244,22 +265,49 @@ func (t *Tracker) fillLoop() {
 			f.mu.Unlock()
 			return
 		}
-		r := f.queue[0]
-		f.queue[0] = fillRequest{}
-		f.queue = f.queue[1:]
+		n := 1
+		if _, ok := f.queue[0].reader.(eventstore.HistoriesReader); ok {
+			for n < len(f.queue) && n < eventstore.HistoriesPage && sameReader(f.queue[n].reader, f.queue[0].reader) {
+				n++
+			}
+		}
+		batch = append(batch[:0], f.queue[:n]...)
+		clear(f.queue[:n])
+		f.queue = f.queue[n:]
 		if len(f.queue) == 0 {
 			f.queue = nil // let the backing array go
 		}
 		f.mu.Unlock()
-		t.fillOne(r)
-		f.mu.Lock()
-		delete(f.pending, r.token)
-		if f.ended != nil {
-			close(f.ended)
-			f.ended = nil
+		if len(batch) == 1 {
+			t.fillOne(batch[0])
+			f.done(batch[0].token)
+		} else {
+			t.fillBatch(batch)
 		}
-		f.mu.Unlock()
+		clear(batch)
 	}
+}
+
+// sameReader reports whether a and b are the same reader, false when they
+// cannot be compared (a reader of a type that is not comparable).
+func sameReader(a, b HistoryReader) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
+
+// done ends the pending fill of token: a waiter (waitFor) sees it gone.
+func (f *filler) done(token uint64) {
+	f.mu.Lock()
+	delete(f.pending, token)
+	if f.ended != nil {
+		close(f.ended)
+		f.ended = nil
+	}
+	f.mu.Unlock()
 }
 
 // waitFor waits until every fill of a workflow in ids (of namespace ns)
@@ -309,27 +357,61 @@ func (f *filler) waitFor(ctx context.Context, ns string, ids []eventstore.Workfl
 // fillOne reads the history of one gap's workflow and joins it, unless the
 // gap closed meanwhile.
 func (t *Tracker) fillOne(r fillRequest) {
-	f := t.fill
+	from, ok := t.startFill(r)
+	if !ok {
+		return
+	}
+	ctx := markReadBack(context.Background())
+	var history []eventstore.Event
+	var err error
+	if b, batched := r.reader.(eventstore.HistoriesReader); batched && from <= 1 {
+		// A store that reads histories in batches gets a whole history as
+		// a batch of one: the same call whatever the queue holds. A gap
+		// past a prefix already seen is read from its first unseen
+		// position instead: one round trip either way, and only the
+		// unseen part.
+		var histories [][]eventstore.Event
+		if histories, err = t.readHistories(ctx, b, []eventstore.WorkflowID{r.k.id}); err == nil {
+			history = histories[0]
+		}
+	} else {
+		history, err = t.readHistory(ctx, r.reader, r.k.id, from)
+	}
+	t.joinFill(ctx, r, history, err)
+}
+
+// startFill decides, under the join's lock, whether r's gap still needs
+// its history read, and from which position: a gap closed meanwhile (the
+// batches in between were observed, or a resume read the workflow), or a
+// workflow released meanwhile, is skipped and its fill ended.
+func (t *Tracker) startFill(r fillRequest) (from uint64, ok bool) {
 	j := t.join
 	j.mu.Lock()
+	defer j.mu.Unlock()
+	return t.startFillLocked(r)
+}
+
+func (t *Tracker) startFillLocked(r fillRequest) (from uint64, ok bool) {
+	j := t.join
 	w := j.workflows.get(r.k)
 	if w == nil || w.fill != r.token {
 		j.pendingFills--
-		j.mu.Unlock()
-		f.skipped.Add(1)
-		return
+		t.fill.skipped.Add(1)
+		return 0, false
 	}
 	if w.seen.covers(w.fillTried+1, w.fillTo) {
 		j.endFill(w)
-		j.mu.Unlock()
-		f.skipped.Add(1)
-		return
+		t.fill.skipped.Add(1)
+		return 0, false
 	}
-	from := w.seen.firstUnseen(w.fillTried + 1)
-	j.mu.Unlock()
+	return w.seen.firstUnseen(w.fillTried + 1), true
+}
 
-	ctx := markReadBack(context.Background())
-	history, err := t.readHistory(ctx, r.reader, r.k.id, from)
+// joinFill joins the history read for r's gap (its events from the first
+// position not seen when the fill started) as facts read back, or, when
+// the read failed, ends the fill and counts it failed.
+func (t *Tracker) joinFill(ctx context.Context, r fillRequest, history []eventstore.Event, err error) {
+	f := t.fill
 	t.countResumed(ctx, t.attrs.namespaces.Get(r.k.namespace), err)
 	fx := getEffects(ctx)
 	defer putEffects(fx)
@@ -351,6 +433,83 @@ func (t *Tracker) fillOne(r fillRequest) {
 	}
 	f.read.Add(1)
 	f.events.Add(int64(len(history)))
+}
+
+// fillBatch fills the gaps of batch, all of one reader that is an
+// [eventstore.HistoriesReader], with one ReadHistories call for those
+// still open. Each history comes back whole; its prefix this tracker had
+// seen when the fill started is skipped, so that each gap joins what a
+// fill of its own (ReadHistoryFrom) would have read. A call that fails
+// (an error, a panic, fewer histories than asked) loses no gap: each is
+// then read on its own, as without the capability, so that one
+// workflow's unreadable history fails its own gap only.
+func (t *Tracker) fillBatch(batch []fillRequest) {
+	f := t.fill
+	j := t.join
+	froms := make([]uint64, len(batch))
+	ids := make([]eventstore.WorkflowID, 0, len(batch))
+	var skipped []uint64
+	open := batch[:0] // the gaps still to read, in place
+	j.mu.Lock()
+	for _, r := range batch {
+		from, ok := t.startFillLocked(r)
+		if !ok {
+			skipped = append(skipped, r.token)
+			continue
+		}
+		froms[len(open)] = from
+		open = append(open, r)
+		ids = append(ids, r.k.id)
+	}
+	j.mu.Unlock()
+	for _, token := range skipped {
+		f.done(token)
+	}
+	if len(open) == 0 {
+		return
+	}
+	ctx := markReadBack(context.Background())
+	histories, err := t.readHistories(ctx, open[0].reader.(eventstore.HistoriesReader), ids)
+	for i, r := range open {
+		if err != nil {
+			history, err := t.readHistory(ctx, r.reader, r.k.id, froms[i])
+			t.joinFill(ctx, r, history, err)
+		} else {
+			t.joinFill(ctx, r, unseenFrom(histories[i], froms[i]), nil)
+			histories[i] = nil // joined: let it go
+		}
+		f.done(r.token)
+	}
+}
+
+// unseenFrom returns history from its first event at position from or
+// later: a history is in position order, and what comes before from was
+// seen (an event without a position is kept).
+func unseenFrom(history []eventstore.Event, from uint64) []eventstore.Event {
+	i := 0
+	for i < len(history) {
+		seq := envelopeOf(history[i]).Seq
+		if seq == 0 || seq >= from {
+			break
+		}
+		i++
+	}
+	return history[i:]
+}
+
+// readHistories reads the histories of ids in one call; a panic of the
+// reader, or an answer for another number of workflows, is an error.
+func (t *Tracker) readHistories(ctx context.Context, r eventstore.HistoriesReader, ids []eventstore.WorkflowID) (histories [][]eventstore.Event, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			histories, err = nil, errReaderPanicked{p}
+		}
+	}()
+	histories, err = r.ReadHistories(ctx, ids)
+	if err == nil && len(histories) != len(ids) {
+		return nil, fmt.Errorf("pairing: ReadHistories returned %d histories for %d workflows", len(histories), len(ids))
+	}
+	return histories, err
 }
 
 // readHistory reads a workflow's history from position from; a panic of

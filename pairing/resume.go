@@ -115,7 +115,11 @@ const maxResumeErrors = 8
 // at most [WithResumeConcurrency] at a time, holding at most that many
 // histories at once; from a store that is an [eventstore.HistoriesReader]
 // (pgstore), one ReadHistories call per page of [eventstore.HistoriesPage]
-// workflows instead, as many pages at a time, each held until joined; what it feeds stays within the tracker's bounds. Each
+// workflows instead, as many pages at a time, each held until joined (so
+// pages are read while others are joined: at most [WithResumeConcurrency]
+// pages of a few MiB are held at once, each history let go once joined,
+// and a page's workflows count on aion.pairing.resumed together); what it
+// feeds stays within the tracker's bounds. Each
 // workflow is fed whole or not at all, so a store error part-way leaves the
 // tracker consistent: Resume goes on with the other workflows, and returns
 // the errors (at most 8, joined) with the report. A listing error, or ctx
@@ -173,6 +177,32 @@ func (t *Tracker) Resume(ctx context.Context, namespace string, store eventstore
 		report.Activities += res.activities
 		report.Runs += res.runs
 	}
+	// recordPage is record for a page read in one call: its workflows
+	// joined one by one, counted and reported once for the page.
+	recordPage := func(ids []eventstore.WorkflowID, histories [][]eventstore.Event, err error) {
+		var res result
+		if err == nil {
+			for i, id := range ids {
+				r := t.observeHistory(ctx, namespace, id, histories[i])
+				histories[i] = nil // joined: let it go
+				res.activities += r.activities
+				res.runs += r.runs
+			}
+		}
+		t.countResumedN(ctx, ns, err, len(ids))
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			report.Failed += len(ids)
+			for _, id := range ids[:min(len(ids), max(maxResumeErrors-len(errs), 0))] {
+				errs = append(errs, fmt.Errorf("workflow %v: %w", id, err))
+			}
+			return
+		}
+		report.Workflows += len(ids)
+		report.Activities += res.activities
+		report.Runs += res.runs
+	}
 	for range min(c.concurrency, max((len(ids)+page-1)/page, 1)) {
 		wg.Go(func() {
 			for ids := range next {
@@ -185,14 +215,7 @@ func (t *Tracker) Resume(ctx context.Context, namespace string, store eventstore
 				if err == nil && len(histories) != len(ids) {
 					err = fmt.Errorf("ReadHistories returned %d histories for %d workflows", len(histories), len(ids))
 				}
-				for i, id := range ids {
-					if err != nil {
-						record(id, nil, err)
-						continue
-					}
-					record(id, histories[i], nil)
-					histories[i] = nil // joined: let it go
-				}
+				recordPage(ids, histories, err)
 			}
 		})
 	}
@@ -258,12 +281,17 @@ func (t *Tracker) observeHistory(ctx context.Context, namespace string, workflow
 
 // countResumed counts one workflow read by a resume.
 func (t *Tracker) countResumed(ctx context.Context, ns *nsAttrs, err error) {
+	t.countResumedN(ctx, ns, err, 1)
+}
+
+// countResumedN counts n workflows read by a resume with the same result.
+func (t *Tracker) countResumedN(ctx context.Context, ns *nsAttrs, err error, n int) {
 	defer t.recovered()
 	if err == nil {
-		t.inst.resumed.Add(ctx, 1, ns.evicted...)
+		t.inst.resumed.Add(ctx, int64(n), ns.evicted...)
 		return
 	}
-	t.inst.resumed.Add(ctx, 1, ns.resumeFailed(errorType(err))...)
+	t.inst.resumed.Add(ctx, int64(n), ns.resumeFailed(errorType(err))...)
 }
 
 // errorType classifies a failed read for aion.pairing.resumed.

@@ -120,6 +120,11 @@ func (r rttStore) ReadHistory(ctx context.Context, wf eventstore.WorkflowID) ([]
 	return r.Store.ReadHistory(ctx, wf)
 }
 
+func (r rttStore) ReadHistoryFrom(ctx context.Context, wf eventstore.WorkflowID, from uint64) ([]eventstore.Event, error) {
+	time.Sleep(r.rtt)
+	return r.Store.ReadHistoryFrom(ctx, wf, from)
+}
+
 type rttPages struct{ rttStore }
 
 func (r rttPages) ReadHistories(ctx context.Context, ids []eventstore.WorkflowID) ([][]eventstore.Event, error) {

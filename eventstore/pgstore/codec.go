@@ -259,8 +259,24 @@ func (d *dec) id() (v [16]byte) {
 	return v
 }
 
+// raw returns the next length-prefixed bytes without a copy: for what is
+// decoded from them at once.
+func (d *dec) raw() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail(errShort)
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
 func (d *dec) time() time.Time {
-	b := d.bytes()
+	b := d.raw()
 	if d.err != nil {
 		return time.Time{}
 	}

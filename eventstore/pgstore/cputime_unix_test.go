@@ -13,3 +13,13 @@ func processCPU() int64 {
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// processPeakRSS returns the largest resident set this process has had so
+// far, in bytes (Linux reports kilobytes), or -1 if it cannot be read.
+func processPeakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return -1
+	}
+	return int64(ru.Maxrss) * 1024
+}

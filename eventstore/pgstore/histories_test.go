@@ -3,12 +3,15 @@ package pgstore_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/eventstore/pgstore"
 	"github.com/aionotel/aionotel/pairing"
 )
 
@@ -84,5 +87,31 @@ func TestReadHistories(t *testing.T) {
 	report, err := tr.Resume(ctx, "n", s)
 	if err != nil || report.Workflows != n || report.Activities != activities {
 		t.Errorf("Resume = %+v, %v; want %d workflows and their %d activities", report, err, n, activities)
+	}
+}
+
+// A row that cannot be decoded fails the whole call with ErrCorruptRecord
+// (all or nothing), naming its workflow; a call without that workflow is
+// unaffected.
+func TestReadHistoriesCorruptRow(t *testing.T) {
+	s, pool, schema := newStore(t)
+	ctx, tok := context.Background(), eventstore.RecorderToken()
+	ids := []eventstore.WorkflowID{eventstore.NewWorkflowID(), eventstore.NewWorkflowID(), eventstore.NewWorkflowID()}
+	for _, id := range ids {
+		if err := s.Append(ctx, tok, id, []eventstore.Event{
+			eventstore.WorkflowStarted{Envelope: eventstore.Envelope{RunID: eventstore.NewRunID(), RecordedAt: time.Now()}, WorkflowType: "flow"},
+		}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, "UPDATE "+table(schema, "aionotel_events")+" SET body = '\\x01ff'::bytea WHERE workflow_id = $1", ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ReadHistories(ctx, ids)
+	if !errors.Is(err, pgstore.ErrCorruptRecord) || got != nil || !strings.Contains(err.Error(), ids[1].String()) {
+		t.Errorf("ReadHistories = %v, %v; want no history and ErrCorruptRecord naming %v", got, err, ids[1])
+	}
+	if got, err := s.ReadHistories(ctx, []eventstore.WorkflowID{ids[0], ids[2]}); err != nil || len(got) != 2 || len(got[0]) != 1 || len(got[1]) != 1 {
+		t.Errorf("without the corrupt workflow: %v, %v", got, err)
 	}
 }

@@ -21,6 +21,11 @@ import (
 // size with -resume-open 100000 (seeding takes a minute or two).
 var resumeOpen = flag.Int("resume-open", 2000, "open workflows BenchmarkResume resumes")
 
+// resumeRounds runs each of BenchmarkResume's cases that many times over
+// the one seeded store (the second named "...#01"): at 100,000, seeding
+// takes minutes, which -count would pay again per round.
+var resumeRounds = flag.Int("resume-rounds", 1, "rounds of BenchmarkResume's cases over one seeded store")
+
 // singleReads is a store without ReadHistories: a resume from it reads
 // one history per workflow, as before the capability.
 type singleReads struct{ eventstore.Store }
@@ -31,10 +36,19 @@ type singleReads struct{ eventstore.Store }
 // workflows), reads=single one ReadHistory per workflow, each with the
 // timeline off and on (sampled, the ID generator installed, no exporter).
 // ns/op is one whole resume; heap-MiB the heap the tracker holds
-// afterwards.
+// afterwards; client-cpu-ms the CPU time this process (not the database)
+// spent on it, steadier than ns/op on a shared machine; peak-rss-MiB the
+// largest resident set of the process so far (seeding included: run one
+// case alone, -bench with its name, for its own peak).
 func BenchmarkResume(b *testing.B) {
 	s, _, _ := newStore(b)
 	seedOpen(b, s, *resumeOpen)
+	for range max(*resumeRounds, 1) {
+		benchmarkResume(b, s)
+	}
+}
+
+func benchmarkResume(b *testing.B, s eventstore.Store) {
 	for _, reads := range []string{"pages", "single"} {
 		var store eventstore.Store = s
 		if reads == "single" {
@@ -43,6 +57,7 @@ func BenchmarkResume(b *testing.B) {
 		for _, timeline := range []bool{false, true} {
 			b.Run(fmt.Sprintf("open=%d/reads=%s/timeline=%v", *resumeOpen, reads, timeline), func(b *testing.B) {
 				var heap uint64
+				var cpu int64
 				for b.Loop() {
 					b.StopTimer()
 					opts := []pairing.Option{pairing.WithTimelineSpans(timeline)}
@@ -60,7 +75,9 @@ func BenchmarkResume(b *testing.B) {
 					var before, after runtime.MemStats
 					runtime.ReadMemStats(&before)
 					b.StartTimer()
+					cpu0 := processCPU()
 					report, err := tr.Resume(context.Background(), "bench", store)
+					cpu += processCPU() - cpu0
 					b.StopTimer()
 					if err != nil || report.Workflows != *resumeOpen || report.Activities != *resumeOpen {
 						b.Fatalf("Resume = %+v, %v", report, err)
@@ -72,13 +89,15 @@ func BenchmarkResume(b *testing.B) {
 					b.StartTimer()
 				}
 				b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
+				b.ReportMetric(float64(cpu)/1e6/float64(b.N), "client-cpu-ms")
+				b.ReportMetric(float64(processPeakRSS())/(1<<20), "peak-rss-MiB")
 			})
 		}
 	}
 }
 
 // seedOpen appends n open workflows, 16 appends at a time.
-func seedOpen(b *testing.B, s eventstore.Store, n int) {
+func seedOpen(b testing.TB, s eventstore.Store, n int) {
 	b.Helper()
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	next := make(chan int)
