@@ -287,7 +287,7 @@ func (c countingMeters) Meter(name string, opts ...metric.MeterOption) metric.Me
 // process follows the global provider (the timeline on), and with the
 // timeline on one per timeline span it makes, or when it first follows:
 // two at most for an append with the timeline off, four with it on. Each
-// costs about 90 instructions (BenchmarkReadHistory's global_default
+// costs about 100 instructions (BenchmarkReadHistory's global_default
 // against noop_tracer), against 20,000 and more for an append whose
 // timeline records.
 func TestGlobalLookupsPerCall(t *testing.T) {
