@@ -2,7 +2,9 @@ package otelstore
 
 import (
 	"context"
+	"encoding/binary"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/pairing"
@@ -20,57 +22,98 @@ import (
 // counts it skipped, with no read); a real gap (a restart, another node's
 // writes) is read once the local appends drain.
 //
-// The cost is one mutex and one map update at the start and end of each
-// append; a fill waiting here holds one of the tracker's fill slots.
+// The counts are kept in appendingSlots atomic counters, a workflow's
+// chosen by a hash of its ID: an append costs two atomic adds (and a lock
+// only while a fill waits), where a mutex and a map update at each end
+// cost about 400 ns under contention (BenchmarkAppendingGate). A fill
+// waits for its slot to drain, so it may also wait for the appends in
+// progress to another workflow whose ID shares its slot: they return as
+// promptly as its own. A fill waiting here holds one of the tracker's
+// fill slots.
 type appending struct {
-	mu   sync.Mutex
-	n    map[eventstore.WorkflowID]int
-	idle map[eventstore.WorkflowID]chan struct{}
+	slots [appendingSlots]atomic.Int64
+	// waiting counts the fills registered in idle; the append path takes
+	// mu only when it is not zero.
+	waiting atomic.Int64
+	mu      sync.Mutex
+	idle    map[uint32]*drain // by slot
 }
 
+// drain is closed when its slot drains; n counts the fills waiting on it.
+type drain struct {
+	ch chan struct{}
+	n  int
+}
+
+// appendingSlots is the number of counters: with 400 appends in progress
+// at once, a slot is busy about one time in ten.
+const appendingSlots = 4096
+
 func newAppending() *appending {
-	return &appending{n: map[eventstore.WorkflowID]int{}, idle: map[eventstore.WorkflowID]chan struct{}{}}
+	return &appending{idle: map[uint32]*drain{}}
+}
+
+// slot is the counter of wf's appends: the low bits of a mix of its ID
+// (random UUIDs, but a caller may choose sequential ones).
+func slot(wf eventstore.WorkflowID) uint32 {
+	le := binary.LittleEndian
+	h := (le.Uint64(wf[:8]) ^ le.Uint64(wf[8:])*0x9e3779b97f4a7c15) * 0xff51afd7ed558ccd
+	return uint32(h>>40) % appendingSlots
 }
 
 // begin counts an append to wf in progress; the caller defers end.
 func (a *appending) begin(wf eventstore.WorkflowID) {
-	a.mu.Lock()
-	a.n[wf]++
-	a.mu.Unlock()
+	a.slots[slot(wf)].Add(1)
 }
 
-// end counts it returned (and observed), waking the fills of wf when it was
-// the last one.
+// end counts it returned (and observed), waking the fills waiting on wf's
+// slot when it was the last one there. The add and the load of waiting
+// pair with wait's add of waiting and load of the slot (sequentially
+// consistent atomics): an end that finds no fill waiting is seen by the
+// fill, which then does not wait.
 func (a *appending) end(wf eventstore.WorkflowID) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.n[wf]--; a.n[wf] > 0 {
+	i := slot(wf)
+	if a.slots[i].Add(-1) > 0 || a.waiting.Load() == 0 {
 		return
 	}
-	delete(a.n, wf)
-	if ch, ok := a.idle[wf]; ok {
-		close(ch)
-		delete(a.idle, wf)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if d, ok := a.idle[i]; ok && a.slots[i].Load() == 0 {
+		close(d.ch)
+		delete(a.idle, i)
 	}
 }
 
-// wait returns once no append to wf is in progress, or ctx is done.
+// wait returns once no append to wf (or to a workflow sharing its slot) is
+// in progress, or ctx is done.
 func (a *appending) wait(ctx context.Context, wf eventstore.WorkflowID) error {
+	i := slot(wf)
+	if a.slots[i].Load() == 0 {
+		return nil
+	}
 	a.mu.Lock()
-	if a.n[wf] == 0 {
+	a.waiting.Add(1)
+	defer a.waiting.Add(-1)
+	if a.slots[i].Load() == 0 {
 		a.mu.Unlock()
 		return nil
 	}
-	ch, ok := a.idle[wf]
+	d, ok := a.idle[i]
 	if !ok {
-		ch = make(chan struct{})
-		a.idle[wf] = ch
+		d = &drain{ch: make(chan struct{})}
+		a.idle[i] = d
 	}
+	d.n++
 	a.mu.Unlock()
 	select {
-	case <-ch:
+	case <-d.ch:
 		return nil
 	case <-ctx.Done():
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if d.n--; d.n == 0 && a.idle[i] == d {
+			delete(a.idle, i) // the last fill waiting on it gave up
+		}
 		return ctx.Err()
 	}
 }

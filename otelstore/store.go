@@ -417,9 +417,16 @@ func (s *core) ListPackageRoutes(ctx context.Context) (_ []eventstore.PackageRou
 	return s.inner.ListPackageRoutes(c.ctx)
 }
 
-// workflow puts the workflow ID on the span, if it is recording.
+// workflow puts the workflow ID on the span, if it is recording. It is
+// small enough to be inlined: a call without a span pays a comparison.
 func (c *call) workflow(workflowID eventstore.WorkflowID) {
-	if c.recording() {
+	if c.span != nil {
+		c.annotateWorkflow(workflowID)
+	}
+}
+
+func (c *call) annotateWorkflow(workflowID eventstore.WorkflowID) {
+	if c.span.IsRecording() {
 		c.annotate(catalog.WorkflowID.String(workflowID.String()))
 	}
 }

@@ -6,6 +6,10 @@ package globaltest_test
 
 import (
 	"context"
+	"fmt"
+	"go.opentelemetry.io/otel/metric"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,4 +251,115 @@ type uncomparable struct {
 
 func (u uncomparable) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
 	return u.tps[0].Tracer(name, opts...)
+}
+
+// counting is a provider whose type cannot be compared, so that a lookup
+// of the global provider (livetracer's, at each call) cannot recognise it
+// and asks it for a tracer every time: its count of Tracer calls is the
+// number of lookups.
+type counting struct {
+	embedded.TracerProvider
+	tp    []trace.TracerProvider
+	calls *atomic.Int64
+}
+
+func (c counting) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	c.calls.Add(1)
+	return c.tp[0].Tracer(name, opts...)
+}
+
+// countingMeters counts the meters asked of it: after New, a call asks
+// for none.
+type countingMeters struct {
+	metric.MeterProvider
+	calls *atomic.Int64
+}
+
+func (c countingMeters) Meter(name string, opts ...metric.MeterOption) metric.Meter {
+	c.calls.Add(1)
+	return c.MeterProvider.Meter(name, opts...)
+}
+
+// The decorator looks the global tracer provider up once per call, and
+// never looks up the global meter provider after New. An append also
+// hands its batch to the pairing tracker, which has lookups of its own:
+// one to learn whether the provider records, made while any tracker of the
+// process follows the global provider (the timeline on), and with the
+// timeline on one per timeline span it makes, or when it first follows:
+// two at most for an append with the timeline off, four with it on. Each
+// costs about 100 instructions (BenchmarkReadHistory's global_default
+// against noop_tracer), against 20,000 and more for an append whose
+// timeline records.
+func TestGlobalLookupsPerCall(t *testing.T) {
+	previous, previousMeters := otel.GetTracerProvider(), otel.GetMeterProvider()
+	t.Cleanup(func() { otel.SetTracerProvider(previous); otel.SetMeterProvider(previousMeters) })
+	meters := new(atomic.Int64)
+	otel.SetMeterProvider(countingMeters{MeterProvider: meter(t), calls: meters})
+	// The stores are made while the global tracer provider is the default,
+	// as a program makes them before it installs its own: they follow it.
+	stores := map[bool]eventstore.Store{}
+	for _, timeline := range []bool{false, true} {
+		s, err := otelstore.New(eventstore.NewMemory(), otelstore.WithTimelineSpans(timeline))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[timeline] = s
+	}
+	metersAtNew := meters.Load()
+	if metersAtNew == 0 {
+		t.Fatal("New asked the global meter provider for no meter: the counting provider is not in use")
+	}
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	lookups := new(atomic.Int64)
+	otel.SetTracerProvider(counting{tp: []trace.TracerProvider{tp}, calls: lookups})
+
+	for _, timeline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("timeline=%v", timeline), func(t *testing.T) {
+			s := stores[timeline]
+			a := newAppender(s)
+			ctx := context.Background()
+			calls := []struct {
+				name string
+				call func()
+			}{
+				{"append started", func() {
+					a.append(t, eventstore.WorkflowStarted{Envelope: eventstore.Envelope{RunID: a.run, RecordedAt: t0}, WorkflowType: "checkout"})
+				}},
+				{"append dispatch", func() { a.append(t, a.scheduled(1)) }},
+				{"append terminal", func() { a.append(t, a.completed(1)) }},
+				{"append dispatch and terminal", func() { a.pair(t, 2) }},
+				{"read history", func() {
+					if _, err := s.ReadHistory(ctx, a.wf); err != nil {
+						t.Fatal(err)
+					}
+				}},
+				{"append close", func() {
+					a.append(t, eventstore.WorkflowCompleted{Envelope: eventstore.Envelope{RunID: a.run, RecordedAt: t0.Add(time.Minute)}})
+				}},
+			}
+			for _, c := range calls {
+				before := lookups.Load()
+				c.call()
+				n := lookups.Load() - before
+				want := int64(1)
+				if strings.HasPrefix(c.name, "append") {
+					want = 2
+					if timeline {
+						want = 4
+					}
+				}
+				if n > want {
+					t.Errorf("%s: %d lookups of the global tracer provider, want at most %d", c.name, n, want)
+				}
+			}
+			if len(rec.Ended()) == 0 {
+				t.Fatal("no span reached the installed provider: the lookups were not made through it")
+			}
+		})
+	}
+	if n := meters.Load() - metersAtNew; n != 0 {
+		t.Errorf("the calls asked the global meter provider for %d meters, want none", n)
+	}
 }
