@@ -74,12 +74,7 @@ func TestDecorator(t *testing.T, wrap func(inner eventstore.Store) eventstore.St
 // every decorator rule and returns nil when all hold, or the errors.Join of
 // one *[RuleError] per broken rule. It never stops at the first failure.
 func CheckDecorator(ctx context.Context, wrap func(inner eventstore.Store) eventstore.Store, opts ...Option) error {
-	return decoratorSuite.check(ctx, newConfig(opts), func() (wrapFunc, func(), error) {
-		if wrap == nil {
-			return nil, nil, errors.New("nil wrap function")
-		}
-		return wrap, nil, nil
-	})
+	return decoratorSuite.check(ctx, newConfig(opts), given(wrap))
 }
 
 type wrapFunc = func(inner eventstore.Store) eventstore.Store
@@ -166,19 +161,27 @@ func spyErrors(method string) []error {
 	}
 }
 
-// wrapSpy makes a fresh spy with caps and wraps its store; a panic or a nil
-// result is an error.
-func wrapSpy(wrap wrapFunc, caps Capabilities) (spy *Spy, wrapped eventstore.Store, err error) {
-	spy = NewSpy(caps)
+// wrapSpy makes a fresh spy with caps and wraps its store.
+func wrapSpy(wrap wrapFunc, caps Capabilities) (*Spy, eventstore.Store, error) {
+	spy := NewSpy(caps)
+	w, err := guardWrap(func() eventstore.Store { return wrap(spy.Store()) })
+	if err != nil {
+		return nil, nil, fmt.Errorf("a %s spy: %w", caps, err)
+	}
+	return spy, w, nil
+}
+
+// guardWrap calls wrap, turning a panic or a nil result into an error.
+func guardWrap(wrap func() eventstore.Store) (s eventstore.Store, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: wrap panicked: %v", ErrRulePanicked, p)
 		}
 	}()
-	if wrapped = wrap(spy.Store()); isNil(wrapped) {
-		return nil, nil, fmt.Errorf("wrap returned nil for a %s spy", caps)
+	if s = wrap(); isNil(s) {
+		return nil, errors.New("wrap returned nil")
 	}
-	return spy, wrapped, nil
+	return s, nil
 }
 
 func decCapabilities(wrap wrapFunc, caps Capabilities) error {
