@@ -17,35 +17,14 @@ import (
 // TestDecorator tests a decorator of [eventstore.Store] (a function that
 // wraps an inner store, as otelstore.New does) for faithful forwarding. For
 // each of the four capability combinations of a [Spy] (none, Outbox,
-// ShardOwner, both) it checks, each as a named subtest
-// "<capabilities>/<rule>" on a fresh spy:
-//
-//   - capabilities: the wrapped store implements exactly the inner's
-//     optional interfaces, no fewer and no more;
-//   - unwrap: the wrapped store has Unwrap() eventstore.Store returning the
-//     inner store;
-//   - forward/<Method>, for every method of [eventstore.Store] and of the
-//     inner's capabilities, found by reflection (so a method added later is
-//     covered without touching the suite): one call with distinctive
-//     arguments reaches the inner exactly once, and no other inner method
-//     is called; the arguments arrive unchanged; the context the inner sees
-//     carries the caller's values; every result comes back unchanged;
-//   - error/<Method>, for every method that returns an error: for each
-//     error of a set (every eventstore sentinel, bare and wrapped, a
-//     *eventstore.SequenceConflictError with its fields, context.Canceled
-//     and context.DeadlineExceeded, a joined error, a private one) the
-//     wrapped store returns that very value, after exactly one inner call,
-//     so a decorator that retries a conflict at the found seq, or replaces
-//     an error, is caught;
-//   - differential: generated calls with nil, empty, zero, boundary and
-//     large (past 64, 4,096 and 65,536 elements) arguments, every field of
-//     every argument set, cancelled, expired and deadline-bound contexts
-//     and contexts the spy cancels once it has the call (which took effect:
-//     its answer, nil included, is still the caller's),
-//     repeated calls, answered by the spy with generated results of the
-//     same shapes or an error of the set: the inner sees the caller's
-//     arguments, context values, Err() and Deadline(), and the caller gets
-//     exactly the inner's answer (see [RuleDecDifferential]).
+// ShardOwner, both) it runs every RuleDec* rule as the named subtest
+// "<capabilities>/<rule>" on a fresh spy, forward/<Method> for every method
+// of [eventstore.Store] and of the inner's capabilities and error/<Method>
+// for every one that returns an error, found by reflection (so a method
+// added later is covered without touching the suite). A decorator that
+// retries a conflict at the found seq, replaces an error, alters an
+// argument or a result, or drops a context value, deadline or
+// cancellation is caught (see [RuleDecDifferential]).
 //
 // wrap is called once per rule with the spy's store and must return the
 // decorated store. It runs on the rule's goroutine, not the test's, so it

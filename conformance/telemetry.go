@@ -55,20 +55,7 @@ type TelemetryWrap = func(inner eventstore.Store, mp metric.MeterProvider, tp tr
 // WithTimeline makes the telemetry suite check the timeline spans
 // ([RuleTelTimeline]); without it that rule is skipped, and spans other
 // than client spans are not judged. The other suites ignore it.
-func WithTimeline() Option { return timelineOption{} }
-
-type timelineOption struct{}
-
-func (timelineOption) apply(*config) {}
-
-func hasTimeline(opts []Option) bool {
-	for _, o := range opts {
-		if _, ok := o.(timelineOption); ok {
-			return true
-		}
-	}
-	return false
-}
+func WithTimeline() Option { return optionFunc(func(c *config) { c.timeline = true }) }
 
 // TestTelemetry tests the telemetry a decorator of [eventstore.Store]
 // emits, as otelstore.New does, whatever engine it is written for: each
@@ -111,14 +98,16 @@ func TestTelemetry(t *testing.T, wrap TelemetryWrap, opts ...Option) {
 	if wrap == nil {
 		t.Fatal("conformance: TestTelemetry: nil wrap function")
 	}
-	telemetrySuite(hasTimeline(opts)).test(t, newConfig(opts), func(*testing.T) TelemetryWrap { return wrap })
+	cfg := newConfig(opts)
+	telemetrySuite(cfg.timeline).test(t, cfg, func(*testing.T) TelemetryWrap { return wrap })
 }
 
 // CheckTelemetry is the error-returning core of [TestTelemetry]: nil when
 // every rule holds, else the errors.Join of one *[RuleError] per broken
 // rule.
 func CheckTelemetry(ctx context.Context, wrap TelemetryWrap, opts ...Option) error {
-	return telemetrySuite(hasTimeline(opts)).check(ctx, newConfig(opts), given(wrap))
+	cfg := newConfig(opts)
+	return telemetrySuite(cfg.timeline).check(ctx, cfg, given(wrap))
 }
 
 func telemetrySuite(timeline bool) suite[TelemetryWrap] {
