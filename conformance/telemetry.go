@@ -539,20 +539,22 @@ func telDrive(ctx context.Context, cfg config, wrap TelemetryWrap, parallel bool
 		return n, ctx.Err()
 	}
 	if parallel {
-		// One goroutine per workflow, each drawing from a seed of its own.
-		errs := make([]error, len(wfs))
-		var wg sync.WaitGroup
+		// One goroutine per workflow, each drawing from a seed of its own,
+		// released together.
+		rngs := make([]*rand.Rand, len(wfs))
 		for i := range wfs {
-			r := rand.New(rand.NewPCG(g.Uint64(), uint64(i)))
-			wg.Go(func() {
-				for at := 0; at < len(wfs[i].events) && errs[i] == nil; {
-					n, err := next(r, &wfs[i], at)
-					at, errs[i] = at+n, err
-				}
-			})
+			rngs[i] = rand.New(rand.NewPCG(g.Uint64(), uint64(i)))
 		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
+		if err := errors.Join(race(len(wfs), func(i int) error {
+			for at := 0; at < len(wfs[i].events); {
+				n, err := next(rngs[i], &wfs[i], at)
+				if err != nil {
+					return err
+				}
+				at += n
+			}
+			return nil
+		})...); err != nil {
 			return nil, nil, err
 		}
 	}
