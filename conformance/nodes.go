@@ -735,12 +735,7 @@ func nodesStaleOwnerRace(ctx context.Context, env *ruleEnv[Nodes], n Nodes) erro
 		if err != nil {
 			return fmt.Errorf("node %c: ReadHistory: %w", 'A'+old, err)
 		}
-		count := map[string]int{}
-		for _, ev := range hist {
-			if s, ok := ev.(eventstore.SignalReceived); ok {
-				count[s.SignalName]++
-			}
-		}
+		count := signals(hist)
 		for _, op := range ops {
 			if op.wf != w {
 				continue
@@ -832,7 +827,7 @@ func staleRound(ctx context.Context, m *nodesModel, old int, kill bool, wfs []ev
 			handoff = m.node(old).(shardReleaser).ReleaseShards(ctx, []int{0})
 		}
 	}
-	seen := make([]map[string]bool, len(wfs))
+	seen := make([]map[string]int, len(wfs))
 	if handoff == nil {
 		handoff = acquireRetrying(ctx, m.so[next], 0)
 		acquired.Store(clock.Add(1))
@@ -846,12 +841,7 @@ func staleRound(ctx context.Context, m *nodesModel, old int, kill bool, wfs []ev
 			handoff = fmt.Errorf("node %c: ReadHistory: %w", 'A'+next, err)
 			break
 		}
-		seen[w] = map[string]bool{}
-		for _, ev := range hist {
-			if s, ok := ev.(eventstore.SignalReceived); ok {
-				seen[w][s.SignalName] = true
-			}
-		}
+		seen[w] = signals(hist)
 	}
 	if handoff == nil {
 		// The writers go on until each made three appends after the
@@ -873,7 +863,7 @@ func staleRound(ctx context.Context, m *nodesModel, old int, kill bool, wfs []ev
 			switch {
 			case op.err == nil && op.start > a:
 				return nil, fmt.Errorf("%s started after node %c's acquisition returned, and landed: a stale owner's write after the takeover", op.name, 'A'+next)
-			case op.err == nil && !seen[w][op.name]:
+			case op.err == nil && seen[w][op.name] == 0:
 				return nil, fmt.Errorf("%s was told it landed, but node %c's first read after acquiring the shard does not show it: it landed after the takeover (the fence check and the write are two steps)", op.name, 'A'+next)
 			}
 		}
@@ -886,6 +876,17 @@ func staleRound(ctx context.Context, m *nodesModel, old int, kill bool, wfs []ev
 		heads[w] = uint64(len(hist))
 	}
 	return all, nil
+}
+
+// signals counts the signals of a history by name.
+func signals(hist []eventstore.Event) map[string]int {
+	count := map[string]int{}
+	for _, ev := range hist {
+		if s, ok := ev.(eventstore.SignalReceived); ok {
+			count[s.SignalName]++
+		}
+	}
+	return count
 }
 
 // acquireRetrying acquires shard for so, trying again while the election

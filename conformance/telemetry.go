@@ -60,19 +60,14 @@ func WithTimeline() Option { return optionFunc(func(c *config) { c.timeline = tr
 // TestTelemetry tests the telemetry a decorator of [eventstore.Store]
 // emits, as otelstore.New does, whatever engine it is written for: each
 // rule draws workflow histories from the seed (several workflows; runs
-// dispatching activities, retrying them with Retryable failures, ending
-// them with every outcome, duplicate terminals, runs closed with
-// activities in flight, continue-as-new chains, signals, schedules, timers,
-// pauses, runs left open), appends them through wrap over a fresh
-// [eventstore.Memory] in random batches at the right expected seqs, with
-// stale appends (refused with a conflict) and reads between them, then
-// collects the metrics with an SDK ManualReader and the spans with a
-// tracetest.SpanRecorder and compares them with a model computed from the
-// histories alone. Instruments, attributes and values are those of the
-// otelstore package's catalog; a point is judged on the attributes the
-// catalog gives its instrument (others, such as aion.namespace, are
-// summed over), and a mismatch names the instrument, the attributes, want
-// and got (the seed is in the [RuleError]).
+// dispatching activities, retrying them, ending them with every outcome,
+// twice, or leaving them in flight; continue-as-new chains, signals,
+// schedules, timers, pauses, reopened runs, runs left open), appends them
+// through wrap over a fresh [eventstore.Memory] in random batches, with
+// stale appends and reads between, and compares what an SDK ManualReader
+// and a tracetest.SpanRecorder collected with a model of the histories
+// alone (the RuleTel* rules), in the names of the otelstore catalog. A
+// mismatch names the instrument, the attributes, want and got.
 //
 // Now and then the caller's context ends once the inner store has committed
 // an append, before the call returns: the call committed, so the caller
