@@ -210,16 +210,9 @@ func decCall(ctx context.Context, wrap wrapFunc, caps Capabilities, m reflect.Me
 		return err
 	}
 	g := newGen(newRand(int64(len(m.Name)), m.Name))
-	cctx := context.WithValue(ctx, diffCtxKey{}, m.Name)
-	args := []reflect.Value{reflect.ValueOf(&cctx).Elem()}
-	for try := 0; ; try++ {
-		args = args[:1]
-		for i := 1; i < m.Type.NumIn(); i++ {
-			args = append(args, g.value(m.Type.In(i), 2))
-		}
-		if !c.distinct || distinct(args[1:]) || try > 20 {
-			break
-		}
+	var args []reflect.Value
+	for try := 0; try == 0 || (c.distinct && !distinct(args[1:]) && try <= 21); try++ {
+		args = g.args(context.WithValue(ctx, diffCtxKey{}, m.Name), m, 2)
 	}
 	spy.SetError(c.err)
 	return compareCall(spy, w, m, args, c.err)
@@ -286,10 +279,7 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 			cctx, cancel = context.WithCancel(cctx)
 			cctx = context.WithValue(cctx, spyCancelKey{}, cancel)
 		}
-		args := []reflect.Value{reflect.ValueOf(&cctx).Elem()}
-		for i := 1; i < m.Type.NumIn(); i++ {
-			args = append(args, g.value(m.Type.In(i), visit))
-		}
+		args := g.args(cctx, m, visit)
 		errs := spyErrors(m.Name)
 		var spyErr error
 		if visit%3 == 1 {
@@ -489,6 +479,15 @@ var eventKinds = []eventstore.Event{
 // decSizes are the slice lengths of the decorator generators, visited in
 // turn: nil, empty, a few, and past 64, 256, 4,096 and 65,536.
 var decSizes = []int{-1, 0, 3, 65, 1, 257, 2, 4097, 5, 65537, -1, 0, 3, 65, 1, 257, 2, 4097, 5, 1025}
+
+// args returns ctx and drawn arguments for a call of m.
+func (g *gen) args(ctx context.Context, m reflect.Method, visit int) []reflect.Value {
+	args := []reflect.Value{reflect.ValueOf(&ctx).Elem()}
+	for i := 1; i < m.Type.NumIn(); i++ {
+		args = append(args, g.value(m.Type.In(i), visit))
+	}
+	return args
+}
 
 // value returns a value of t: a struct with every field drawn, a slice of
 // the visit's length (its elements tiled from eight drawn ones, so a long

@@ -46,11 +46,10 @@ func (c Capabilities) String() string {
 // capabilitiesOf returns the optional interfaces v implements.
 func capabilitiesOf(v any) Capabilities {
 	var c Capabilities
-	if _, ok := v.(eventstore.Outbox); ok {
-		c |= CapOutbox
-	}
-	if _, ok := v.(eventstore.ShardOwner); ok {
-		c |= CapShardOwner
+	for _, iface := range storeInterfaces {
+		if v != nil && reflect.TypeOf(v).Implements(iface.typ) {
+			c |= iface.caps
+		}
 	}
 	return c
 }
