@@ -102,38 +102,32 @@ func ksConcurrentAppends(ctx context.Context, env *ruleEnv[keyspace.Store], s ke
 	g := newGen(newRand(env.cfg.seed, RuleKSConcurrentAppends+"/free"))
 	key := keyspace.NewStreamKey(g.workflow(), g.run(), 1, 1)
 	const perWriter = 20
-	errs := make([]error, racers)
-	var wg sync.WaitGroup
-	for w := range racers {
-		spawn(&wg, &errs[w], func() error {
-			losses := 0
-			for i := 0; i < perWriter; {
-				head, err := s.Head(ctx, key)
-				if err != nil {
-					return fmt.Errorf("reading the head: %w", err)
-				}
-				ev := keyspace.ActivityEvent{WorkflowID: key.WorkflowID, RunID: key.RunID, ActivityID: key.ActivityID, Attempt: key.Attempt,
-					AgentID: fmt.Sprint("writer-", w), WorkerSeq: uint64(i)}
-				_, err = s.AppendEvents(ctx, head, []keyspace.ActivityEvent{ev})
-				switch {
-				case err == nil:
-					i++
-				case !errors.Is(err, eventstore.ErrSequenceConflict):
-					return fmt.Errorf("AppendEvents(expectedSeq=%d): %w", head, err)
-				case losses > racers*perWriter:
-					// Each conflict is another writer's success between this
-					// writer's Head and its append: more losses than all
-					// writers append means a wrong head.
-					return fmt.Errorf("writer %d lost %d appends at the head Head reported: %w", w, losses, err)
-				default:
-					losses++
-				}
+	if err := errors.Join(race(racers, func(w int) error {
+		losses := 0
+		for i := 0; i < perWriter; {
+			head, err := s.Head(ctx, key)
+			if err != nil {
+				return fmt.Errorf("reading the head: %w", err)
 			}
-			return nil
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+			ev := keyspace.ActivityEvent{WorkflowID: key.WorkflowID, RunID: key.RunID, ActivityID: key.ActivityID, Attempt: key.Attempt,
+				AgentID: fmt.Sprint("writer-", w), WorkerSeq: uint64(i)}
+			_, err = s.AppendEvents(ctx, head, []keyspace.ActivityEvent{ev})
+			switch {
+			case err == nil:
+				i++
+			case !errors.Is(err, eventstore.ErrSequenceConflict):
+				return fmt.Errorf("AppendEvents(expectedSeq=%d): %w", head, err)
+			case losses > racers*perWriter:
+				// Each conflict is another writer's success between this
+				// writer's Head and its append: more losses than all
+				// writers append means a wrong head.
+				return fmt.Errorf("writer %d lost %d appends at the head Head reported: %w", w, losses, err)
+			default:
+				losses++
+			}
+		}
+		return nil
+	})...); err != nil {
 		return err
 	}
 	recs, err := s.ReadFrom(ctx, key, 0, 0)

@@ -42,6 +42,7 @@ type config struct {
 	only        map[string]bool
 	noSeeded    bool
 	stopAtFirst bool // the check cores stop at the first failed rule
+	timeline    bool // the telemetry suite checks the timeline spans
 }
 
 // selected reports whether a rule runs under c.

@@ -17,35 +17,14 @@ import (
 // TestDecorator tests a decorator of [eventstore.Store] (a function that
 // wraps an inner store, as otelstore.New does) for faithful forwarding. For
 // each of the four capability combinations of a [Spy] (none, Outbox,
-// ShardOwner, both) it checks, each as a named subtest
-// "<capabilities>/<rule>" on a fresh spy:
-//
-//   - capabilities: the wrapped store implements exactly the inner's
-//     optional interfaces, no fewer and no more;
-//   - unwrap: the wrapped store has Unwrap() eventstore.Store returning the
-//     inner store;
-//   - forward/<Method>, for every method of [eventstore.Store] and of the
-//     inner's capabilities, found by reflection (so a method added later is
-//     covered without touching the suite): one call with distinctive
-//     arguments reaches the inner exactly once, and no other inner method
-//     is called; the arguments arrive unchanged; the context the inner sees
-//     carries the caller's values; every result comes back unchanged;
-//   - error/<Method>, for every method that returns an error: for each
-//     error of a set (every eventstore sentinel, bare and wrapped, a
-//     *eventstore.SequenceConflictError with its fields, context.Canceled
-//     and context.DeadlineExceeded, a joined error, a private one) the
-//     wrapped store returns that very value, after exactly one inner call,
-//     so a decorator that retries a conflict at the found seq, or replaces
-//     an error, is caught;
-//   - differential: generated calls with nil, empty, zero, boundary and
-//     large (past 64, 4,096 and 65,536 elements) arguments, every field of
-//     every argument set, cancelled, expired and deadline-bound contexts
-//     and contexts the spy cancels once it has the call (which took effect:
-//     its answer, nil included, is still the caller's),
-//     repeated calls, answered by the spy with generated results of the
-//     same shapes or an error of the set: the inner sees the caller's
-//     arguments, context values, Err() and Deadline(), and the caller gets
-//     exactly the inner's answer (see [RuleDecDifferential]).
+// ShardOwner, both) it runs every RuleDec* rule as the named subtest
+// "<capabilities>/<rule>" on a fresh spy, forward/<Method> for every method
+// of [eventstore.Store] and of the inner's capabilities and error/<Method>
+// for every one that returns an error, found by reflection (so a method
+// added later is covered without touching the suite). A decorator that
+// retries a conflict at the found seq, replaces an error, alters an
+// argument or a result, or drops a context value, deadline or
+// cancellation is caught (see [RuleDecDifferential]).
 //
 // wrap is called once per rule with the spy's store and must return the
 // decorated store. It runs on the rule's goroutine, not the test's, so it
@@ -74,12 +53,7 @@ func TestDecorator(t *testing.T, wrap func(inner eventstore.Store) eventstore.St
 // every decorator rule and returns nil when all hold, or the errors.Join of
 // one *[RuleError] per broken rule. It never stops at the first failure.
 func CheckDecorator(ctx context.Context, wrap func(inner eventstore.Store) eventstore.Store, opts ...Option) error {
-	return decoratorSuite.check(ctx, newConfig(opts), func() (wrapFunc, func(), error) {
-		if wrap == nil {
-			return nil, nil, errors.New("nil wrap function")
-		}
-		return wrap, nil, nil
-	})
+	return decoratorSuite.check(ctx, newConfig(opts), given(wrap))
 }
 
 type wrapFunc = func(inner eventstore.Store) eventstore.Store
@@ -166,19 +140,27 @@ func spyErrors(method string) []error {
 	}
 }
 
-// wrapSpy makes a fresh spy with caps and wraps its store; a panic or a nil
-// result is an error.
-func wrapSpy(wrap wrapFunc, caps Capabilities) (spy *Spy, wrapped eventstore.Store, err error) {
-	spy = NewSpy(caps)
+// wrapSpy makes a fresh spy with caps and wraps its store.
+func wrapSpy(wrap wrapFunc, caps Capabilities) (*Spy, eventstore.Store, error) {
+	spy := NewSpy(caps)
+	w, err := guardWrap(func() eventstore.Store { return wrap(spy.Store()) })
+	if err != nil {
+		return nil, nil, fmt.Errorf("a %s spy: %w", caps, err)
+	}
+	return spy, w, nil
+}
+
+// guardWrap calls wrap, turning a panic or a nil result into an error.
+func guardWrap(wrap func() eventstore.Store) (s eventstore.Store, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: wrap panicked: %v", ErrRulePanicked, p)
 		}
 	}()
-	if wrapped = wrap(spy.Store()); isNil(wrapped) {
-		return nil, nil, fmt.Errorf("wrap returned nil for a %s spy", caps)
+	if s = wrap(); isNil(s) {
+		return nil, errors.New("wrap returned nil")
 	}
-	return spy, wrapped, nil
+	return s, nil
 }
 
 func decCapabilities(wrap wrapFunc, caps Capabilities) error {
@@ -228,16 +210,9 @@ func decCall(ctx context.Context, wrap wrapFunc, caps Capabilities, m reflect.Me
 		return err
 	}
 	g := newGen(newRand(int64(len(m.Name)), m.Name))
-	cctx := context.WithValue(ctx, diffCtxKey{}, m.Name)
-	args := []reflect.Value{reflect.ValueOf(&cctx).Elem()}
-	for try := 0; ; try++ {
-		args = args[:1]
-		for i := 1; i < m.Type.NumIn(); i++ {
-			args = append(args, g.value(m.Type.In(i), 2))
-		}
-		if !c.distinct || distinct(args[1:]) || try > 20 {
-			break
-		}
+	var args []reflect.Value
+	for try := 0; try == 0 || (c.distinct && !distinct(args[1:]) && try <= 21); try++ {
+		args = g.args(context.WithValue(ctx, diffCtxKey{}, m.Name), m, 2)
 	}
 	spy.SetError(c.err)
 	return compareCall(spy, w, m, args, c.err)
@@ -304,10 +279,7 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 			cctx, cancel = context.WithCancel(cctx)
 			cctx = context.WithValue(cctx, spyCancelKey{}, cancel)
 		}
-		args := []reflect.Value{reflect.ValueOf(&cctx).Elem()}
-		for i := 1; i < m.Type.NumIn(); i++ {
-			args = append(args, g.value(m.Type.In(i), visit))
-		}
+		args := g.args(cctx, m, visit)
 		errs := spyErrors(m.Name)
 		var spyErr error
 		if visit%3 == 1 {
@@ -507,6 +479,15 @@ var eventKinds = []eventstore.Event{
 // decSizes are the slice lengths of the decorator generators, visited in
 // turn: nil, empty, a few, and past 64, 256, 4,096 and 65,536.
 var decSizes = []int{-1, 0, 3, 65, 1, 257, 2, 4097, 5, 65537, -1, 0, 3, 65, 1, 257, 2, 4097, 5, 1025}
+
+// args returns ctx and drawn arguments for a call of m.
+func (g *gen) args(ctx context.Context, m reflect.Method, visit int) []reflect.Value {
+	args := []reflect.Value{reflect.ValueOf(&ctx).Elem()}
+	for i := 1; i < m.Type.NumIn(); i++ {
+		args = append(args, g.value(m.Type.In(i), visit))
+	}
+	return args
+}
 
 // value returns a value of t: a struct with every field drawn, a slice of
 // the visit's length (its elements tiled from eight drawn ones, so a long

@@ -78,25 +78,15 @@
 //
 // [TestTelemetry] (core [CheckTelemetry]) drives a decorator, over a fresh
 // [eventstore.Memory] and an SDK meter and tracer provider per rule, with
-// histories drawn from the seed: several workflows, activities dispatched,
-// retried, ended with every outcome, ended twice, left in flight by a
-// run's close (abandoned) or at the end, continue-as-new chains, signals,
-// schedules, timers, pauses, runs reopened and closed again, runs left
-// open; appended in random batches
-// with stale appends and reads between. A model computed from the
-// histories alone says what every counter, the in-flight gauge and the
-// oldest in-flight age (within the collection's time window), every
-// duration (count, sum, min, max and buckets, in seconds from RecordedAt),
-// every store call's duration point and client span, and, with
-// [WithTimeline], every run and activity span must be (rules
+// histories drawn from the seed, and compares every counter, gauge,
+// duration, store call and span with a model of those histories (rules
 // RuleTel*). It uses the SDK (a ManualReader, metricdatatest and a
 // tracetest.SpanRecorder), so this package, unlike the library's, imports
 // the OTel SDK. It judges points on the catalog's attributes only (others,
-// such as aion.namespace, are summed over) and does not judge the pairing and
-// resume counters, the outbox's wait and waiting age, the keyspace's
-// telemetry, the timeline's links, appends
-// of one workflow racing each other (workflows race one another in rule
-// concurrent) or restarts.
+// such as aion.namespace, are summed over) and does not judge the pairing
+// and resume counters, the outbox's wait and waiting age, the keyspace's
+// telemetry, the timeline's links, appends of one workflow racing each
+// other (workflows race one another in rule concurrent) or restarts.
 //
 // # Limits
 //

@@ -21,24 +21,10 @@ import (
 // store; a rule whose capability is absent is reported as a skipped subtest
 // saying so.
 //
-// Each rule is a subtest named after it, run on a fresh, empty store from
-// newStore (called on the subtest's *testing.T), bounded by a watchdog (see
-// [WithRuleTimeout]). The store must be empty and no one else may write to
-// it while the rule runs: the outbox and retention rules see every row and
-// workflow. Failures are reported with t.Error as a *[RuleError].
-//
-// Typical usage inside a test of the implementation's package:
-//
-//	func TestConformance(t *testing.T) {
-//		conformance.TestEventStore(t, func(t *testing.T) eventstore.Store {
-//			return mystore.New(t.TempDir())
-//		})
-//	}
-//
 // The rules are the RuleES*, RuleOutbox*, RuleShard* and RuleNodes*
-// constants; what they do not check is in the package documentation. A
-// failure of a seeded rule names the seed that replays it
-// (-conformance.seed).
+// constants, each run as in [TestKeyspace] on a fresh, empty store: no one
+// else may write to it while the rule runs, since the outbox and retention
+// rules see every row and workflow.
 func TestEventStore(t *testing.T, newStore func(t *testing.T) eventstore.Store, opts ...Option) {
 	t.Helper()
 	cfg := newConfig(opts)
@@ -48,15 +34,11 @@ func TestEventStore(t *testing.T, newStore func(t *testing.T) eventstore.Store, 
 	}
 }
 
-// CheckEventStore is the error-returning core of [TestEventStore]: it runs
-// every event store rule on a fresh store from newStore and returns nil when
-// all hold, or the errors.Join of one *[RuleError] per broken rule. newStore
-// returns the store and a cleanup (nil for none) that closes it; the cleanup
-// runs when the rule is over, also when it timed out. A capability rule whose
-// capability the store lacks is not reported here (only TestEventStore
-// reports skips) unless [WithRequiredCapabilities] requires the capability,
-// which makes it a failure matching [ErrCapabilityMissing]. It never stops
-// at the first failure; it stops early only when ctx is done.
+// CheckEventStore is the error-returning core of [TestEventStore], as
+// [CheckKeyspace] is of [TestKeyspace]. A capability rule whose capability
+// the store lacks is not reported here (only TestEventStore reports skips)
+// unless [WithRequiredCapabilities] requires the capability, which makes it
+// a failure matching [ErrCapabilityMissing].
 func CheckEventStore(ctx context.Context, newStore func() (eventstore.Store, func(), error), opts ...Option) error {
 	cfg := newConfig(opts)
 	err := eventStoreSuite.check(ctx, cfg, newStore)

@@ -16,29 +16,14 @@ import (
 )
 
 // TestKeyspace tests a [keyspace.Store] implementation against every rule of
-// the keyspace contract. Each rule is a subtest named after it, run on a
-// fresh store from newStore (called on the subtest's *testing.T, so it may
-// call t.Fatal and register cleanups), bounded by a watchdog (see
-// [WithRuleTimeout]). Failures are reported with t.Error as a *[RuleError];
-// every rule runs whatever the others did.
-//
-// Typical usage inside a test of the implementation's package:
-//
-//	func TestConformance(t *testing.T) {
-//		conformance.TestKeyspace(t, func(t *testing.T) keyspace.Store {
-//			s, err := mystore.Open(t.TempDir())
-//			if err != nil {
-//				t.Fatal(err)
-//			}
-//			t.Cleanup(func() { s.Close() })
-//			return s
-//		})
-//	}
-//
-// The rules are the RuleKS* constants; what they do not check is in the
-// package documentation. A failure of a seeded rule names the seed that
-// replays it (-conformance.seed). Run it under the race detector: the
-// concurrency rules are much sharper there.
+// the keyspace contract (the RuleKS* constants). Each rule is a subtest
+// named after it, run on a fresh store from newStore (called on the
+// subtest's *testing.T, so it may call t.Fatal and register cleanups),
+// bounded by a watchdog (see [WithRuleTimeout]). Failures are reported with
+// t.Error as a *[RuleError]; every rule runs whatever the others did. A
+// failure of a seeded rule names the seed that replays it
+// (-conformance.seed). Run it under the race detector too: the concurrency
+// rules are sharper there.
 func TestKeyspace(t *testing.T, newStore func(t *testing.T) keyspace.Store, opts ...Option) {
 	t.Helper()
 	keyspaceSuite.test(t, newConfig(opts), newStore)
@@ -48,10 +33,8 @@ func TestKeyspace(t *testing.T, newStore func(t *testing.T) keyspace.Store, opts
 // keyspace rule on a fresh store from newStore and returns nil when all hold,
 // or the errors.Join of one *[RuleError] per broken rule (see [RuleErrors]).
 // newStore returns the store and a cleanup (nil for none) that closes it;
-// the cleanup runs when the rule is over, also when it timed out. It never
-// stops at the first failure; it stops early only when ctx is done. A rule
-// that hangs past its timeout fails with [ErrRuleTimedOut]; one that panics
-// fails with [ErrRulePanicked].
+// the cleanup runs when the rule is over, also when it timed out. It stops
+// early only when ctx is done.
 func CheckKeyspace(ctx context.Context, newStore func() (keyspace.Store, func(), error), opts ...Option) error {
 	return keyspaceSuite.check(ctx, newConfig(opts), newStore)
 }
@@ -570,19 +553,17 @@ func (m *ksModel) append(a ksAppend) error {
 	if a.one {
 		wantHead = head
 	}
-	if err != nil {
-		if a.mode != ctxTrip || !errors.Is(err, context.Canceled) {
-			return fmt.Errorf("at the head %d: %w", head, err)
-		}
-		h, herr := m.s.Head(m.ctx, key)
-		if err := settleCancelled(err, herr, h-head, head, uint64(len(given)), func() error {
-			_, err := m.s.AppendEvents(m.ctx, expected, deepCopy(given))
-			return err
-		}); err != nil {
-			return err
-		}
-	} else if got != wantHead {
+	if err == nil && got != wantHead {
 		return fmt.Errorf("returned %d, want %d", got, wantHead)
+	}
+	if err := settleCancelled(err, a.mode, head, uint64(len(given)), func() (uint64, error) {
+		h, err := m.s.Head(m.ctx, key)
+		return h - head, err
+	}, func() error {
+		_, err := m.s.AppendEvents(m.ctx, expected, deepCopy(given))
+		return err
+	}); err != nil {
+		return err
 	}
 	for i, ev := range given {
 		m.recs[key] = append(m.recs[key], stored(ev, head+uint64(i)))
@@ -596,12 +577,20 @@ func (m *ksModel) append(a ksAppend) error {
 	return nil
 }
 
-// settleCancelled judges a write at head of n records that returned err,
-// cancelled during the call: all of it landed, or none, or it may still
-// land (a durable store cannot always know). landed is what a read (which
-// returned rerr) finds past head; the same write again settles it: it
-// lands now, or conflicts at the head after the first.
-func settleCancelled(err, rerr error, landed, head, n uint64, again func() error) error {
+// settleCancelled judges a write at head of n records that returned err
+// under mode: only a context cancelled during the call may fail it, and
+// then all of it landed, or none, or it may still land (a durable store
+// cannot always know). read says how many records lie past head; the same
+// write again settles it: it lands now, or conflicts at the head after the
+// first.
+func settleCancelled(err error, mode ctxMode, head, n uint64, read func() (uint64, error), again func() error) error {
+	if err == nil {
+		return nil
+	}
+	if mode != ctxTrip || !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("at the head %d: %w", head, err)
+	}
+	landed, rerr := read()
 	if rerr != nil || (landed != 0 && landed != n) {
 		return fmt.Errorf("cancelled during the call (%v), it left %d of its %d records (%v): all or nothing", err, landed, n, rerr)
 	}

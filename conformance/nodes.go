@@ -76,49 +76,49 @@ var nodesSuite = suite[Nodes]{name: SuiteEventStore, rules: []rule[Nodes]{
 		b.publish(nodeB, 1)
 	}),
 	nodesScript(RuleNodesFencing, func(b *nb) {
-		b.write(nodeA, 0, false)
-		b.write(nodeB, 0, true)
+		b.write(nodeA, 0, wSignal)
+		b.write(nodeB, 0, wRow)
 		b.acquire(nodeA, 0)
-		b.write(nodeA, 0, true)
-		b.write(nodeB, 0, false)
-		b.write(nodeB, 0, true)
-		b.write(nodeB, 1, true) // never acquired
-		b.write(nodeA, 0, false)
+		b.write(nodeA, 0, wRow)
+		b.write(nodeB, 0, wSignal)
+		b.write(nodeB, 0, wRow)
+		b.write(nodeB, 1, wRow) // never acquired
+		b.write(nodeA, 0, wSignal)
 	}),
 	nodesScript(RuleNodesHandoff, func(b *nb) {
 		b.acquire(nodeA, 0)
-		b.write(nodeA, 0, false)
+		b.write(nodeA, 0, wSignal)
 		b.release(nodeA, 0)
-		b.write(nodeA, 0, false)
-		b.write(nodeB, 0, true)
+		b.write(nodeA, 0, wSignal)
+		b.write(nodeB, 0, wRow)
 		b.acquire(nodeB, 0)
-		b.write(nodeB, 0, true)
-		b.write(nodeA, 0, false)
+		b.write(nodeB, 0, wRow)
+		b.write(nodeA, 0, wSignal)
 		b.acquire(nodeA, 0)
 		b.publish(nodeA, 0)
 		b.publish(nodeB, 0)
 	}),
 	nodesScript(RuleNodesKill, func(b *nb) {
 		b.acquire(nodeA, 0, 1)
-		b.write(nodeA, 0, true)
+		b.write(nodeA, 0, wRow)
 		b.acquire(nodeB, 0)
 		b.kill()
-		b.write(nodeB, 0, false)
+		b.write(nodeB, 0, wSignal)
 		b.acquire(nodeB, 0)
-		b.write(nodeB, 0, true)
-		b.write(nodeA, 0, true)
-		b.write(nodeA, 1, false)
+		b.write(nodeB, 0, wRow)
+		b.write(nodeA, 0, wRow)
+		b.write(nodeA, 1, wSignal)
 		b.publish(nodeA, 0) // a dead node's claims of ownership
 		b.publish(nodeA, 1)
 	}),
 	nodesScript(RuleNodesReadsAcross, func(b *nb) {
-		b.writeKind(nodeA, 0, wSignal) // started
-		b.writeKind(nodeA, 0, wSignal) // an activity scheduled without a row
-		b.writeKind(nodeA, 0, wLife)   // paused
+		b.write(nodeA, 0, wSignal) // started
+		b.write(nodeA, 0, wSignal) // an activity scheduled without a row
+		b.write(nodeA, 0, wLife)   // paused
 		b.arm(nodeA, 0)
-		b.write(nodeB, 1, true)
-		b.writeKind(nodeB, 1, wSignal)
-		b.writeKind(nodeB, 1, wRowsOnly)
+		b.write(nodeB, 1, wRow)
+		b.write(nodeB, 1, wSignal)
+		b.write(nodeB, 1, wRowsOnly)
 		b.arm(nodeB, 1)
 		b.claimAll(nodeA)
 		b.claimAll(nodeB)
@@ -130,24 +130,24 @@ var nodesSuite = suite[Nodes]{name: SuiteEventStore, rules: []rule[Nodes]{
 		b.scope(nodeA, true, 0)
 		// A non-holder's rows-only append is fenced like any other.
 		b.acquire(nodeA, 0)
-		b.writeKind(nodeB, 0, wRowsOnly)
+		b.write(nodeB, 0, wRowsOnly)
 		b.claimAll(nodeA)
-		b.writeKind(nodeA, 0, wLife) // resumed
-		b.writeKind(nodeA, 0, wSignal)
+		b.write(nodeA, 0, wLife) // resumed
+		b.write(nodeA, 0, wSignal)
 		// After a kill, the survivor takes over, and reads what the dead
 		// node wrote.
 		b.kill()
 		b.acquire(nodeB, 0)
-		b.writeKind(nodeB, 0, wRowsOnly)
-		b.writeKind(nodeB, 0, wLife)
+		b.write(nodeB, 0, wRowsOnly)
+		b.write(nodeB, 0, wLife)
 		b.arm(nodeB, 0)
 		b.scope(nodeB, false, 1)
 		b.scope(nodeB, true, 0)
 		b.claimAll(nodeB)
 	}),
 	nodesScript(RuleNodesScopes, func(b *nb) {
-		b.write(nodeA, 0, false)
-		b.write(nodeB, 1, false)
+		b.write(nodeA, 0, wSignal)
+		b.write(nodeB, 1, wSignal)
 		b.scope(nodeA, false, 0)
 		b.scope(nodeB, false, 1)
 		b.scope(nodeB, true, 0)
@@ -521,7 +521,12 @@ func wantErr(err, want error, what string) error {
 // distinct shards.
 type nb struct{ builder[*nodesModel] }
 
+// fold takes shards mod the model's distinct shards; -1 (the empty
+// scope) and nil (every shard) stay as they are.
 func fold(m *nodesModel, shards []int) []int {
+	if shards == nil {
+		return nil
+	}
 	out := make([]int, len(shards))
 	for i, s := range shards {
 		out[i] = s % m.shards
@@ -551,17 +556,9 @@ func (b *nb) release(i int, shards ...int) {
 	b.push(fmt.Sprintf("node %c releases %v", 'A'+i, shards), func(m *nodesModel) error { return m.release(i, fold(m, shards)) })
 }
 
-func (b *nb) write(i, shard int, row bool) {
-	kind := wSignal
-	if row {
-		kind = wRow
-	}
-	b.writeKind(i, shard, kind)
-}
-
 var nodeWriteNames = []string{"an event", "an event and a row", "a pause or resume", "a row only"}
 
-func (b *nb) writeKind(i, shard int, kind nodeWrite) {
+func (b *nb) write(i, shard int, kind nodeWrite) {
 	b.push(fmt.Sprintf("node %c appends %s to shard %d", 'A'+i, nodeWriteNames[kind], shard), func(m *nodesModel) error { return m.write(i, shard%m.shards, kind) })
 }
 
@@ -581,12 +578,6 @@ func (b *nb) kill() { b.push("node A dies", func(m *nodesModel) error { return m
 
 func (b *nb) scope(i int, extend bool, shards ...int) {
 	b.push(fmt.Sprintf("node %c scope %v (extend %v)", 'A'+i, shards, extend), func(m *nodesModel) error {
-		if len(shards) == 1 && shards[0] == -1 {
-			return m.scope(i, extend, shards)
-		}
-		if shards == nil {
-			return m.scope(i, extend, nil)
-		}
 		return m.scope(i, extend, fold(m, shards))
 	})
 }
@@ -635,7 +626,7 @@ func nodesModelRule(ctx context.Context, env *ruleEnv[Nodes], n Nodes) error {
 		case r < 9 && releases:
 			b.release(node, s)
 		case r < 15:
-			b.writeKind(node, s, nodeWrite(rng.IntN(4)))
+			b.write(node, s, nodeWrite(rng.IntN(4)))
 			if rng.IntN(8) == 0 {
 				b.arm(node, s)
 			}
@@ -744,12 +735,7 @@ func nodesStaleOwnerRace(ctx context.Context, env *ruleEnv[Nodes], n Nodes) erro
 		if err != nil {
 			return fmt.Errorf("node %c: ReadHistory: %w", 'A'+old, err)
 		}
-		count := map[string]int{}
-		for _, ev := range hist {
-			if s, ok := ev.(eventstore.SignalReceived); ok {
-				count[s.SignalName]++
-			}
-		}
+		count := signals(hist)
 		for _, op := range ops {
 			if op.wf != w {
 				continue
@@ -841,7 +827,7 @@ func staleRound(ctx context.Context, m *nodesModel, old int, kill bool, wfs []ev
 			handoff = m.node(old).(shardReleaser).ReleaseShards(ctx, []int{0})
 		}
 	}
-	seen := make([]map[string]bool, len(wfs))
+	seen := make([]map[string]int, len(wfs))
 	if handoff == nil {
 		handoff = acquireRetrying(ctx, m.so[next], 0)
 		acquired.Store(clock.Add(1))
@@ -855,12 +841,7 @@ func staleRound(ctx context.Context, m *nodesModel, old int, kill bool, wfs []ev
 			handoff = fmt.Errorf("node %c: ReadHistory: %w", 'A'+next, err)
 			break
 		}
-		seen[w] = map[string]bool{}
-		for _, ev := range hist {
-			if s, ok := ev.(eventstore.SignalReceived); ok {
-				seen[w][s.SignalName] = true
-			}
-		}
+		seen[w] = signals(hist)
 	}
 	if handoff == nil {
 		// The writers go on until each made three appends after the
@@ -882,7 +863,7 @@ func staleRound(ctx context.Context, m *nodesModel, old int, kill bool, wfs []ev
 			switch {
 			case op.err == nil && op.start > a:
 				return nil, fmt.Errorf("%s started after node %c's acquisition returned, and landed: a stale owner's write after the takeover", op.name, 'A'+next)
-			case op.err == nil && !seen[w][op.name]:
+			case op.err == nil && seen[w][op.name] == 0:
 				return nil, fmt.Errorf("%s was told it landed, but node %c's first read after acquiring the shard does not show it: it landed after the takeover (the fence check and the write are two steps)", op.name, 'A'+next)
 			}
 		}
@@ -895,6 +876,17 @@ func staleRound(ctx context.Context, m *nodesModel, old int, kill bool, wfs []ev
 		heads[w] = uint64(len(hist))
 	}
 	return all, nil
+}
+
+// signals counts the signals of a history by name.
+func signals(hist []eventstore.Event) map[string]int {
+	count := map[string]int{}
+	for _, ev := range hist {
+		if s, ok := ev.(eventstore.SignalReceived); ok {
+			count[s.SignalName]++
+		}
+	}
+	return count
 }
 
 // acquireRetrying acquires shard for so, trying again while the election

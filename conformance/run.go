@@ -348,6 +348,17 @@ func (s suite[S]) test(t *testing.T, cfg config, newSubject func(t *testing.T) S
 	}
 }
 
+// given is the factory of a suite whose subject is one function given
+// once: an error for a nil one.
+func given[W any](wrap W) func() (W, func(), error) {
+	return func() (W, func(), error) {
+		if isNil(wrap) {
+			return wrap, nil, errors.New("nil wrap function")
+		}
+		return wrap, nil, nil
+	}
+}
+
 // isNil reports whether v is a nil interface, pointer or function.
 func isNil(v any) bool {
 	if v == nil {

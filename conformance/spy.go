@@ -46,11 +46,10 @@ func (c Capabilities) String() string {
 // capabilitiesOf returns the optional interfaces v implements.
 func capabilitiesOf(v any) Capabilities {
 	var c Capabilities
-	if _, ok := v.(eventstore.Outbox); ok {
-		c |= CapOutbox
-	}
-	if _, ok := v.(eventstore.ShardOwner); ok {
-		c |= CapShardOwner
+	for _, iface := range storeInterfaces {
+		if v != nil && reflect.TypeOf(v).Implements(iface.typ) {
+			c |= iface.caps
+		}
 	}
 	return c
 }
@@ -341,6 +340,9 @@ func lastErr(r []any) error {
 	return err
 }
 
+// ret returns a recorded call's result and error.
+func ret[T any](r []any) (T, error) { return result[T](r, 0), lastErr(r) }
+
 // spyStore holds the Store methods; spyOutboxMethods and spyShardMethods the
 // capabilities'. The four concrete types below combine them.
 type spyStore struct{ s *Spy }
@@ -383,43 +385,35 @@ func (b spyStore) Append(ctx context.Context, token eventstore.WriteToken, workf
 }
 
 func (b spyStore) ReadHistory(ctx context.Context, workflowID eventstore.WorkflowID) ([]eventstore.Event, error) {
-	r := b.s.call("ReadHistory", ctx, workflowID)
-	return result[[]eventstore.Event](r, 0), lastErr(r)
+	return ret[[]eventstore.Event](b.s.call("ReadHistory", ctx, workflowID))
 }
 
 func (b spyStore) ReadHistoryFrom(ctx context.Context, workflowID eventstore.WorkflowID, fromSeq uint64) ([]eventstore.Event, error) {
-	r := b.s.call("ReadHistoryFrom", ctx, workflowID, fromSeq)
-	return result[[]eventstore.Event](r, 0), lastErr(r)
+	return ret[[]eventstore.Event](b.s.call("ReadHistoryFrom", ctx, workflowID, fromSeq))
 }
 
 func (b spyStore) ReadRunChain(ctx context.Context, workflowID eventstore.WorkflowID) ([]eventstore.RunSummary, error) {
-	r := b.s.call("ReadRunChain", ctx, workflowID)
-	return result[[]eventstore.RunSummary](r, 0), lastErr(r)
+	return ret[[]eventstore.RunSummary](b.s.call("ReadRunChain", ctx, workflowID))
 }
 
 func (b spyStore) ListWorkflowIDs(ctx context.Context) ([]eventstore.WorkflowID, error) {
-	r := b.s.call("ListWorkflowIDs", ctx)
-	return result[[]eventstore.WorkflowID](r, 0), lastErr(r)
+	return ret[[]eventstore.WorkflowID](b.s.call("ListWorkflowIDs", ctx))
 }
 
 func (b spyStore) ListActive(ctx context.Context) ([]eventstore.WorkflowID, error) {
-	r := b.s.call("ListActive", ctx)
-	return result[[]eventstore.WorkflowID](r, 0), lastErr(r)
+	return ret[[]eventstore.WorkflowID](b.s.call("ListActive", ctx))
 }
 
 func (b spyStore) ListPaused(ctx context.Context) ([]eventstore.WorkflowID, error) {
-	r := b.s.call("ListPaused", ctx)
-	return result[[]eventstore.WorkflowID](r, 0), lastErr(r)
+	return ret[[]eventstore.WorkflowID](b.s.call("ListPaused", ctx))
 }
 
 func (b spyStore) StreamHeads(ctx context.Context) ([]eventstore.StreamHead, error) {
-	r := b.s.call("StreamHeads", ctx)
-	return result[[]eventstore.StreamHead](r, 0), lastErr(r)
+	return ret[[]eventstore.StreamHead](b.s.call("StreamHeads", ctx))
 }
 
 func (b spyStore) Query(ctx context.Context, filter eventstore.WorkflowFilter) ([]eventstore.WorkflowSummary, error) {
-	r := b.s.call("Query", ctx, filter)
-	return result[[]eventstore.WorkflowSummary](r, 0), lastErr(r)
+	return ret[[]eventstore.WorkflowSummary](b.s.call("Query", ctx, filter))
 }
 
 func (b spyStore) ScheduleTimer(ctx context.Context, workflowID eventstore.WorkflowID, timerID eventstore.TimerID, fireAt time.Time, armedSeq uint64) error {
@@ -427,13 +421,11 @@ func (b spyStore) ScheduleTimer(ctx context.Context, workflowID eventstore.Workf
 }
 
 func (b spyStore) ExpiredTimers(ctx context.Context, asOf time.Time) ([]eventstore.TimerEntry, error) {
-	r := b.s.call("ExpiredTimers", ctx, asOf)
-	return result[[]eventstore.TimerEntry](r, 0), lastErr(r)
+	return ret[[]eventstore.TimerEntry](b.s.call("ExpiredTimers", ctx, asOf))
 }
 
 func (b spyStore) RetireTimer(ctx context.Context, workflowID eventstore.WorkflowID, timerID eventstore.TimerID, fireAt time.Time, armedSeq uint64) (eventstore.TimerRetirement, error) {
-	r := b.s.call("RetireTimer", ctx, workflowID, timerID, fireAt, armedSeq)
-	return result[eventstore.TimerRetirement](r, 0), lastErr(r)
+	return ret[eventstore.TimerRetirement](b.s.call("RetireTimer", ctx, workflowID, timerID, fireAt, armedSeq))
 }
 
 func (b spyStore) PutPackage(ctx context.Context, record eventstore.PackageRecord) error {
@@ -445,8 +437,7 @@ func (b spyStore) PutPackageWithRoutes(ctx context.Context, record eventstore.Pa
 }
 
 func (b spyStore) ListPackages(ctx context.Context) ([]eventstore.PackageRecord, error) {
-	r := b.s.call("ListPackages", ctx)
-	return result[[]eventstore.PackageRecord](r, 0), lastErr(r)
+	return ret[[]eventstore.PackageRecord](b.s.call("ListPackages", ctx))
 }
 
 func (b spyStore) DeletePackage(ctx context.Context, workflowType, contentHash string) error {
@@ -458,8 +449,7 @@ func (b spyStore) PutPackageRoute(ctx context.Context, workflowType, contentHash
 }
 
 func (b spyStore) ListPackageRoutes(ctx context.Context) ([]eventstore.PackageRoute, error) {
-	r := b.s.call("ListPackageRoutes", ctx)
-	return result[[]eventstore.PackageRoute](r, 0), lastErr(r)
+	return ret[[]eventstore.PackageRoute](b.s.call("ListPackageRoutes", ctx))
 }
 
 func (b spyOutboxMethods) AppendWithOutbox(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64, rows []eventstore.OutboxRow) error {
@@ -471,13 +461,11 @@ func (b spyOutboxMethods) RearmOutboxPending(ctx context.Context, rows []eventst
 }
 
 func (b spyOutboxMethods) ClaimOutboxRows(ctx context.Context, limit int) ([]eventstore.OutboxRow, error) {
-	r := b.s.call("ClaimOutboxRows", ctx, limit)
-	return result[[]eventstore.OutboxRow](r, 0), lastErr(r)
+	return ret[[]eventstore.OutboxRow](b.s.call("ClaimOutboxRows", ctx, limit))
 }
 
 func (b spyOutboxMethods) CountClaimedOutboxRows(ctx context.Context) (int, error) {
-	r := b.s.call("CountClaimedOutboxRows", ctx)
-	return result[int](r, 0), lastErr(r)
+	return ret[int](b.s.call("CountClaimedOutboxRows", ctx))
 }
 
 func (b spyOutboxMethods) SettleOutboxRowCancelled(ctx context.Context, dispatchKey string) error {
@@ -485,8 +473,7 @@ func (b spyOutboxMethods) SettleOutboxRowCancelled(ctx context.Context, dispatch
 }
 
 func (b spyOutboxMethods) SettleWorkflowOutboxRowsCancelled(ctx context.Context, workflowID eventstore.WorkflowID) ([]string, error) {
-	r := b.s.call("SettleWorkflowOutboxRowsCancelled", ctx, workflowID)
-	return result[[]string](r, 0), lastErr(r)
+	return ret[[]string](b.s.call("SettleWorkflowOutboxRowsCancelled", ctx, workflowID))
 }
 
 // SpyShardCount is what ShardCount returns on a Spy that is an

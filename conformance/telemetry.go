@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -54,37 +55,19 @@ type TelemetryWrap = func(inner eventstore.Store, mp metric.MeterProvider, tp tr
 // WithTimeline makes the telemetry suite check the timeline spans
 // ([RuleTelTimeline]); without it that rule is skipped, and spans other
 // than client spans are not judged. The other suites ignore it.
-func WithTimeline() Option { return timelineOption{} }
-
-type timelineOption struct{}
-
-func (timelineOption) apply(*config) {}
-
-func hasTimeline(opts []Option) bool {
-	for _, o := range opts {
-		if _, ok := o.(timelineOption); ok {
-			return true
-		}
-	}
-	return false
-}
+func WithTimeline() Option { return optionFunc(func(c *config) { c.timeline = true }) }
 
 // TestTelemetry tests the telemetry a decorator of [eventstore.Store]
 // emits, as otelstore.New does, whatever engine it is written for: each
 // rule draws workflow histories from the seed (several workflows; runs
-// dispatching activities, retrying them with Retryable failures, ending
-// them with every outcome, duplicate terminals, runs closed with
-// activities in flight, continue-as-new chains, signals, schedules, timers,
-// pauses, runs left open), appends them through wrap over a fresh
-// [eventstore.Memory] in random batches at the right expected seqs, with
-// stale appends (refused with a conflict) and reads between them, then
-// collects the metrics with an SDK ManualReader and the spans with a
-// tracetest.SpanRecorder and compares them with a model computed from the
-// histories alone. Instruments, attributes and values are those of the
-// otelstore package's catalog; a point is judged on the attributes the
-// catalog gives its instrument (others, such as aion.namespace, are
-// summed over), and a mismatch names the instrument, the attributes, want
-// and got (the seed is in the [RuleError]).
+// dispatching activities, retrying them, ending them with every outcome,
+// twice, or leaving them in flight; continue-as-new chains, signals,
+// schedules, timers, pauses, reopened runs, runs left open), appends them
+// through wrap over a fresh [eventstore.Memory] in random batches, with
+// stale appends and reads between, and compares what an SDK ManualReader
+// and a tracetest.SpanRecorder collected with a model of the histories
+// alone (the RuleTel* rules), in the names of the otelstore catalog. A
+// mismatch names the instrument, the attributes, want and got.
 //
 // Now and then the caller's context ends once the inner store has committed
 // an append, before the call returns: the call committed, so the caller
@@ -110,48 +93,43 @@ func TestTelemetry(t *testing.T, wrap TelemetryWrap, opts ...Option) {
 	if wrap == nil {
 		t.Fatal("conformance: TestTelemetry: nil wrap function")
 	}
-	telemetrySuite(hasTimeline(opts)).test(t, newConfig(opts), func(*testing.T) TelemetryWrap { return wrap })
+	cfg := newConfig(opts)
+	telemetrySuite(cfg.timeline).test(t, cfg, func(*testing.T) TelemetryWrap { return wrap })
 }
 
 // CheckTelemetry is the error-returning core of [TestTelemetry]: nil when
 // every rule holds, else the errors.Join of one *[RuleError] per broken
 // rule.
 func CheckTelemetry(ctx context.Context, wrap TelemetryWrap, opts ...Option) error {
-	return telemetrySuite(hasTimeline(opts)).check(ctx, newConfig(opts), func() (TelemetryWrap, func(), error) {
-		if wrap == nil {
-			return nil, nil, errors.New("nil wrap function")
-		}
-		return wrap, nil, nil
-	})
+	cfg := newConfig(opts)
+	return telemetrySuite(cfg.timeline).check(ctx, cfg, given(wrap))
 }
 
 func telemetrySuite(timeline bool) suite[TelemetryWrap] {
 	s := suite[TelemetryWrap]{name: SuiteTelemetry}
-	for _, name := range []string{RuleTelCounters, RuleTelDurations, RuleTelCalls, RuleTelTimeline, RuleTelConcurrent} {
-		s.rules = append(s.rules, seeded(name, func(ctx context.Context, env *ruleEnv[TelemetryWrap], wrap TelemetryWrap) error {
-			if name == RuleTelTimeline && !timeline {
+	type check = func(*telGot, *telModel) error
+	concurrent := []check{telCounters, telDurations, telCalls}
+	if timeline {
+		concurrent = append(concurrent, telTimeline)
+	}
+	for _, r := range []struct {
+		name   string
+		checks []check
+	}{{RuleTelCounters, []check{telCounters}}, {RuleTelDurations, []check{telDurations}}, {RuleTelCalls, []check{telCalls}},
+		{RuleTelTimeline, []check{telTimeline}}, {RuleTelConcurrent, concurrent}} {
+		s.rules = append(s.rules, seeded(r.name, func(ctx context.Context, env *ruleEnv[TelemetryWrap], wrap TelemetryWrap) error {
+			if r.name == RuleTelTimeline && !timeline {
 				return skipf(0, "the timeline is checked only with conformance.WithTimeline()")
 			}
-			got, m, err := telDrive(ctx, env.cfg, wrap, name == RuleTelConcurrent)
+			got, m, err := telDrive(ctx, env.cfg, wrap, r.name == RuleTelConcurrent)
 			if err != nil {
 				return err
 			}
-			switch name {
-			case RuleTelConcurrent:
-				errs := []error{telCounters(got, m), telDurations(got, m), telCalls(got, m)}
-				if timeline {
-					errs = append(errs, telTimeline(got, m))
-				}
-				return errors.Join(errs...)
-			case RuleTelCounters:
-				return telCounters(got, m)
-			case RuleTelDurations:
-				return telDurations(got, m)
-			case RuleTelCalls:
-				return telCalls(got, m)
-			default:
-				return telTimeline(got, m)
+			var errs []error
+			for _, c := range r.checks {
+				errs = append(errs, c(got, m))
 			}
+			return errors.Join(errs...)
 		}))
 	}
 	return s
@@ -236,19 +214,23 @@ func (m *telModel) add(hist bool, name string, n int64, v float64, kvs ...attrib
 	if hist {
 		table = m.hists
 	}
-	set := attribute.NewSet(kvs...)
 	if table[name] == nil {
 		table[name] = map[attribute.Distinct]*telPoint{}
 	}
-	p := table[name][set.Equivalent()]
-	if p == nil {
-		p = &telPoint{set: set}
-		table[name][set.Equivalent()] = p
-	}
-	p.n += n
-	if hist {
+	if p := bump(table[name], attribute.NewSet(kvs...), n); hist {
 		p.vals = append(p.vals, v)
 	}
+}
+
+// bump adds n to the point of set in table, making it if need be.
+func bump(table map[attribute.Distinct]*telPoint, set attribute.Set, n int64) *telPoint {
+	p := table[set.Equivalent()]
+	if p == nil {
+		p = &telPoint{set: set}
+		table[set.Equivalent()] = p
+	}
+	p.n += n
+	return p
 }
 
 // telWorkflow is one generated workflow: its ID and its whole history.
@@ -295,31 +277,14 @@ func telGenerate(g *gen, scale int) []telWorkflow {
 				// terminal, whatever the seed; the first workflow's first
 				// run also leaves one in flight for its continue-as-new to
 				// abandon.
-				for i, mk := range []func(eventstore.Envelope, eventstore.ActivityID) eventstore.Event{
-					func(e eventstore.Envelope, id eventstore.ActivityID) eventstore.Event {
-						return eventstore.ActivityCompleted{Envelope: e, ActivityID: id, Attempt: 2}
-					},
-					func(e eventstore.Envelope, id eventstore.ActivityID) eventstore.Event {
-						return eventstore.ActivityFailed{Envelope: e, ActivityID: id, Attempt: 1, Error: eventstore.ActivityError{Kind: eventstore.Terminal}}
-					},
-					func(e eventstore.Envelope, id eventstore.ActivityID) eventstore.Event {
-						return eventstore.ActivityCancelled{Envelope: e, ActivityID: id, Attempt: 1}
-					},
-					func(e eventstore.Envelope, id eventstore.ActivityID) eventstore.Event {
-						return eventstore.ActivityTimedOut{Envelope: e, ActivityID: id, Attempt: 1}
-					},
-					nil,
-				} {
+				for i := range 5 {
 					id := eventstore.ActivityID(len(wf.events) + 1)
 					add(eventstore.ActivityScheduled{Envelope: env(), ActivityID: id, ActivityType: pick(g, telActTypes...)})
 					if i == 0 {
 						add(eventstore.ActivityFailed{Envelope: env(), ActivityID: id, Attempt: 1, Error: eventstore.ActivityError{Kind: eventstore.Retryable}})
 					}
-					if mk != nil {
-						add(mk(env(), id))
-					}
-					if i == 1 {
-						add(mk(env(), id))
+					for range boolInt(i < 4) + boolInt(i == 1) {
+						add(telOutcome(i, env(), id, 1+uint32(boolInt(i == 0))))
 					}
 				}
 			}
@@ -399,12 +364,18 @@ func telGenerate(g *gen, scale int) []telWorkflow {
 }
 
 func telTerminal(g *gen, env eventstore.Envelope, id eventstore.ActivityID, attempt uint32) eventstore.Event {
-	return pick[eventstore.Event](g,
+	return telOutcome(g.IntN(4), env, id, attempt)
+}
+
+// telOutcome is the terminal event of outcome k: completed, failed,
+// cancelled, timed out.
+func telOutcome(k int, env eventstore.Envelope, id eventstore.ActivityID, attempt uint32) eventstore.Event {
+	return []eventstore.Event{
 		eventstore.ActivityCompleted{Envelope: env, ActivityID: id, Attempt: attempt},
 		eventstore.ActivityFailed{Envelope: env, ActivityID: id, Attempt: attempt, Error: eventstore.ActivityError{Kind: eventstore.Terminal, Message: "no"}},
 		eventstore.ActivityCancelled{Envelope: env, ActivityID: id, Attempt: attempt},
 		eventstore.ActivityTimedOut{Envelope: env, ActivityID: id, Attempt: attempt},
-	)
+	}[k]
 }
 
 // telModelOf computes the model from the histories alone.
@@ -512,11 +483,7 @@ func telDrive(ctx context.Context, cfg config, wrap TelemetryWrap, parallel bool
 		if errType != "" {
 			kvs = append(kvs, keyErrType.String(errType))
 		}
-		set := attribute.NewSet(kvs...)
-		if m.calls[set.Equivalent()] == nil {
-			m.calls[set.Equivalent()] = &telPoint{set: set}
-		}
-		m.calls[set.Equivalent()].n++
+		bump(m.calls, attribute.NewSet(kvs...), 1)
 	}
 
 	reader := sdkmetric.NewManualReader()
@@ -524,7 +491,7 @@ func telDrive(ctx context.Context, cfg config, wrap TelemetryWrap, parallel bool
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	defer func() { _ = mp.Shutdown(context.WithoutCancel(ctx)); _ = tp.Shutdown(context.WithoutCancel(ctx)) }()
-	store, err := telWrap(wrap, commitCancels{eventstore.NewMemory()}, mp, tp)
+	store, err := guardWrap(func() eventstore.Store { return wrap(commitCancels{eventstore.NewMemory()}, mp, tp) })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -567,20 +534,22 @@ func telDrive(ctx context.Context, cfg config, wrap TelemetryWrap, parallel bool
 		return n, ctx.Err()
 	}
 	if parallel {
-		// One goroutine per workflow, each drawing from a seed of its own.
-		errs := make([]error, len(wfs))
-		var wg sync.WaitGroup
+		// One goroutine per workflow, each drawing from a seed of its own,
+		// released together.
+		rngs := make([]*rand.Rand, len(wfs))
 		for i := range wfs {
-			r := rand.New(rand.NewPCG(g.Uint64(), uint64(i)))
-			wg.Go(func() {
-				for at := 0; at < len(wfs[i].events) && errs[i] == nil; {
-					n, err := next(r, &wfs[i], at)
-					at, errs[i] = at+n, err
-				}
-			})
+			rngs[i] = rand.New(rand.NewPCG(g.Uint64(), uint64(i)))
 		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
+		if err := errors.Join(race(len(wfs), func(i int) error {
+			for at := 0; at < len(wfs[i].events); {
+				n, err := next(rngs[i], &wfs[i], at)
+				if err != nil {
+					return err
+				}
+				at += n
+			}
+			return nil
+		})...); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -628,19 +597,6 @@ func (s commitCancels) Append(ctx context.Context, tok eventstore.WriteToken, wf
 	return err
 }
 
-// telWrap calls wrap, turning a panic or a nil result into an error.
-func telWrap(wrap TelemetryWrap, inner eventstore.Store, mp metric.MeterProvider, tp trace.TracerProvider) (s eventstore.Store, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: wrap panicked: %v", ErrRulePanicked, p)
-		}
-	}()
-	if s = wrap(inner, mp, tp); isNil(s) {
-		return nil, errors.New("wrap returned nil")
-	}
-	return s, nil
-}
-
 // project sums the points of the named instrument over every attribute
 // but keys (so aion.namespace and attributes a program adds do not
 // matter). It reports the attribute sets of its points that carry an ID.
@@ -659,11 +615,7 @@ func project(got []metricdata.Metrics, name string, keys []attribute.Key) (sums 
 		switch d := got[i].Data.(type) {
 		case metricdata.Sum[int64]:
 			for _, p := range d.DataPoints {
-				s := keep(p.Attributes)
-				if sums[s.Equivalent()] == nil {
-					sums[s.Equivalent()] = &telPoint{set: s}
-				}
-				sums[s.Equivalent()].n += p.Value
+				bump(sums, keep(p.Attributes), p.Value)
 			}
 		case metricdata.Histogram[float64]:
 			for _, p := range d.DataPoints {
@@ -969,11 +921,7 @@ func telCalls(got *telGot, m *telModel) error {
 				kvs = append(kvs, kv)
 			}
 		}
-		set := attribute.NewSet(kvs...)
-		if spans[set.Equivalent()] == nil {
-			spans[set.Equivalent()] = &telPoint{set: set}
-		}
-		spans[set.Equivalent()].n++
+		set := bump(spans, attribute.NewSet(kvs...), 1).set
 		if failed := set.HasValue(keyErrType); failed != (s.Status().Code == codes.Error) {
 			errs = append(errs, fmt.Errorf("client span %q %s: status %v, want %s", s.Name(), showSet(set), s.Status().Code, map[bool]string{true: "Error", false: "not Error"}[failed]))
 		}
@@ -1097,17 +1045,12 @@ func telSpanDiff(what string, s sdktrace.ReadOnlySpan, name string, start, end t
 
 // closingStatus is the status a run-closing event closes its run with.
 func closingStatus(e eventstore.Event) (eventstore.WorkflowStatus, bool) {
-	switch e.(type) {
-	case eventstore.WorkflowCompleted:
-		return eventstore.StatusCompleted, true
-	case eventstore.WorkflowFailed:
-		return eventstore.StatusFailed, true
-	case eventstore.WorkflowCancelled:
-		return eventstore.StatusCancelled, true
-	case eventstore.WorkflowTimedOut:
-		return eventstore.StatusTimedOut, true
-	case eventstore.WorkflowContinuedAsNew:
-		return eventstore.StatusContinuedAsNew, true
-	}
-	return "", false
+	s, ok := closingStatuses[reflect.TypeOf(e)]
+	return s, ok
+}
+
+var closingStatuses = map[reflect.Type]eventstore.WorkflowStatus{
+	reflect.TypeFor[eventstore.WorkflowCompleted](): eventstore.StatusCompleted, reflect.TypeFor[eventstore.WorkflowFailed](): eventstore.StatusFailed,
+	reflect.TypeFor[eventstore.WorkflowCancelled](): eventstore.StatusCancelled, reflect.TypeFor[eventstore.WorkflowTimedOut](): eventstore.StatusTimedOut,
+	reflect.TypeFor[eventstore.WorkflowContinuedAsNew](): eventstore.StatusContinuedAsNew,
 }
