@@ -219,35 +219,13 @@ func (d *dec) uint32() uint32 {
 // bytes returns a copy of the next length-prefixed bytes, nil when empty (as
 // eventstore.Memory returns an empty payload).
 func (d *dec) bytes() []byte {
-	n := d.uvarint()
-	if d.err != nil {
-		return nil
+	if v := d.raw(); len(v) > 0 {
+		return append([]byte(nil), v...)
 	}
-	if n > uint64(len(d.b)) {
-		d.fail(errShort)
-		return nil
-	}
-	if n == 0 {
-		return nil
-	}
-	v := append([]byte(nil), d.b[:n]...)
-	d.b = d.b[n:]
-	return v
+	return nil
 }
 
-func (d *dec) str() string {
-	n := d.uvarint()
-	if d.err != nil {
-		return ""
-	}
-	if n > uint64(len(d.b)) {
-		d.fail(errShort)
-		return ""
-	}
-	v := string(d.b[:n])
-	d.b = d.b[n:]
-	return v
-}
+func (d *dec) str() string { return string(d.raw()) }
 
 func (d *dec) id() (v [16]byte) {
 	if d.err != nil || len(d.b) < 16 {
