@@ -125,6 +125,12 @@ func BenchmarkDispatchFinishWorkflowPerActivity(b *testing.B) {
 			}
 		}
 	}
+	warmThenTime(b, step)
+}
+
+// warmThenTime runs step warmup times, past the tracker's bounds, then
+// times it, reporting allocations and CPU.
+func warmThenTime(b *testing.B, step func(i int)) {
 	i := 0
 	for ; i < warmup; i++ {
 		step(i)
@@ -202,15 +208,7 @@ func BenchmarkDispatchFinishTimeline(b *testing.B) {
 				dispatchFinish(ctx, tr, wfID(1), i)
 				h.step(ctx, i)
 			}
-			i := 0
-			for ; i < warmup; i++ {
-				step(i)
-			}
-			b.ReportAllocs()
-			defer reportCPU(b)()
-			for ; b.Loop(); i++ {
-				step(i)
-			}
+			warmThenTime(b, step)
 		})
 	}
 }

@@ -63,13 +63,5 @@ func BenchmarkDispatchStageClaimFinish(b *testing.B) {
 			}
 		}
 	}
-	i := 0
-	for ; i < warmup; i++ {
-		step(i)
-	}
-	b.ReportAllocs()
-	defer reportCPU(b)()
-	for ; b.Loop(); i++ {
-		step(i)
-	}
+	warmThenTime(b, step)
 }
