@@ -278,11 +278,11 @@ func (t *Tracker) fillLoop() {
 			f.queue = nil // let the backing array go
 		}
 		f.mu.Unlock()
-		if len(batch) == 1 {
+		if _, ok := batch[0].reader.(eventstore.HistoriesReader); ok {
+			t.fillBatch(batch)
+		} else {
 			t.fillOne(batch[0])
 			f.done(batch[0].token)
-		} else {
-			t.fillBatch(batch)
 		}
 		clear(batch)
 	}
@@ -362,21 +362,7 @@ func (t *Tracker) fillOne(r fillRequest) {
 		return
 	}
 	ctx := markReadBack(context.Background())
-	var history []eventstore.Event
-	var err error
-	if b, batched := r.reader.(eventstore.HistoriesReader); batched && from <= 1 {
-		// A store that reads histories in batches gets a whole history as
-		// a batch of one: the same call whatever the queue holds. A gap
-		// past a prefix already seen is read from its first unseen
-		// position instead: one round trip either way, and only the
-		// unseen part.
-		var histories [][]eventstore.Event
-		if histories, err = t.readHistories(ctx, b, []eventstore.WorkflowID{r.k.id}); err == nil {
-			history = histories[0]
-		}
-	} else {
-		history, err = t.readHistory(ctx, r.reader, r.k.id, from)
-	}
+	history, err := t.readHistory(ctx, r.reader, r.k.id, from)
 	t.joinFill(ctx, r, history, err)
 }
 
@@ -442,7 +428,9 @@ func (t *Tracker) joinFill(ctx context.Context, r fillRequest, history []eventst
 // fill of its own (ReadHistoryFrom) would have read. A call that fails
 // (an error, a panic, fewer histories than asked) loses no gap: each is
 // then read on its own, as without the capability, so that one
-// workflow's unreadable history fails its own gap only.
+// workflow's unreadable history fails its own gap only. A lone gap past a
+// prefix already seen is read from its first unseen position instead: one
+// round trip either way, and only the unseen part.
 func (t *Tracker) fillBatch(batch []fillRequest) {
 	f := t.fill
 	j := t.join
@@ -469,9 +457,14 @@ func (t *Tracker) fillBatch(batch []fillRequest) {
 		return
 	}
 	ctx := markReadBack(context.Background())
-	histories, err := t.readHistories(ctx, open[0].reader.(eventstore.HistoriesReader), ids)
+	var histories [][]eventstore.Event
+	batched := len(open) > 1 || froms[0] <= 1
+	var err error
+	if batched {
+		histories, err = t.readHistories(ctx, open[0].reader.(eventstore.HistoriesReader), ids)
+	}
 	for i, r := range open {
-		if err != nil {
+		if !batched || err != nil {
 			history, err := t.readHistory(ctx, r.reader, r.k.id, froms[i])
 			t.joinFill(ctx, r, history, err)
 		} else {
