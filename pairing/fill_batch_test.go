@@ -209,15 +209,7 @@ func TestGapFillBatchSkipsSeenPrefix(t *testing.T) {
 	run := func(r HistoryReader, gate chan struct{}) *harness {
 		h := newHarness(t, WithFillConcurrency(1))
 		h.tr.Observe(bg, "default", ids[1], 1, before[:2]) // positions 1 and 2 seen
-		for _, id := range ids {
-			h.tr.ObserveFrom(bg, r, "default", id, 6, after)
-		}
-		if gate != nil {
-			close(gate)
-		}
-		if err := h.tr.WaitFilled(bg); err != nil {
-			t.Fatal(err)
-		}
+		observeGaps(t, h, r, ids, after, gate)
 		return h
 	}
 	single := run(m, nil)

@@ -261,12 +261,7 @@ func (h *harness) gauge(typ string) float64 {
 // IDs, the run span its parent, the dispatch's time, both links.
 func TestDerivedIDsHoldNoSpanInFlight(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(NewIDGenerator(nil)))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	tr, err := New(WithTracerProvider(tp), WithMeterProvider(sdkmetric.NewMeterProvider()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := newIDTracker(t, rec)
 	// The first span teaches the tracker that IDs are derived.
 	learn := key("n", 9, 9, 0)
 	tr.Dispatched(bg, learn, "a", ts(0))
