@@ -227,8 +227,11 @@ func WithMeterProvider(mp metric.MeterProvider) SharedOption {
 // (otel.GetTracerProvider) is used, as it is at each call: before a program
 // installs one, the global default records nothing and a call starts no
 // span at all (no context, no attribute, no allocation); from the first
-// call after otel.SetTracerProvider, spans start. A trace/noop provider
-// starts none either.
+// call after otel.SetTracerProvider, spans start. A call looks the global
+// provider up once, at its start, and the pairing tracker it hands its
+// batch to makes that batch's timeline spans with the same provider; one
+// installed while a call runs is used from the next call on. A
+// trace/noop provider starts none either.
 func WithTracerProvider(tp trace.TracerProvider) SharedOption {
 	return sharedFunc(func(c *config) {
 		if !guard.IsNil(tp) {

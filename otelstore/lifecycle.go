@@ -11,6 +11,8 @@ import (
 	"github.com/aionotel/aionotel/internal/attrcache"
 	"github.com/aionotel/aionotel/internal/catalog"
 	"github.com/aionotel/aionotel/internal/instrument"
+	"github.com/aionotel/aionotel/internal/livetracer"
+	"github.com/aionotel/aionotel/internal/pairinghook"
 	"github.com/aionotel/aionotel/pairing"
 )
 
@@ -22,7 +24,10 @@ type lifecycle struct {
 	tracker   *pairing.Tracker
 	// history is the inner store: a gap is filled from it.
 	history pairing.HistoryReader
-	handle  func(error)
+	// calls are tracker's, taking the store call's look at the global
+	// tracer provider.
+	calls  pairinghook.Calls
+	handle func(error)
 
 	started   metric.Int64Counter
 	completed metric.Int64Counter
@@ -52,6 +57,7 @@ func newLifecycle(c *config, meter *instrument.Meter, history pairing.HistoryRea
 		}
 		l.tracker = t
 	}
+	l.calls = pairinghook.For(l.tracker, history)
 	l.started = meter.Int64Counter(catalog.WorkflowsStarted, catalog.UnitWorkflow, "Workflow runs started.")
 	l.completed = meter.Int64Counter(catalog.WorkflowsCompleted, catalog.UnitWorkflow, "Workflow runs closed, by status.")
 	l.reopened = meter.Int64Counter(catalog.WorkflowsReopened, catalog.UnitWorkflow, "Closed workflow runs reopened.")
@@ -87,7 +93,7 @@ const numStatuses = len(statuses)
 // position. A
 // panic of the telemetry it calls (a MeterProvider's instrument, say) is
 // reported to the error handler: the events are committed.
-func (l *lifecycle) observe(ctx context.Context, workflowID eventstore.WorkflowID, firstSeq uint64, events []eventstore.Event, pair bool) {
+func (l *lifecycle) observe(ctx context.Context, lk livetracer.Lookup, workflowID eventstore.WorkflowID, firstSeq uint64, events []eventstore.Event, pair bool) {
 	defer l.recovered()
 	for _, ev := range events {
 		switch e := ev.(type) {
@@ -112,7 +118,7 @@ func (l *lifecycle) observe(ctx context.Context, workflowID eventstore.WorkflowI
 		}
 	}
 	if pair {
-		l.tracker.ObserveFrom(ctx, l.history, l.namespace, workflowID, firstSeq, events)
+		l.calls.ObserveFrom(ctx, lk, l.namespace, workflowID, firstSeq, events)
 	}
 }
 

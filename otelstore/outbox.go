@@ -6,6 +6,7 @@ import (
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/internal/catalog"
+	"github.com/aionotel/aionotel/internal/livetracer"
 )
 
 // outboxMethods forwards [eventstore.Outbox]; only the shapes New returns for
@@ -21,13 +22,9 @@ type outboxMethods struct {
 // that the activities the rows dispatch wait for a worker until a claim
 // returns their rows (see ClaimOutboxRows).
 func (o outboxMethods) AppendWithOutbox(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64, rows []eventstore.OutboxRow) error {
-	err := o.c.observedAppend(ctx, opAppendWithOutbox, workflowID, events, expectedSeq, len(rows), func(ctx context.Context) error {
+	return o.c.observedAppend(ctx, opAppendWithOutbox, workflowID, events, expectedSeq, rows, true, func(ctx context.Context) error {
 		return o.inner.AppendWithOutbox(ctx, token, workflowID, events, expectedSeq, rows)
 	})
-	if err == nil && len(rows) > 0 {
-		o.staged(ctx, workflowID, rows)
-	}
-	return err
 }
 
 // RearmOutboxPending forwards. Rows are named by dispatch key only, so the
@@ -60,7 +57,7 @@ func (o outboxMethods) ClaimOutboxRows(ctx context.Context, limit int) (rows []e
 	}
 	c.finish(err)
 	if err == nil && len(rows) > 0 {
-		o.claimed(c.ctx, rows, o.c.t.clock())
+		o.c.claimed(c.ctx, c.lookup, rows, o.c.t.clock())
 	}
 	return rows, err
 }
@@ -97,17 +94,17 @@ func (t *telemetry) clock() time.Time {
 // rows in shards this node does not serve, which their node claims again.
 // A panic there is reported to the error handler: the rows are committed,
 // or claimed.
-func (o outboxMethods) staged(ctx context.Context, workflowID eventstore.WorkflowID, rows []eventstore.OutboxRow) {
-	defer o.c.life.recovered()
-	if o.c.handoff.observes(workflowID) {
-		o.c.life.tracker.Staged(ctx, o.c.life.namespace, workflowID, rows)
+func (s *core) staged(ctx context.Context, lk livetracer.Lookup, workflowID eventstore.WorkflowID, rows []eventstore.OutboxRow) {
+	defer s.life.recovered()
+	if s.handoff.observes(workflowID) {
+		s.life.calls.Staged(ctx, lk, s.life.namespace, workflowID, rows)
 	}
 }
 
-func (o outboxMethods) claimed(ctx context.Context, rows []eventstore.OutboxRow, at time.Time) {
-	defer o.c.life.recovered()
-	if h := o.c.handoff; h != nil {
+func (s *core) claimed(ctx context.Context, lk livetracer.Lookup, rows []eventstore.OutboxRow, at time.Time) {
+	defer s.life.recovered()
+	if h := s.handoff; h != nil {
 		rows = h.claimable(rows)
 	}
-	o.c.life.tracker.Claimed(ctx, o.c.life.namespace, rows, at)
+	s.life.calls.Claimed(ctx, lk, s.life.namespace, rows, at)
 }

@@ -246,15 +246,16 @@ func (s *core) Unwrap() eventstore.Store { return s.inner }
 // observed as lifecycle metrics and pairing facts. Nothing of events is
 // kept after Append returns.
 func (s *core) Append(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) error {
-	return s.observedAppend(ctx, opAppend, workflowID, events, expectedSeq, -1, func(ctx context.Context) error {
+	return s.observedAppend(ctx, opAppend, workflowID, events, expectedSeq, nil, false, func(ctx context.Context) error {
 		return s.inner.Append(ctx, token, workflowID, events, expectedSeq)
 	})
 }
 
-// observedAppend is the body of Append and AppendWithOutbox (rows < 0: no
-// outbox): the timed call, then, once it committed, the observation of
-// what it committed and the outbox wake, outside the timed window.
-func (s *core) observedAppend(ctx context.Context, op opID, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64, rows int, commit func(context.Context) error) (err error) {
+// observedAppend is the body of Append and AppendWithOutbox (outbox,
+// staging rows): the timed call, then, once it committed, the observation
+// of what it committed, the rows staged and the outbox wake, outside the
+// timed window.
+func (s *core) observedAppend(ctx context.Context, op opID, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64, rows []eventstore.OutboxRow, outbox bool, commit func(context.Context) error) (err error) {
 	if s.appending != nil {
 		s.appending.begin(workflowID)
 		defer s.appending.end(workflowID) // after the observation below
@@ -266,9 +267,9 @@ func (s *core) observedAppend(ctx context.Context, op opID, workflowID eventstor
 			catalog.WorkflowID.String(workflowID.String()),
 			catalog.ExpectedSeq.Int64(attrvalue.Int64(expectedSeq)),
 			catalog.EventCount.Int(len(events)),
-			catalog.OutboxRowCount.Int(rows),
+			catalog.OutboxRowCount.Int(len(rows)),
 		}
-		if rows < 0 {
+		if !outbox {
 			c.annotate(perCall[:3]...)
 		} else {
 			c.annotate(perCall[:]...)
@@ -282,14 +283,17 @@ func (s *core) observedAppend(ctx context.Context, op opID, workflowID eventstor
 		}
 		if mayHaveCommitted(err) {
 			if stored := s.committedBatch(c.ctx, workflowID, events, expectedSeq); stored != nil {
-				s.life.observe(c.ctx, workflowID, expectedSeq+1, stored, s.handoff.observes(workflowID))
+				s.life.observe(c.ctx, c.lookup, workflowID, expectedSeq+1, stored, s.handoff.observes(workflowID))
 			}
 		}
 		return err
 	}
-	s.life.observe(c.ctx, workflowID, expectedSeq+1, events, s.handoff.observes(workflowID))
-	if rows > 0 && s.wake != nil {
-		s.sendWake()
+	s.life.observe(c.ctx, c.lookup, workflowID, expectedSeq+1, events, s.handoff.observes(workflowID))
+	if len(rows) > 0 {
+		s.staged(ctx, c.lookup, workflowID, rows)
+		if s.wake != nil {
+			s.sendWake()
+		}
 	}
 	return nil
 }

@@ -171,6 +171,9 @@ type call struct {
 	start time.Time
 	// finished records that the window is closed.
 	finished bool
+	// lookup is the call's look at the global tracer provider, shared
+	// with the tracker the call hands its batch to.
+	lookup livetracer.Lookup
 }
 
 // begin starts timing op and, when a tracer may record and the span
@@ -187,7 +190,7 @@ func (c *call) open() {
 	t := c.st.t
 	tr := t.tracer
 	if t.follow {
-		tr = t.tracers.Tracer()
+		tr = t.tracers.TracerAt(&c.lookup)
 	}
 	if tr != nil {
 		c.startSpan(tr)

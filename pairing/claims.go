@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/livetracer"
 )
 
 // The wait for a worker. Two facts come from the outbox rather than from
@@ -45,10 +46,15 @@ const maxClaims = 8
 // until it is; a row staged again changes nothing. Staged returns the
 // number of activities it put to waiting.
 func (t *Tracker) Staged(ctx context.Context, namespace string, workflowID eventstore.WorkflowID, rows []eventstore.OutboxRow) int {
+	return t.staged(ctx, livetracer.Lookup{}, namespace, workflowID, rows)
+}
+
+// staged is Staged in a call whose look at the global provider is lk.
+func (t *Tracker) staged(ctx context.Context, lk livetracer.Lookup, namespace string, workflowID eventstore.WorkflowID, rows []eventstore.OutboxRow) int {
 	if t == nil || t.join == nil || len(rows) == 0 {
 		return 0
 	}
-	fx := getEffects(orBackground(ctx))
+	fx := getEffectsAt(orBackground(ctx), lk)
 	defer putEffects(fx)
 	n := t.join.outbox(namespaceOf(namespace), workflowID, rows, 0, false, fx)
 	t.apply(fx)
@@ -72,10 +78,15 @@ func (t *Tracker) Staged(ctx context.Context, namespace string, workflowID event
 // ctx is passed to the histogram: its span (the claim call's) is the
 // exemplar.
 func (t *Tracker) Claimed(ctx context.Context, namespace string, rows []eventstore.OutboxRow, at time.Time) int {
+	return t.claimed(ctx, livetracer.Lookup{}, namespace, rows, at)
+}
+
+// claimed is Claimed in a call whose look at the global provider is lk.
+func (t *Tracker) claimed(ctx context.Context, lk livetracer.Lookup, namespace string, rows []eventstore.OutboxRow, at time.Time) int {
 	if t == nil || t.join == nil || len(rows) == 0 {
 		return 0
 	}
-	fx := getEffects(orBackground(ctx))
+	fx := getEffectsAt(orBackground(ctx), lk)
 	defer putEffects(fx)
 	t.join.outbox(namespaceOf(namespace), eventstore.WorkflowID{}, rows, nanos(at), true, fx)
 	n := 0

@@ -129,9 +129,11 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // WithTracerProvider sets the TracerProvider the tracker creates its
 // timeline spans from (see [WithTimelineSpans]). Without it (or with nil,
 // also a nil pointer in the interface), the global provider is used, as
-// otel.GetTracerProvider returns it when each span is made: before a
-// program installs one, the global default records nothing and the
-// timeline costs nothing; once it does, spans start.
+// otel.GetTracerProvider returns it at each call (one look per call, for
+// all the spans the call makes; an otelstore decorator's tracker uses the
+// store call's look): before a program installs one, the global default
+// records nothing and the timeline costs nothing; once it does, spans
+// start.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) {
 		if !guard.IsNil(tp) {

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/livetracer"
 )
 
 // An effect is one thing the join decided to record: the join appends
@@ -96,6 +97,8 @@ type effects struct {
 	fill    uint64
 	gap     uint8
 	fillReq fillRequest
+	// lookup is the call's look at the global provider, for its spans.
+	lookup livetracer.Lookup
 }
 
 type opened struct {
@@ -156,13 +159,17 @@ func (fx *effects) sealOpenings() {
 
 var effectsPool = sync.Pool{New: func() any { return new(effects) }}
 
-// getEffects starts a call. It runs before the call takes the join's lock,
-// and first tells the joins that follow the global provider whether it
-// records now (syncFollowers).
-func getEffects(ctx context.Context) *effects {
-	syncFollowers()
+// getEffects starts a call that looks the global provider up itself.
+func getEffects(ctx context.Context) *effects { return getEffectsAt(ctx, livetracer.Lookup{}) }
+
+// getEffectsAt starts a call whose look at the global provider is lk (the
+// decorated store call's, through pairinghook). It runs before the call
+// takes the join's lock, and first tells the joins that follow the global
+// provider whether it records now (syncFollowers).
+func getEffectsAt(ctx context.Context, lk livetracer.Lookup) *effects {
 	fx := effectsPool.Get().(*effects)
-	fx.ctx = ctx
+	fx.ctx, fx.lookup = ctx, lk
+	syncFollowers(&fx.lookup)
 	return fx
 }
 
@@ -225,7 +232,7 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 		t.inst.duration.Record(ctx, secondsBetween(e.from, e.to), e.ta.duration[e.outcome]...)
 		if w := fx.workOf(e); w != nil {
 			fx.runSpan(w)
-			t.spans.settle(ctx, e, w, fx.times[w.retryAt:w.retryAt+w.retryTimes], fx.times[w.claimAt:w.claimAt+w.claimTimes])
+			t.spans.settle(ctx, &fx.lookup, e, w, fx.times[w.retryAt:w.retryAt+w.retryTimes], fx.times[w.claimAt:w.claimAt+w.claimTimes])
 		} else if e.span != nil {
 			e.span.End() // it records nothing: spare the span work
 		}
@@ -252,7 +259,7 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 			t.inst.workflowDuration.Record(ctx, secondsBetween(e.from, e.to), e.wa.duration[e.status]...)
 		}
 		if w := fx.workOf(e); w != nil {
-			if span := t.spans.close(ctx, e, w); span != nil && w.run != nil {
+			if span := t.spans.close(ctx, &fx.lookup, e, w); span != nil && w.run != nil {
 				// Its context stays the parent of the run's later
 				// activity spans (a terminal observed after the close).
 				fx.opened = append(fx.opened, opened{run: w.run, gen: w.gen, sc: span.SpanContext(), ended: true})
@@ -261,12 +268,12 @@ func (t *Tracker) applyOne(fx *effects, e *effect) {
 	case opStartActivity:
 		w := fx.workOf(e)
 		fx.runSpan(w)
-		if span := t.spans.startActivity(ctx, e, w); span != nil {
+		if span := t.spans.startActivity(ctx, &fx.lookup, e, w); span != nil {
 			fx.opened = append(fx.opened, opened{act: w.act, gen: w.gen, span: span, sc: span.SpanContext(), quiet: !span.IsRecording(), ids: w.ids})
 		}
 	case opStartRun:
 		w := fx.workOf(e)
-		if span := t.spans.startRun(ctx, e, w); span != nil {
+		if span := t.spans.startRun(ctx, &fx.lookup, e, w); span != nil {
 			fx.opened = append(fx.opened, opened{run: w.run, gen: w.gen, span: span, sc: span.SpanContext(), ids: w.ids})
 		}
 	}
@@ -294,7 +301,7 @@ func (t *Tracker) openClosedRuns(fx *effects) {
 		if cw == nil || cw.run == nil || !t.hasChildSpan(fx, cw) {
 			continue
 		}
-		tr := t.spans.tracer()
+		tr := t.spans.tracer(&fx.lookup)
 		if tr == nil {
 			return
 		}

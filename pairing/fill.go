@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/internal/livetracer"
 )
 
 // A gap is filled, not waited for. The join knows history positions: a
@@ -131,10 +132,16 @@ func (t *Tracker) WaitFilled(ctx context.Context) error {
 // same history reader that is an [eventstore.HistoriesReader] are read
 // together (see [WithHistory]).
 func (t *Tracker) ObserveFrom(ctx context.Context, history HistoryReader, namespace string, workflowID eventstore.WorkflowID, firstSeq uint64, events []eventstore.Event) {
+	t.observeFrom(ctx, livetracer.Lookup{}, history, namespace, workflowID, firstSeq, events)
+}
+
+// observeFrom is ObserveFrom in a call whose look at the global provider
+// is lk.
+func (t *Tracker) observeFrom(ctx context.Context, lk livetracer.Lookup, history HistoryReader, namespace string, workflowID eventstore.WorkflowID, firstSeq uint64, events []eventstore.Event) {
 	if t == nil || t.join == nil || len(events) == 0 {
 		return
 	}
-	fx := getEffects(orBackground(ctx))
+	fx := getEffectsAt(orBackground(ctx), lk)
 	defer putEffects(fx)
 	if firstSeq > ^uint64(0)-uint64(len(events)) {
 		firstSeq = 0

@@ -148,10 +148,11 @@ func (s *spans) runIDs(w *spanWork) *runIDs {
 	return w.ids
 }
 
-// tracer returns the tracer spans are made with, nil if none records; when
+// tracer returns the tracer the spans of the call that took lk are made
+// with, nil if none records; when
 // the provider changed, what the spans taught about its IDs is forgotten.
-func (s *spans) tracer() trace.Tracer {
-	tr := s.src.Tracer()
+func (s *spans) tracer(lk *livetracer.Lookup) trace.Tracer {
+	tr := s.src.TracerAt(lk)
 	if s.src.Changed() {
 		s.ids.Store(idsUnknown)
 	}
@@ -160,9 +161,10 @@ func (s *spans) tracer() trace.Tracer {
 
 // Trackers whose timeline follows the global provider have their joins
 // prepare span work only while that provider records: every call, before
-// it takes its join's lock, looks the provider up (getEffects calls
-// syncFollowers), and when whether it records changed since the last
-// look, every such join is told. So a program that never installs a
+// it takes its join's lock, looks at the provider (getEffects calls
+// syncFollowers; a decorated store call's tracker call shares the store
+// call's look), and when whether it records changed since the last look,
+// every such join is told. So a program that never installs a
 // provider pays nothing for the timeline, and the first call after
 // otel.SetTracerProvider already makes spans: an activity in flight then
 // gets its span whole at its settlement, a run at its close.
@@ -217,13 +219,16 @@ func followState(on bool) int32 {
 // syncFollowers tells the registered joins whether the global provider
 // records, if that changed since they were last told. Locks are taken in
 // one order: the followers', then each join's.
-func syncFollowers() {
-	if followers.n.Load() == 0 || followState(livetracer.GlobalRecords()) == followers.state.Load() {
+func syncFollowers(lk *livetracer.Lookup) {
+	if followers.n.Load() == 0 || followState(livetracer.GlobalRecordsAt(lk)) == followers.state.Load() {
 		return
 	}
 	followers.mu.Lock()
 	defer followers.mu.Unlock()
-	on := livetracer.GlobalRecords() // again, under the lock: the last look wins
+	// A fresh look, under the lock: the last look wins, so a call that
+	// took its look before a provider was installed cannot tell the joins
+	// it records nothing after a later call told them it records.
+	on := livetracer.GlobalRecords()
 	followers.state.Store(followState(on))
 	for _, w := range followers.joins {
 		if j := w.Value(); j != nil {
@@ -236,11 +241,11 @@ func syncFollowers() {
 
 // startActivity opens the span of an activity now in flight; nil if no
 // span can be made.
-func (s *spans) startActivity(ctx context.Context, e *effect, w *spanWork) trace.Span {
+func (s *spans) startActivity(ctx context.Context, lk *livetracer.Lookup, e *effect, w *spanWork) trace.Span {
 	if s == nil {
 		return nil
 	}
-	tr := s.tracer()
+	tr := s.tracer(lk)
 	if tr == nil {
 		return nil
 	}
@@ -296,13 +301,13 @@ var outcomeAttrs = func() (a [numOutcomes]attribute.KeyValue) {
 // dispatch when it has none: outcome, the claims of its outbox row and its
 // retries as events at their times, a link to the call that wrote the
 // settling fact, status Error for failed and timed_out.
-func (s *spans) settle(ctx context.Context, e *effect, w *spanWork, retryTimes, claimTimes []int64) {
+func (s *spans) settle(ctx context.Context, lk *livetracer.Lookup, e *effect, w *spanWork, retryTimes, claimTimes []int64) {
 	if s == nil {
 		return
 	}
 	span := e.span
 	if span == nil { // made whole: every attribute in one call
-		tr := s.tracer()
+		tr := s.tracer(lk)
 		if tr == nil {
 			return
 		}
@@ -345,11 +350,11 @@ func (s *spans) settle(ctx context.Context, e *effect, w *spanWork, retryTimes, 
 }
 
 // startRun opens the span of a run now open; nil if no span can be made.
-func (s *spans) startRun(ctx context.Context, e *effect, w *spanWork) trace.Span {
+func (s *spans) startRun(ctx context.Context, lk *livetracer.Lookup, e *effect, w *spanWork) trace.Span {
 	if s == nil {
 		return nil
 	}
-	tr := s.tracer()
+	tr := s.tracer(lk)
 	if tr == nil {
 		return nil
 	}
@@ -391,13 +396,13 @@ func (s *spans) openRun(ctx context.Context, tr trace.Tracer, e *effect, w *span
 // has none: status, a link to the call that wrote the close and, for a
 // continue-as-new, to the next run's root. It returns the span it made
 // whole, if any.
-func (s *spans) close(ctx context.Context, e *effect, w *spanWork) (made trace.Span) {
+func (s *spans) close(ctx context.Context, lk *livetracer.Lookup, e *effect, w *spanWork) (made trace.Span) {
 	if s == nil || e.wa == nil {
 		return nil
 	}
 	span := e.span
 	if span == nil {
-		tr := s.tracer()
+		tr := s.tracer(lk)
 		if tr == nil {
 			return nil
 		}

@@ -8,7 +8,9 @@ import (
 	"context"
 	"fmt"
 	"go.opentelemetry.io/otel/metric"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,12 +262,36 @@ func (u uncomparable) Tracer(name string, opts ...trace.TracerOption) trace.Trac
 type counting struct {
 	embedded.TracerProvider
 	tp    []trace.TracerProvider
-	calls *atomic.Int64
+	calls *scopeCounts
 }
 
 func (c counting) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
-	c.calls.Add(1)
+	c.calls.add(name)
 	return c.tp[0].Tracer(name, opts...)
+}
+
+// scopeCounts counts the tracers asked for, by instrumentation scope.
+type scopeCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *scopeCounts) add(scope string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[scope]++
+}
+
+// take returns the counts since the last take.
+func (c *scopeCounts) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = nil
+	return n
 }
 
 // countingMeters counts the meters asked of it: after New, a call asks
@@ -280,16 +306,16 @@ func (c countingMeters) Meter(name string, opts ...metric.MeterOption) metric.Me
 	return c.MeterProvider.Meter(name, opts...)
 }
 
-// The decorator looks the global tracer provider up once per call, and
-// never looks up the global meter provider after New. An append also
-// hands its batch to the pairing tracker, which has lookups of its own:
-// one to learn whether the provider records, made while any tracker of the
-// process follows the global provider (the timeline on), and with the
-// timeline on one per timeline span it makes, or when it first follows:
-// two at most for an append with the timeline off, four with it on. Each
-// costs about 100 instructions (BenchmarkReadHistory's global_default
-// against noop_tracer), against 20,000 and more for an append whose
-// timeline records.
+// A call looks the global tracer provider up once, and never looks up the
+// global meter provider after New. The provider here cannot be compared,
+// so each look at it asks it for the tracer of each scope the call needs:
+// the store's span's, and the timeline's when an append makes timeline
+// spans (the pairing tracker the append hands its batch to shares the
+// call's look). A second look anywhere in the call (the tracker's own,
+// or the probe that learns whether the provider records) asks a scope
+// twice, or asks the probe's scope. TestOneLookPerCall shows the same
+// with a provider that can be compared. (A tracker's first call also
+// takes the look that registers it with the followers, once.)
 func TestGlobalLookupsPerCall(t *testing.T) {
 	previous, previousMeters := otel.GetTracerProvider(), otel.GetMeterProvider()
 	t.Cleanup(func() { otel.SetTracerProvider(previous); otel.SetMeterProvider(previousMeters) })
@@ -312,7 +338,7 @@ func TestGlobalLookupsPerCall(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	lookups := new(atomic.Int64)
+	lookups := new(scopeCounts)
 	otel.SetTracerProvider(counting{tp: []trace.TracerProvider{tp}, calls: lookups})
 
 	for _, timeline := range []bool{false, true} {
@@ -339,19 +365,28 @@ func TestGlobalLookupsPerCall(t *testing.T) {
 					a.append(t, eventstore.WorkflowCompleted{Envelope: eventstore.Envelope{RunID: a.run, RecordedAt: t0.Add(time.Minute)}})
 				}},
 			}
+			// A tracker's first call also registers it with the trackers
+			// that follow the global provider, which takes a look of its
+			// own, once.
+			newAppender(s).append(t, eventstore.WorkflowStarted{Envelope: eventstore.Envelope{RunID: eventstore.NewRunID(), RecordedAt: t0}, WorkflowType: "warm-up"})
+			lookups.take()
 			for _, c := range calls {
-				before := lookups.Load()
 				c.call()
-				n := lookups.Load() - before
-				want := int64(1)
-				if strings.HasPrefix(c.name, "append") {
-					want = 2
-					if timeline {
-						want = 4
+				got := lookups.take()
+				timelineScope := 0
+				if timeline && strings.HasPrefix(c.name, "append") {
+					timelineScope = 1 // if the append makes a timeline span
+				}
+				for scope, n := range got {
+					if max := map[string]int{otelstore.ScopeName: 1, pairing.ScopeName: timelineScope}[scope]; n > max {
+						t.Errorf("%s: %d tracers of scope %s asked of the global provider, want at most %d", c.name, n, scope, max)
 					}
 				}
-				if n > want {
-					t.Errorf("%s: %d lookups of the global tracer provider, want at most %d", c.name, n, want)
+				if got[otelstore.ScopeName] != 1 {
+					t.Errorf("%s: the store span's scope asked %d times, want once", c.name, got[otelstore.ScopeName])
+				}
+				if timeline && c.name == "append dispatch and terminal" && got[pairing.ScopeName] != 1 {
+					t.Errorf("%s: the timeline's scope asked %d times, want once (its activity span)", c.name, got[pairing.ScopeName])
 				}
 			}
 			if len(rec.Ended()) == 0 {
@@ -361,5 +396,58 @@ func TestGlobalLookupsPerCall(t *testing.T) {
 	}
 	if n := meters.Load() - metersAtNew; n != 0 {
 		t.Errorf("the calls asked the global meter provider for %d meters, want none", n)
+	}
+}
+
+// installing replaces the global tracer provider with next in the middle
+// of its first Append, between the decorator's look at the provider and
+// the tracker's.
+type installing struct {
+	eventstore.Store
+	next trace.TracerProvider
+	once sync.Once
+}
+
+func (s *installing) Append(ctx context.Context, token eventstore.WriteToken, wf eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) error {
+	s.once.Do(func() { otel.SetTracerProvider(s.next) })
+	return s.Store.Append(ctx, token, wf, events, expectedSeq)
+}
+
+// One call, one look: a provider installed while a decorated append runs
+// gets none of that append's spans, neither the store call's nor the
+// timeline's the tracker makes of its batch, and all of the next call's.
+func TestOneLookPerCall(t *testing.T) {
+	previous := otel.GetTracerProvider()
+	t.Cleanup(func() { otel.SetTracerProvider(previous) })
+	recorder := func() (*tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		return rec, tp
+	}
+	first, firstTP := recorder()
+	second, secondTP := recorder()
+	inner := &installing{Store: eventstore.NewMemory(), next: secondTP}
+	s, err := otelstore.New(inner, otelstore.WithMeterProvider(meter(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otel.SetTracerProvider(firstTP)
+	a := newAppender(s)
+	a.pair(t, 1) // the second provider is installed during this call
+	a.pair(t, 2)
+	names := func(rec *tracetest.SpanRecorder) (n []string) {
+		for _, sp := range rec.Ended() {
+			n = append(n, sp.Name())
+		}
+		slices.Sort(n)
+		return n
+	}
+	want := []string{"activity charge", "append"}
+	if got := names(first); !slices.Equal(got, want) {
+		t.Errorf("the provider the call looked at got spans %q, want %q: the call looked twice", got, want)
+	}
+	if got := names(second); !slices.Equal(got, want) {
+		t.Errorf("the provider installed during the first call got spans %q, want %q of the second", got, want)
 	}
 }

@@ -8,7 +8,11 @@
 // otel.SetTracerProvider ran, and the next one's if it is replaced.
 //
 // A Source is safe for concurrent use; a lookup is a few atomic loads and
-// a comparison, and allocates only when the global provider changed.
+// a comparison, and allocates only when the global provider changed. A
+// [Lookup] is one call's look at the global provider: everything the call
+// asks of it (the tracers of several scopes, whether it records) shares
+// that one look, so a decorated call that also hands its batch to a
+// pairing tracker looks the provider up once.
 //
 // Limits: the global default provider is taken to record nothing until a
 // provider is installed, which holds unless Go's eBPF auto-instrumentation
@@ -80,19 +84,68 @@ func New(tp trace.TracerProvider, name string, opts ...trace.TracerOption) *Sour
 	return s
 }
 
+// Lookup is one call's look at the global provider, taken when first
+// needed and kept for the rest of the call: a provider installed while the
+// call runs is used from the next call on. It also keeps what the call
+// learned of that provider (whether it records, the tracer a Source asked
+// for last), so that a provider whose type cannot be compared, and so is
+// asked again at each call, is asked once per scope within one. The zero
+// Lookup has not looked yet; a Lookup is for one goroutine, and is passed
+// by value from one instrumentation to the next.
+type Lookup struct {
+	tp      trace.TracerProvider
+	looked  bool
+	records int8 // recordsUnknown, recordsNo or recordsYes
+	src     *Source
+	tracer  trace.Tracer // src's tracer for tp
+}
+
+const (
+	recordsUnknown int8 = iota
+	recordsNo
+	recordsYes
+)
+
+// provider returns the global provider as this call first saw it.
+func (l *Lookup) provider() trace.TracerProvider {
+	if !l.looked {
+		l.tp, l.looked = otel.GetTracerProvider(), true
+	}
+	return l.tp
+}
+
+func (l *Lookup) learned(tracer trace.Tracer) {
+	l.records = recordsNo
+	if tracer != nil {
+		l.records = recordsYes
+	}
+}
+
 // Tracer returns the tracer spans start with now, nil if none would
-// record.
+// record: [Source.TracerAt] with a look of its own.
 func (s *Source) Tracer() trace.Tracer {
+	var l Lookup
+	return s.TracerAt(&l)
+}
+
+// TracerAt returns the tracer spans start with in the call that took l,
+// nil if none would record.
+func (s *Source) TracerAt(l *Lookup) trace.Tracer {
 	if !s.global {
 		return s.fixed
 	}
-	tp := otel.GetTracerProvider()
-	if e := s.cache.Load(); e.is(tp) {
-		return e.tracer
+	if l.src == s {
+		return l.tracer
 	}
-	e := learn(tp, s.name, s.opts)
-	s.cache.Store(e)
-	s.changed.Store(true)
+	tp := l.provider()
+	e := s.cache.Load()
+	if !e.is(tp) {
+		e = learn(tp, s.name, s.opts)
+		s.cache.Store(e)
+		s.changed.Store(true)
+	}
+	l.src, l.tracer = s, e.tracer
+	l.learned(e.tracer)
 	return e.tracer
 }
 
@@ -114,12 +167,23 @@ var global atomic.Pointer[entry]
 // is neither a no-op provider nor the global default with nothing
 // installed.
 func GlobalRecords() bool {
-	tp := otel.GetTracerProvider()
-	if e := global.Load(); e.is(tp) {
-		return e.tracer != nil
+	var l Lookup
+	return GlobalRecordsAt(&l)
+}
+
+// GlobalRecordsAt is GlobalRecords for the call that took l; known
+// without asking the provider once a Source found its tracer with l.
+func GlobalRecordsAt(l *Lookup) bool {
+	if l.records != recordsUnknown {
+		return l.records == recordsYes
 	}
-	e := learn(tp, probeScope, nil)
-	global.Store(e)
+	tp := l.provider()
+	e := global.Load()
+	if !e.is(tp) {
+		e = learn(tp, probeScope, nil)
+		global.Store(e)
+	}
+	l.learned(e.tracer)
 	return e.tracer != nil
 }
 

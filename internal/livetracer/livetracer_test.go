@@ -65,4 +65,39 @@ func TestTracerDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { _ = s.Tracer(); _ = GlobalRecords() }); n != 0 {
 		t.Errorf("%v allocations per lookup, want 0", n)
 	}
+	if n := testing.AllocsPerRun(100, func() {
+		var l Lookup
+		_, _ = s.TracerAt(&l), GlobalRecordsAt(&l)
+	}); n != 0 {
+		t.Errorf("%v allocations per call's Lookup, want 0", n)
+	}
+}
+
+// A Lookup keeps what its call learned: the provider it first saw, and
+// whether that records once a Source asked it for a tracer.
+func TestLookup(t *testing.T) {
+	s := New(nil, "scope")
+	var l Lookup
+	if tr := s.TracerAt(&l); tr != nil {
+		t.Fatalf("TracerAt with nothing installed = %v, want nil", tr)
+	}
+	if !l.looked || l.records != recordsNo || l.src != s {
+		t.Errorf("after TracerAt the Lookup is %+v, want it to know the provider records nothing", l)
+	}
+	if GlobalRecordsAt(&l) {
+		t.Error("GlobalRecordsAt = true with nothing installed")
+	}
+	sdk := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = sdk.Shutdown(context.Background()) })
+	// A Lookup that saw a provider keeps it: a Source asks that one.
+	seen := Lookup{tp: sdk, looked: true}
+	if tr := s.TracerAt(&seen); tr == nil || !GlobalRecordsAt(&seen) {
+		t.Errorf("with a Lookup that saw an SDK provider: tracer %v, records %v; want a tracer that records", tr, GlobalRecordsAt(&seen))
+	}
+	if !s.Changed() {
+		t.Error("the Source learned of another provider and Changed() = false")
+	}
+	if tr := s.Tracer(); tr != nil {
+		t.Errorf("a fresh look with nothing installed gave tracer %v, want nil", tr)
+	}
 }
