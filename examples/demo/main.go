@@ -135,7 +135,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -151,6 +150,7 @@ import (
 	"github.com/aionotel/aionotel/examples/demo/internal/cluster"
 	"github.com/aionotel/aionotel/examples/demo/internal/sim"
 	"github.com/aionotel/aionotel/examples/demo/internal/telemetry"
+	"github.com/aionotel/aionotel/examples/internal/cpuprofile"
 )
 
 // flushTimeout bounds the exporters' final flush.
@@ -278,7 +278,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if o.cpuprofile != "" {
-		stopProfile, err := startCPUProfile(o.cpuprofile)
+		stopProfile, err := cpuprofile.Start(o.cpuprofile)
 		if err != nil {
 			fmt.Fprintln(stderr, "demo: -cpuprofile:", err)
 			return 1
@@ -398,22 +398,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "telemetry:", warning)
 	}
 	return status
-}
-
-// startCPUProfile starts profiling the process's CPU into path; stop ends
-// the profile and closes the file.
-func startCPUProfile(path string) (stop func() error, err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return nil, errors.Join(err, f.Close())
-	}
-	return func() error {
-		pprof.StopCPUProfile()
-		return f.Close()
-	}, nil
 }
 
 // freeAddr returns addr if nothing listens there yet, else a free port on

@@ -20,6 +20,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"time"
+
+	"github.com/aionotel/aionotel/examples/internal/cpuprofile"
 )
 
 func main() {
@@ -30,13 +32,33 @@ func main() {
 	flag.IntVar(&cfg.rate, "rate", 10, "orders started per second")
 	flag.StringVar(&cfg.namespace, "namespace", "shop", "the aion.namespace of the telemetry")
 	flag.StringVar(&cfg.exporter, "exporter", "prometheus", "prometheus (the -listen endpoint only) or otlp (also OTLP metrics and spans, configured by the OTEL_EXPORTER_OTLP_* variables)")
+	profile := flag.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file")
 	flag.Parse()
+	os.Exit(start(cfg, *profile))
+}
+
+// start runs the service, profiled into profile if it is not "", and
+// returns the exit status.
+func start(cfg config, profile string) int {
+	if profile != "" {
+		stop, err := cpuprofile.Start(profile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "goworkflows: -cpuprofile:", err)
+			return 1
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "goworkflows: -cpuprofile:", err)
+			}
+		}()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "goworkflows:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 type config struct {

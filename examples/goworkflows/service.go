@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +25,8 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/aionotel/aionotel/instrumentation/github.com/cschleiden/go-workflows/otelworkflows"
 	"github.com/aionotel/aionotel/pairing"
@@ -128,7 +132,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	// The one line: wrap the backend, use the wrapper everywhere.
 	b := otelworkflows.New(inner,
 		otelworkflows.WithMeterProvider(mp),
-		otelworkflows.WithTracerProvider(tp),
+		otelworkflows.WithTracerProvider(tracesOf(tp)),
 		otelworkflows.WithNamespace(cfg.namespace),
 		otelworkflows.WithDBSystem("sqlite"))
 	defer b.Close()
@@ -237,4 +241,14 @@ loop:
 		return err
 	}
 	return printSummary(out, summary, own, spans, len(started), cancelled.Load())
+}
+
+// tracesOf returns tp, or a no-op provider when OTEL_TRACES_SAMPLER is
+// always_off: no span could record, and the wrapper then starts none (as
+// the demo does; examples/demo/cpushare measures metrics only so).
+func tracesOf(tp *sdktrace.TracerProvider) trace.TracerProvider {
+	if strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER")) == "always_off" {
+		return tracenoop.NewTracerProvider()
+	}
+	return tp
 }

@@ -9,8 +9,10 @@
 // # Classes
 //
 // A frame's class is decided by its function's package:
-//   - library: github.com/aionotel/aionotel's otelstore, pairing, genai
-//     and internal/... (and the root package, should it get code);
+//   - library: github.com/aionotel/aionotel's otelstore, pairing, genai,
+//     internal/... and the engines' instrumentations (instrumentation/...,
+//     otelworkflows for go-workflows), and the root package, should it get
+//     code;
 //   - otel: go.opentelemetry.io/... (API, SDK, exporters, contrib);
 //   - app: every other package with a dot in its path's first element: the
 //     demo itself, the store backends (eventstore, keyspace and their

@@ -51,8 +51,9 @@ func (c Class) String() string {
 const root = "github.com/aionotel/aionotel"
 
 // libraryPackages are the repository's packages that are the library, not
-// a store backend, the conformance suite or an example.
-var libraryPackages = []string{root + "/otelstore", root + "/pairing", root + "/genai", root + "/internal"}
+// a store backend, the conformance suite or an example: the engines'
+// instrumentations (instrumentation/...) are the library too.
+var libraryPackages = []string{root + "/otelstore", root + "/pairing", root + "/genai", root + "/internal", root + "/instrumentation"}
 
 // neutralModules are the modules whose frames are charged to their caller.
 var neutralModules = []string{"google.golang.org/protobuf", "google.golang.org/grpc", "golang.org/x/net"}

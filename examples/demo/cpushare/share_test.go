@@ -23,6 +23,8 @@ func TestClassify(t *testing.T) {
 		{"github.com/aionotel/aionotel/pairing.(*Tracker).observe.func1", Library},
 		{"github.com/aionotel/aionotel/genai.recordTokens", Library},
 		{"github.com/aionotel/aionotel/internal/attrcache.(*Cache).Get", Library},
+		{"github.com/aionotel/aionotel/instrumentation/github.com/cschleiden/go-workflows/otelworkflows.(*decorated).CompleteWorkflowTask", Library},
+		{"github.com/cschleiden/go-workflows/backend/sqlite.(*sqliteBackend).CompleteWorkflowTask", App},
 		{"github.com/aionotel/aionotel.Version", Library},
 		{"github.com/aionotel/aionotel/eventstore.(*Memory).Append", App},
 		{"github.com/aionotel/aionotel/eventstore/pgstore.(*Store).Append", App},
