@@ -2,6 +2,7 @@ package otelworkflows
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -76,11 +77,12 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // WithMeterProvider sets the MeterProvider of the per-call duration
 // histogram, the workflow counters and (unless [WithPairing] gives a
-// tracker) the pairing tracker's instruments. Without it, or with nil, the
-// global provider at the time New runs is used.
+// tracker) the pairing tracker's instruments. Without it, or with nil (a nil
+// interface or a nil pointer in one), the global provider at the time New
+// runs is used.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) {
-		if mp != nil {
+		if !isNil(mp) {
 			c.mp = mp
 		}
 	})
@@ -88,13 +90,27 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 
 // WithTracerProvider sets the TracerProvider of the per-call spans and
 // (unless [WithPairing] gives a tracker) of the run and activity timeline
-// spans. Without it, or with nil, the global provider is used.
+// spans. Without it, or with nil (a nil interface or a nil pointer in one),
+// the global provider is used.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) {
-		if tp != nil {
+		if !isNil(tp) {
 			c.tp = tp
 		}
 	})
+}
+
+// isNil reports whether v is nil or a nil pointer, map, slice, func or
+// channel behind an interface: a value that would panic on first use.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // WithNamespace sets the aion.namespace of every measurement and span, and

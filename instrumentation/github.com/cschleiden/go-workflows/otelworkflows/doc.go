@@ -95,5 +95,6 @@
 // [DefaultMaxKnownInstances] executions remembered as seen (past it a read
 // may be repeated, never a figure counted twice). The tracker's own bounds
 // hold the rest. Telemetry trouble goes to otel.Handle, never to the
-// caller; a nil backend gives [ErrNilBackend] from every call.
+// caller; a nil backend (or a nil pointer in the interface) gives
+// [ErrNilBackend] from every call.
 package otelworkflows
