@@ -36,6 +36,7 @@ func New(b backend.Backend, opts ...Option) backend.Backend {
 		b = nil // a nil pointer in the interface: ErrNilBackend, never a panic
 	}
 	c := newConfig(opts)
+	c.attrs = admitAttrs(c.attrs)
 	d := &decorated{inner: b, cfg: c, tel: newTelemetry(&c), ns: c.namespace}
 	d.tracker = c.tracker
 	if d.tracker == nil {

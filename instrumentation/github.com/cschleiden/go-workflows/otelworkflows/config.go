@@ -2,9 +2,13 @@ package otelworkflows
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"strings"
 	"time"
+	"unicode/utf8"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -135,8 +139,13 @@ func WithSpanFilter(filter func(ctx context.Context, op Operation) bool) Option 
 // WithAttributes adds attributes to every per-call span and measurement,
 // to the workflow counters and (unless [WithPairing] gives a tracker) to
 // every pairing instrument. Without it only the catalog's attributes are
-// recorded. Attributes the pairing tracker refuses (the catalog's own
-// keys) are reported to otel.Handle and left out of the tracker.
+// recorded. String values are made valid UTF-8 and cut to 256 bytes. A key
+// that is empty, not valid UTF-8, over 256 bytes or without an exportable
+// Prometheus label name, or one the decorator or its tracker set themselves
+// (any aion.* key, db.operation.name, db.system.name, which has
+// [WithDBSystem], error.type, go_workflows.*), also under another spelling
+// of its label name ("error_type"), is dropped and reported to otel.Handle;
+// the other attributes are kept everywhere. Repeated calls accumulate.
 func WithAttributes(attrs ...attribute.KeyValue) Option {
 	return optionFunc(func(c *config) { c.attrs = append(c.attrs, attrs...) })
 }
@@ -200,4 +209,66 @@ func WithHistoryReadConcurrency(n int) Option {
 // with [WithPairing].
 func WithPairingOptions(opts ...pairing.Option) Option {
 	return optionFunc(func(c *config) { c.pairingOpts = append(c.pairingOpts, opts...) })
+}
+
+// admitAttrs returns the WithAttributes attributes that can be recorded,
+// string values cleaned; each dropped key is reported to otel.Handle.
+func admitAttrs(attrs []attribute.KeyValue) []attribute.KeyValue {
+	out := make([]attribute.KeyValue, 0, len(attrs))
+	for _, kv := range attrs {
+		if why := refusedKey(kv.Key); why != "" {
+			otel.Handle(fmt.Errorf("otelworkflows: WithAttributes: key %.300q dropped: %s", kv.Key, why))
+			continue
+		}
+		if !kv.Valid() {
+			otel.Handle(fmt.Errorf("otelworkflows: WithAttributes: key %.300q dropped: its value is not valid", kv.Key))
+			continue
+		}
+		switch kv.Value.Type() {
+		case attribute.STRING:
+			kv = kv.Key.String(clean(kv.Value.AsString()))
+		case attribute.STRINGSLICE:
+			ss := kv.Value.AsStringSlice()
+			for i := range ss {
+				ss[i] = clean(ss[i])
+			}
+			kv = kv.Key.StringSlice(ss)
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// refusedKey says why a WithAttributes key cannot be recorded, or "".
+func refusedKey(k attribute.Key) string {
+	if k == "" || len(k) > 256 || !utf8.ValidString(string(k)) {
+		return "it is empty, longer than 256 bytes or not valid UTF-8"
+	}
+	label := labelName(string(k))
+	collapsed := label
+	for strings.Contains(collapsed, "__") {
+		collapsed = strings.ReplaceAll(collapsed, "__", "_")
+	}
+	switch {
+	case strings.Trim(label, "_") == "" || strings.HasPrefix(label, "__") || strings.HasPrefix(collapsed, "otel_scope_") ||
+		label == "le" || label == "quantile":
+		return "it has no exportable Prometheus label name"
+	case label == "db_system_name":
+		return "use WithDBSystem"
+	case strings.HasPrefix(label, "aion_") || strings.HasPrefix(label, "go_workflows_") ||
+		label == "db_operation_name" || label == "error_type":
+		return "it is (or has the Prometheus label name of) a key the decorator or its tracker set themselves"
+	}
+	return ""
+}
+
+// labelName is the Prometheus label name of the key k: every character
+// other than an ASCII letter or digit written as '_'.
+func labelName(k string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, k)
 }
