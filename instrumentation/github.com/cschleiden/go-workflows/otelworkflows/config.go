@@ -2,6 +2,7 @@ package otelworkflows
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -171,11 +172,17 @@ func WithErrorClassifier(classify func(error) string) Option {
 }
 
 // WithPairing shares one pairing tracker between decorators (several
-// backends, or this decorator and an otelstore one). Without it, New makes
-// one on the same providers, namespace, attributes and type limit.
+// backends, or this decorator and an otelstore one). Without it, or given
+// nil, New makes one on the same providers, namespace, attributes and type
+// limit; so it does, reporting it to otel.Handle, for a zero pairing.Tracker
+// (not made by pairing.New), which would record nothing.
 func WithPairing(t *pairing.Tracker) Option {
 	return optionFunc(func(c *config) {
-		if t != nil {
+		switch {
+		case t == nil:
+		case reflect.ValueOf(t).Elem().IsZero():
+			otel.Handle(errors.New("otelworkflows: WithPairing: a zero pairing.Tracker records nothing (make it with pairing.New): New makes its own"))
+		default:
 			c.tracker = t
 		}
 	})

@@ -3,6 +3,7 @@ package otelworkflows_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/aionotel/aionotel/instrumentation/github.com/cschleiden/go-workflows/otelworkflows"
+	"github.com/aionotel/aionotel/pairing"
 )
 
 // startTask completes the first workflow task of the instance (i, e) of
@@ -126,6 +128,32 @@ func TestAttributesNeverReplaceOwnKeys(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestZeroTrackerIsNotShared: WithPairing given a zero pairing.Tracker
+// (which records nothing) is reported, and New makes its own tracker.
+func TestZeroTrackerIsNotShared(t *testing.T) {
+	reports := handled(t)
+	reader := sdkmetric.NewManualReader()
+	b := otelworkflows.New(&spy{},
+		otelworkflows.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+		otelworkflows.WithPairing(&pairing.Tracker{}))
+	startTask(t, b)
+	if r := reports(); len(r) != 1 || !strings.Contains(r[0], "zero pairing.Tracker") {
+		t.Errorf("reports %q, want one about the zero tracker", r)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == "aion.inflight_activities" {
+				return
+			}
+		}
+	}
+	t.Error("no aion.inflight_activities: the activity went to the zero tracker")
 }
 
 func pointSets(m metricdata.Metrics) []attribute.Set {
