@@ -77,7 +77,7 @@
 // # Concurrency
 //
 // A [Tracker] is safe for concurrent use and must not be copied; its zero
-// value is not ready. Each Observe does its bookkeeping under one short
+// value is not ready (it records nothing, as a nil one). Each Observe does its bookkeeping under one short
 // lock and makes its spans, points and records after releasing it, so no
 // user code (providers, processors, samplers, the [ActivitySpanSource])
 // runs under it; a panic of that code is reported to otel.Handle. Batches
