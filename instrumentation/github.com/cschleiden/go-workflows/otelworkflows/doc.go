@@ -76,6 +76,21 @@
 // continued run span's next_run link points at the next execution's run
 // span, in its own trace.
 //
+// # Traces
+//
+// Each execution's run span starts and ends at its history's start and
+// close, its activity spans (children of it) at each activity's schedule
+// and settling, in one trace per execution. For the run span to be a root,
+// give the SDK tracer provider pairing's ID generator:
+//
+//	tp := sdktrace.NewTracerProvider(
+//		sdktrace.WithIDGenerator(pairing.NewIDGenerator(nil)),
+//		sdktrace.WithBatcher(exporter))
+//
+// Without it a run span is the child of a derived anchor span that is never
+// exported (no API lets an instrumentation choose a root's IDs otherwise).
+// The per-call spans are the caller's children, as any client span.
+//
 // # After a restart
 //
 // An execution first seen part-way through its history (a workflow task
