@@ -100,6 +100,12 @@
 // caller's path, and joined as facts read back (pairing's Resume: counted
 // nothing again), so the gauge, the durations and the spans of work that
 // straddles a restart are right. [Flush] waits for the reads requested.
+// One figure is not carried over: an activity scheduled before the restart
+// and claimed after it records no aion.activity.wait.duration and is not
+// among the waiting of aion.activity.oldest_waiting_age (pairing records a
+// wait only for a dispatch it saw committed, since the earlier process may
+// have recorded that activity's claim), where go-workflows' own
+// activity.task.time_in_queue counts every claim.
 //
 // # Concurrency and limits
 //

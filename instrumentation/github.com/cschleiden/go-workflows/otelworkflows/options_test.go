@@ -178,3 +178,42 @@ func pointSets(m metricdata.Metrics) []attribute.Set {
 	}
 	return sets
 }
+
+// TestClaimAfterRestartRecordsNoWait: an activity scheduled by one process
+// and claimed by the next (a new decorator) is in the second's gauge, from
+// the history read at the claim, and records no wait there, as the package
+// doc says.
+func TestClaimAfterRestartRecordsNoWait(t *testing.T) {
+	started := history.NewPendingEvent(timeZero, history.EventType_WorkflowExecutionStarted, &history.ExecutionStartedAttributes{Name: "W"})
+	started.SequenceID = 1
+	sched := history.NewPendingEvent(timeZero, history.EventType_ActivityScheduled, &history.ActivityScheduledAttributes{Name: "A"}, history.ScheduleEventID(2))
+	sched.SequenceID = 2
+	wi := core.NewWorkflowInstance("i", "e")
+	s := &spy{hist: []*history.Event{started, sched}, actTask: &backend.ActivityTask{WorkflowInstance: wi, Event: sched}}
+	reader := sdkmetric.NewManualReader()
+	b := otelworkflows.New(s, otelworkflows.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	if _, err := b.GetActivityTask(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := otelworkflows.Flush(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var inflight int64 = -1
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch m.Name {
+			case "aion.activity.wait.duration":
+				t.Errorf("a wait was recorded for an activity dispatched before the restart: %v", m.Data)
+			case "aion.inflight_activities":
+				inflight = sumBy(m, nil)[""]
+			}
+		}
+	}
+	if inflight != 1 {
+		t.Errorf("aion.inflight_activities %d, want 1 (the activity read back)", inflight)
+	}
+}
