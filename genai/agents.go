@@ -711,10 +711,10 @@ func (g *Tracker) runEnd(ctx context.Context, a *attempt, e *endInfo) {
 // records its gen_ai.invoke_agent.duration. A program that stops calls it
 // before it shuts its tracer and meter providers down, so that no agent
 // span is lost; events observed later open new spans. It is safe to call
-// at any time, from any goroutine, any number of times; on a nil Tracker
-// it does nothing.
+// at any time, from any goroutine, any number of times; on a nil or zero
+// Tracker it does nothing.
 func (g *Tracker) EndAgentSpans() {
-	if g == nil {
+	if !g.ready() {
 		return
 	}
 	ctx := context.Background()

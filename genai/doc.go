@@ -40,7 +40,11 @@
 // carries aion.namespace ([WithNamespace]) and the [WithAttributes]
 // attributes. invoke_agent carries gen_ai.provider.name and
 // gen_ai.request.model only when every model call of the attempt named the
-// same one (decided at its end, so neither is on it at its start).
+// same one (decided at its end, so neither is on it at its start). A model
+// call that names no provider has gen_ai.provider.name "_unknown" (the
+// conventions require the attribute), and counts as that name here: an
+// attempt whose calls all name none has "_unknown" too, one that mixes
+// named and unnamed calls has none.
 //
 // # Conventions
 //
@@ -77,7 +81,7 @@
 // # Concurrency
 //
 // A [Tracker] is safe for concurrent use and must not be copied; its zero
-// value is not ready. Each Observe does its bookkeeping under one short
+// value is not ready (it records nothing, as a nil one). Each Observe does its bookkeeping under one short
 // lock and makes its spans, points and records after releasing it, so no
 // user code (providers, processors, samplers, the [ActivitySpanSource])
 // runs under it; a panic of that code is reported to otel.Handle. Batches

@@ -401,3 +401,17 @@ func TestObserveWithoutAKeyspace(t *testing.T) {
 }
 
 var _ sdklog.Exporter = (*genaitest.Logs)(nil)
+
+// TestNilAndZeroTrackersRecordNothing: Observe and EndAgentSpans of a nil
+// Tracker and of a zero one (not made by New) record nothing and never
+// panic.
+func TestNilAndZeroTrackersRecordNothing(t *testing.T) {
+	wf, run := ids()
+	events := agentEvents(wf, run, keyspace.Usage{InputTokens: 1, RequestModel: "m"},
+		keyspace.ToolCall{CallID: "c", Name: "tool"}, keyspace.ToolResult{CallID: "c"}, keyspace.Status{State: "completed"})
+	var zero genai.Tracker
+	for _, g := range []*genai.Tracker{nil, &zero} {
+		g.Observe(context.Background(), 0, events)
+		g.EndAgentSpans()
+	}
+}

@@ -57,7 +57,8 @@ const MaxContentLen = 64 << 10
 // Tracker turns transcript events into the GenAI telemetry: token usage,
 // model-call, tool and agent durations and spans, tool calls and, when
 // enabled, log records (see the package doc). It is safe for concurrent
-// use; its zero value is not ready (use [New]) and it must not be copied.
+// use; its zero value is not ready (use [New]): like a nil Tracker, it
+// records nothing. It must not be copied.
 type Tracker struct {
 	tokens        metric.Int64Histogram // gen_ai.client.token.usage; nil behind OptInLatest
 	inputTokens   metric.Int64Counter   // OptInLatest only
@@ -230,9 +231,9 @@ func (g *Tracker) clock() time.Time {
 // calling out; the spans, points and records are made after it is
 // released. A panic inside (of an [ActivitySpanSource], a sampler, a span
 // or log processor or an exporter) is reported to the error handler, never
-// passed on. A nil Tracker records nothing.
+// passed on. A nil or zero Tracker records nothing.
 func (g *Tracker) Observe(ctx context.Context, firstSeq uint64, events []keyspace.ActivityEvent) {
-	if g == nil || len(events) == 0 {
+	if !g.ready() || len(events) == 0 {
 		return
 	}
 	defer func() {
@@ -249,6 +250,10 @@ func (g *Tracker) Observe(ctx context.Context, firstSeq uint64, events []keyspac
 		actionPool.Put(buf)
 	}
 }
+
+// ready reports whether g was made by New: a nil or zero Tracker has no
+// caches (and no error handler) and records nothing.
+func (g *Tracker) ready() bool { return g != nil && g.providers != nil }
 
 // actionPool holds the action slices of observe, so that a committed batch
 // costs no allocation for them; a slice grown past maxPooledActions (a huge

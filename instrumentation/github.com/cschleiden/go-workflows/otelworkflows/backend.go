@@ -20,8 +20,8 @@ import (
 )
 
 // ErrNilBackend is returned by every method of the decorator New returns
-// for a nil backend: the mistake shows at the first call, as an error,
-// never as a panic.
+// for a nil backend (or a nil pointer in the interface): the mistake shows
+// at the first call, as an error, never as a panic.
 var ErrNilBackend = errors.New("otelworkflows: nil backend")
 
 // New wraps b: every method of backend.Backend (and of diag.Backend and the
@@ -32,7 +32,11 @@ var ErrNilBackend = errors.New("otelworkflows: nil backend")
 // workflow task commits to history is fed to a [pairing.Tracker] (see the
 // package doc). Close stops the history reads, then closes b.
 func New(b backend.Backend, opts ...Option) backend.Backend {
+	if isNil(b) {
+		b = nil // a nil pointer in the interface: ErrNilBackend, never a panic
+	}
 	c := newConfig(opts)
+	c.attrs = admitAttrs(c.attrs)
 	d := &decorated{inner: b, cfg: c, tel: newTelemetry(&c), ns: c.namespace}
 	d.tracker = c.tracker
 	if d.tracker == nil {

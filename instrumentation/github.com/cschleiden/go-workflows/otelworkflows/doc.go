@@ -76,6 +76,21 @@
 // continued run span's next_run link points at the next execution's run
 // span, in its own trace.
 //
+// # Traces
+//
+// Each execution's run span starts and ends at its history's start and
+// close, its activity spans (children of it) at each activity's schedule
+// and settling, in one trace per execution. For the run span to be a root,
+// give the SDK tracer provider pairing's ID generator:
+//
+//	tp := sdktrace.NewTracerProvider(
+//		sdktrace.WithIDGenerator(pairing.NewIDGenerator(nil)),
+//		sdktrace.WithBatcher(exporter))
+//
+// Without it a run span is the child of a derived anchor span that is never
+// exported (no API lets an instrumentation choose a root's IDs otherwise).
+// The per-call spans are the caller's children, as any client span.
+//
 // # After a restart
 //
 // An execution first seen part-way through its history (a workflow task
@@ -85,6 +100,12 @@
 // caller's path, and joined as facts read back (pairing's Resume: counted
 // nothing again), so the gauge, the durations and the spans of work that
 // straddles a restart are right. [Flush] waits for the reads requested.
+// One figure is not carried over: an activity scheduled before the restart
+// and claimed after it records no aion.activity.wait.duration and is not
+// among the waiting of aion.activity.oldest_waiting_age (pairing records a
+// wait only for a dispatch it saw committed, since the earlier process may
+// have recorded that activity's claim), where go-workflows' own
+// activity.task.time_in_queue counts every claim.
 //
 // # Concurrency and limits
 //
@@ -95,5 +116,6 @@
 // [DefaultMaxKnownInstances] executions remembered as seen (past it a read
 // may be repeated, never a figure counted twice). The tracker's own bounds
 // hold the rest. Telemetry trouble goes to otel.Handle, never to the
-// caller; a nil backend gives [ErrNilBackend] from every call.
+// caller; a nil backend (or a nil pointer in the interface) gives
+// [ErrNilBackend] from every call.
 package otelworkflows

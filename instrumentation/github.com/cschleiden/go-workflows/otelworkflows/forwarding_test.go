@@ -373,3 +373,95 @@ func TestNilBackend(t *testing.T) {
 }
 
 var timeZero = time.Unix(1_700_000_000, 0)
+
+// diagSpy is a spy with diag.Backend and GetFutureEvents.
+type diagSpy struct {
+	spy
+	ref  *diag.WorkflowInstanceRef
+	refs []*diag.WorkflowInstanceRef
+	tree *diag.WorkflowInstanceTree
+	fut  []*history.Event
+}
+
+func (s *diagSpy) GetWorkflowInstance(_ context.Context, i *core.WorkflowInstance) (*diag.WorkflowInstanceRef, error) {
+	s.rec("GetWorkflowInstance", i)
+	return s.ref, s.err
+}
+func (s *diagSpy) GetWorkflowInstances(_ context.Context, after, afterExec string, n int) ([]*diag.WorkflowInstanceRef, error) {
+	s.rec("GetWorkflowInstances", after, afterExec, n)
+	return s.refs, s.err
+}
+func (s *diagSpy) GetWorkflowTree(_ context.Context, i *core.WorkflowInstance) (*diag.WorkflowInstanceTree, error) {
+	s.rec("GetWorkflowTree", i)
+	return s.tree, s.err
+}
+func (s *diagSpy) GetFutureEvents(context.Context) ([]*history.Event, error) {
+	s.rec("GetFutureEvents")
+	return s.fut, s.err
+}
+
+// TestOptionalInterfacesForwarded: diag.Backend's methods and
+// GetFutureEvents reach the inner backend once with the caller's
+// arguments, return its very results and error, and each gets its span and
+// duration point, with error.type on failure.
+func TestOptionalInterfacesForwarded(t *testing.T) {
+	wi := core.NewWorkflowInstance("i", "e")
+	for _, fail := range []bool{false, true} {
+		s := &diagSpy{ref: &diag.WorkflowInstanceRef{}, refs: []*diag.WorkflowInstanceRef{{}}, tree: &diag.WorkflowInstanceTree{}, fut: []*history.Event{{}}}
+		if fail {
+			s.err = errSentinel
+		}
+		rec := tracetest.NewSpanRecorder()
+		reader := sdkmetric.NewManualReader()
+		b := otelworkflows.New(s, otelworkflows.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+			otelworkflows.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
+		db := b.(diag.Backend)
+		fe := b.(interface {
+			GetFutureEvents(context.Context) ([]*history.Event, error)
+		})
+		ctx := context.Background()
+		ref, err1 := db.GetWorkflowInstance(ctx, wi)
+		refs, err2 := db.GetWorkflowInstances(ctx, "a", "b", 7)
+		tree, err3 := db.GetWorkflowTree(ctx, wi)
+		fut, err4 := fe.GetFutureEvents(ctx)
+		for i, err := range []error{err1, err2, err3, err4} {
+			if err != s.err {
+				t.Errorf("fail=%v call %d: error %v, want the inner's %v", fail, i, err, s.err)
+			}
+		}
+		if ref != s.ref || &refs[0] != &s.refs[0] || tree != s.tree || &fut[0] != &s.fut[0] {
+			t.Errorf("fail=%v: results are not the inner's", fail)
+		}
+		if got := fmt.Sprint(s.calls); got != "[GetWorkflowInstance GetWorkflowInstances GetWorkflowTree GetFutureEvents]" {
+			t.Errorf("inner calls %s", got)
+		}
+		if fmt.Sprint(s.args) != fmt.Sprint([]any{wi}) {
+			t.Errorf("inner args %v", s.args)
+		}
+		ops := map[string]bool{}
+		for _, sp := range rec.Ended() {
+			ops[sp.Name()] = hasAttr(sp.Attributes(), "error.type", "_OTHER") == fail
+		}
+		for _, op := range []otelworkflows.Operation{otelworkflows.OpGetWorkflowInstance, otelworkflows.OpGetWorkflowInstances,
+			otelworkflows.OpGetWorkflowTree, otelworkflows.OpGetFutureEvents} {
+			if !ops[string(op)] {
+				t.Errorf("fail=%v: no span %s with the right error.type (spans %v)", fail, op, ops)
+			}
+		}
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(ctx, &rm); err != nil {
+			t.Fatal(err)
+		}
+		points := 0
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if m.Name == "aion.store.operation.duration" {
+					points += len(m.Data.(metricdata.Histogram[float64]).DataPoints)
+				}
+			}
+		}
+		if points != 4 {
+			t.Errorf("fail=%v: %d duration series, want 4", fail, points)
+		}
+	}
+}

@@ -90,7 +90,7 @@ func newTelemetry(c *config) *telemetry {
 		otel.Handle(err)
 	}
 	ns := attribute.String(keyNamespace, clean(c.namespace))
-	t.base = append([]attribute.KeyValue{ns}, cleanAttrs(c.attrs)...)
+	t.base = append([]attribute.KeyValue{ns}, c.attrs...) // admitted by New
 	dbSystem := semconv.DBSystemNameKey.String(clean(c.dbSystem))
 	for i, op := range operations {
 		t.opIndex[op] = i
@@ -297,19 +297,4 @@ func cut(s string, n int) string {
 		s = s[:len(s)-1]
 	}
 	return s
-}
-
-func cleanAttrs(attrs []attribute.KeyValue) []attribute.KeyValue {
-	out := make([]attribute.KeyValue, 0, len(attrs))
-	for _, kv := range attrs {
-		if !kv.Valid() || !utf8.ValidString(string(kv.Key)) {
-			otel.Handle(fmt.Errorf("otelworkflows: attribute key %q is not valid: left out", kv.Key))
-			continue
-		}
-		if kv.Value.Type() == attribute.STRING {
-			kv = attribute.String(string(kv.Key), clean(kv.Value.AsString()))
-		}
-		out = append(out, kv)
-	}
-	return out
 }
