@@ -68,16 +68,20 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // WithSchema puts the tables in the named PostgreSQL schema, which [New]
 // creates if it does not exist. Names are quoted, so any text up to 63 bytes
-// is a valid name, case kept. Tests use a schema per test run to stay apart.
-// Without this option the tables are unqualified and land in the first schema
-// of the connection's search_path (normally "public").
+// without NUL is a valid name, case kept; a longer one, or one holding NUL,
+// makes New fail with an error wrapping [eventstore.ErrInvalidArgument].
+// Tests use a schema per test run to stay apart. Without this option (or
+// with "") the tables are unqualified and land in the first schema of the
+// connection's search_path (normally "public").
 func WithSchema(name string) Option {
 	return optionFunc(func(c *config) { c.schema = name })
 }
 
-// WithTable names the records table (quoted, up to 58 bytes; the
-// schema-version table gets the same name with a "_meta" suffix). Without
-// this option the table is [DefaultTable].
+// WithTable names the records table (quoted, 1 to 58 bytes without NUL; the
+// schema-version table gets the same name with a "_meta" suffix). An empty,
+// longer or NUL-holding name makes New fail with an error wrapping
+// [eventstore.ErrInvalidArgument]. Without this option the table is
+// [DefaultTable].
 func WithTable(name string) Option {
 	return optionFunc(func(c *config) { c.table = name })
 }

@@ -21,10 +21,12 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		{"longest-table", []Option{WithTable(strings.Repeat("t", 58))}, true},
 		{"longest-schema", []Option{WithSchema(strings.Repeat("s", 63))}, true},
 		{"odd-but-quotable", []Option{WithSchema(`a"b`), WithTable("Mixed Case; --")}, true},
+		{"empty-schema-is-none", []Option{WithSchema("")}, true},
 		{"empty-table", []Option{WithTable("")}, false},
 		{"table-too-long", []Option{WithTable(strings.Repeat("t", 59))}, false},
 		{"schema-too-long", []Option{WithSchema(strings.Repeat("s", 64))}, false},
 		{"nul-in-table", []Option{WithTable("a\x00")}, false},
+		{"nul-in-schema", []Option{WithSchema("a\x00")}, false},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
