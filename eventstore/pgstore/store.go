@@ -23,8 +23,9 @@ import (
 //
 // A Store is safe for concurrent use; its calls run on the pool's
 // connections. The zero value is not usable ([New] or [Open] makes a
-// Store; the zero value's methods return an error wrapping
-// [eventstore.ErrInvalidArgument]), and a Store must not be copied. After
+// Store; the methods of a zero or nil Store return an error wrapping
+// [eventstore.ErrInvalidArgument], never panic), and a Store must not be
+// copied. After
 // [Store.Close] every method returns [ErrClosed].
 type Store struct {
 	pool    *pgxpool.Pool
@@ -149,10 +150,22 @@ func (s *Store) Close() error {
 }
 
 // Node returns the name this store holds shard leases under ([WithNode]).
-func (s *Store) Node() string { return s.cfg.node }
+// A nil Store has none.
+func (s *Store) Node() string {
+	if s == nil {
+		return ""
+	}
+	return s.cfg.node
+}
 
 // ShardCount returns the number of shards workflows are partitioned into.
-func (s *Store) ShardCount() int { return s.shards }
+// A Store not made by New or Open has none.
+func (s *Store) ShardCount() int {
+	if s == nil {
+		return 0
+	}
+	return s.shards
+}
 
 // errNotReady is what every method of a Store not made by New returns.
 var errNotReady = fmt.Errorf("%w: pgstore.Store used without New or Open", eventstore.ErrInvalidArgument)
