@@ -60,6 +60,9 @@ func newConfig(opts []Option) config {
 }
 
 func (c config) validate() error {
+	if c.shardCount > maxShardCount {
+		return fmt.Errorf("%w: pgstore: WithShardCount(%d): at most %d shards", eventstore.ErrInvalidArgument, c.shardCount, maxShardCount)
+	}
 	if c.schema != "" {
 		if err := checkName("schema", c.schema, 63); err != nil {
 			return err
@@ -125,13 +128,19 @@ func WithNode(name string) Option {
 	return optionFunc(func(c *config) { c.node = name })
 }
 
+// maxShardCount is the largest shard count: every shard has a lease row,
+// and a shard number fits the int columns with room to spare.
+const maxShardCount = 1 << 16
+
 // WithShardCount sets the number of shards workflows are partitioned into
 // ([eventstore.ShardOf]). The database records the count when [New] first
 // creates the tables, and every node must agree with it: New fails with an
 // error wrapping [eventstore.ErrInvalidArgument] when n differs from the
 // recorded count. Without this option (or with n <= 0) the store uses the
 // recorded count, and a database created without it records
-// [DefaultShardCount].
+// [DefaultShardCount]. Every shard has a lease row, so n is at most 65,536;
+// a larger n makes New fail with an error wrapping
+// [eventstore.ErrInvalidArgument].
 func WithShardCount(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {

@@ -31,6 +31,11 @@ func TestNewRefusesBadArguments(t *testing.T) {
 		{"node too long", pgstore.WithNode(strings.Repeat("n", 201))},
 		{"schema with NUL", pgstore.WithSchema("s\x00")},
 		{"schema too long", pgstore.WithSchema(strings.Repeat("s", 64))},
+		// Regression: past 2^31-1 New failed with an untyped encoding
+		// error, and a count below that but in the millions spent its time
+		// creating a lease row per shard.
+		{"shard count past 65,536", pgstore.WithShardCount(1<<16 + 1)},
+		{"shard count past int32", pgstore.WithShardCount(1 << 40)},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {

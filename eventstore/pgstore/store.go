@@ -74,9 +74,11 @@ var (
 // New returns a Store on pool, which it borrows: [Store.Close] does not close
 // it. It first migrates the tables (creating what is missing; see
 // [SchemaVersion]) and fails with [ErrSchemaVersion] on tables of a newer
-// layout, then opens a new life of its node name (see [WithNode]). A nil pool, an invalid [WithSchema] or [WithNode] name, or a
-// [WithShardCount] other than the count the database records returns an
-// error wrapping [eventstore.ErrInvalidArgument].
+// layout, and with [ErrCorruptRecord] on a meta table whose schema version
+// or shard count no New records, then opens a new life of its node name
+// (see [WithNode]). A nil pool, an invalid [WithSchema] or [WithNode] name,
+// or a [WithShardCount] out of range or other than the count the database
+// records returns an error wrapping [eventstore.ErrInvalidArgument].
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: pgstore: nil pool", eventstore.ErrInvalidArgument)
