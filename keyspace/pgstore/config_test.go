@@ -27,6 +27,10 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		{"schema-too-long", []Option{WithSchema(strings.Repeat("s", 64))}, false},
 		{"nul-in-table", []Option{WithTable("a\x00")}, false},
 		{"nul-in-schema", []Option{WithSchema("a\x00")}, false},
+		// Regression: New sent these to the server, which refused them
+		// with an untyped error (SQLSTATE 22021).
+		{"table-not-utf8", []Option{WithTable("t\xff")}, false},
+		{"schema-not-utf8", []Option{WithSchema("s\xff")}, false},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
