@@ -103,10 +103,11 @@ func defaultNode() string {
 }
 
 // WithSchema puts the tables in the named PostgreSQL schema, which [New]
-// creates if it does not exist. The name is quoted, so any text up to 63
-// bytes without NUL is valid, case kept. Without this option the tables are
-// unqualified and land in the first schema of the connection's search_path
-// (normally "public"). Every node of a deployment names the same schema;
+// creates if it does not exist. The name is quoted, so any valid UTF-8 up
+// to 63 bytes without NUL is valid, case kept; any other name makes New
+// fail with an error wrapping [eventstore.ErrInvalidArgument]. Without this
+// option (or with "") the tables are unqualified and land in the first
+// schema of the connection's search_path (normally "public"). Every node of a deployment names the same schema;
 // tests use a schema each to stay apart.
 func WithSchema(name string) Option {
 	return optionFunc(func(c *config) { c.schema = name })

@@ -30,6 +30,7 @@ func TestNewRefusesBadArguments(t *testing.T) {
 		{"node not UTF-8", pgstore.WithNode("a\xffb")},
 		{"node too long", pgstore.WithNode(strings.Repeat("n", 201))},
 		{"schema with NUL", pgstore.WithSchema("s\x00")},
+		{"schema not UTF-8", pgstore.WithSchema("s\xff")},
 		{"schema too long", pgstore.WithSchema(strings.Repeat("s", 64))},
 		// Regression: past 2^31-1 New failed with an untyped encoding
 		// error, and a count below that but in the millions spent its time
