@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"time"
 	"unicode/utf8"
@@ -210,8 +211,10 @@ func WithLeasePool(pool *pgxpool.Pool) Option {
 // session). An append holds its shard's lease row locked until it commits,
 // and no takeover of the shard can happen meanwhile: the timeout bounds how
 // long a paused writer holds its shard. Without this option (or with d <=
-// 0) it is half the lease duration ([WithLeaseDuration]), at least one
-// millisecond.
+// 0) it is half the lease duration ([WithLeaseDuration]). It is at least one
+// millisecond, and at most PostgreSQL's largest, 2^31-1 ms (about 24.8
+// days), which a longer d, or half of a lease longer than about 49.7
+// days, is taken as.
 func WithIdleInTransactionTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {
@@ -231,11 +234,13 @@ func WithOwnedShardClaims() Option {
 	return optionFunc(func(c *config) { c.ownClaims = true })
 }
 
-// idleTimeout is the idle_in_transaction_session_timeout of the Store's
-// transactions.
-func (c config) idleTimeout() time.Duration {
-	if c.idle > 0 {
-		return c.idle
+// idleMillis is the idle_in_transaction_session_timeout of the Store's
+// transactions, in milliseconds, within what PostgreSQL accepts (a larger
+// value fails every statement that sets it).
+func (c config) idleMillis() int64 {
+	d := c.idle
+	if d <= 0 {
+		d = c.lease / 2
 	}
-	return max(c.lease/2, time.Millisecond)
+	return min(max(d.Milliseconds(), 1), math.MaxInt32)
 }

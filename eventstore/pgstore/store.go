@@ -96,7 +96,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 		return nil, fmt.Errorf("%w: pgstore: WithShardCount(%d), but the database was created with %d shards", eventstore.ErrInvalidArgument, cfg.shardCount, shards)
 	}
 	s := &Store{pool: pool, lpool: pool, n: n, cfg: cfg, shards: shards, q: newQueries(n), epochs: map[int32]int64{},
-		setIdle: fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", max(cfg.idleTimeout().Milliseconds(), 1))}
+		setIdle: fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", cfg.idleMillis())}
 	if cfg.leasePool != nil {
 		s.lpool = cfg.leasePool
 	}
@@ -117,8 +117,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("%w: pgstore: %w", eventstore.ErrInvalidArgument, err)
 	}
 	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
-		idle := newConfig(opts).idleTimeout()
-		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(max(idle.Milliseconds(), 1))
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(newConfig(opts).idleMillis())
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
