@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"time"
 	"unicode/utf8"
@@ -60,6 +61,9 @@ func newConfig(opts []Option) config {
 }
 
 func (c config) validate() error {
+	if c.shardCount > maxShardCount {
+		return fmt.Errorf("%w: pgstore: WithShardCount(%d): at most %d shards", eventstore.ErrInvalidArgument, c.shardCount, maxShardCount)
+	}
 	if c.schema != "" {
 		if err := checkName("schema", c.schema, 63); err != nil {
 			return err
@@ -100,10 +104,11 @@ func defaultNode() string {
 }
 
 // WithSchema puts the tables in the named PostgreSQL schema, which [New]
-// creates if it does not exist. The name is quoted, so any text up to 63
-// bytes without NUL is valid, case kept. Without this option the tables are
-// unqualified and land in the first schema of the connection's search_path
-// (normally "public"). Every node of a deployment names the same schema;
+// creates if it does not exist. The name is quoted, so any valid UTF-8 up
+// to 63 bytes without NUL is valid, case kept; any other name makes New
+// fail with an error wrapping [eventstore.ErrInvalidArgument]. Without this
+// option (or with "") the tables are unqualified and land in the first
+// schema of the connection's search_path (normally "public"). Every node of a deployment names the same schema;
 // tests use a schema each to stay apart.
 func WithSchema(name string) Option {
 	return optionFunc(func(c *config) { c.schema = name })
@@ -125,13 +130,19 @@ func WithNode(name string) Option {
 	return optionFunc(func(c *config) { c.node = name })
 }
 
+// maxShardCount is the largest shard count: every shard has a lease row,
+// and a shard number fits the int columns with room to spare.
+const maxShardCount = 1 << 16
+
 // WithShardCount sets the number of shards workflows are partitioned into
 // ([eventstore.ShardOf]). The database records the count when [New] first
 // creates the tables, and every node must agree with it: New fails with an
 // error wrapping [eventstore.ErrInvalidArgument] when n differs from the
 // recorded count. Without this option (or with n <= 0) the store uses the
 // recorded count, and a database created without it records
-// [DefaultShardCount].
+// [DefaultShardCount]. Every shard has a lease row, so n is at most 65,536;
+// a larger n makes New fail with an error wrapping
+// [eventstore.ErrInvalidArgument].
 func WithShardCount(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {
@@ -200,8 +211,10 @@ func WithLeasePool(pool *pgxpool.Pool) Option {
 // session). An append holds its shard's lease row locked until it commits,
 // and no takeover of the shard can happen meanwhile: the timeout bounds how
 // long a paused writer holds its shard. Without this option (or with d <=
-// 0) it is half the lease duration ([WithLeaseDuration]), at least one
-// millisecond.
+// 0) it is half the lease duration ([WithLeaseDuration]). It is at least one
+// millisecond, and at most PostgreSQL's largest, 2^31-1 ms (about 24.8
+// days), which a longer d, or half of a lease longer than about 49.7
+// days, is taken as.
 func WithIdleInTransactionTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {
@@ -221,11 +234,13 @@ func WithOwnedShardClaims() Option {
 	return optionFunc(func(c *config) { c.ownClaims = true })
 }
 
-// idleTimeout is the idle_in_transaction_session_timeout of the Store's
-// transactions.
-func (c config) idleTimeout() time.Duration {
-	if c.idle > 0 {
-		return c.idle
+// idleMillis is the idle_in_transaction_session_timeout of the Store's
+// transactions, in milliseconds, within what PostgreSQL accepts (a larger
+// value fails every statement that sets it).
+func (c config) idleMillis() int64 {
+	d := c.idle
+	if d <= 0 {
+		d = c.lease / 2
 	}
-	return max(c.lease/2, time.Millisecond)
+	return min(max(d.Milliseconds(), 1), math.MaxInt32)
 }

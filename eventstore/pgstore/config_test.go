@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -29,7 +30,13 @@ func TestNewRefusesBadArguments(t *testing.T) {
 		{"node not UTF-8", pgstore.WithNode("a\xffb")},
 		{"node too long", pgstore.WithNode(strings.Repeat("n", 201))},
 		{"schema with NUL", pgstore.WithSchema("s\x00")},
+		{"schema not UTF-8", pgstore.WithSchema("s\xff")},
 		{"schema too long", pgstore.WithSchema(strings.Repeat("s", 64))},
+		// Regression: past 2^31-1 New failed with an untyped encoding
+		// error, and a count below that but in the millions spent its time
+		// creating a lease row per shard.
+		{"shard count past 65,536", pgstore.WithShardCount(1<<16 + 1)},
+		{"shard count past int32", pgstore.WithShardCount(1 << 40)},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,5 +96,48 @@ func TestClosedAndZeroStoresRefuse(t *testing.T) {
 		}
 		st.s.SetOwnedShards(ctx, []int{0})
 		st.s.ExtendOwnedShards(ctx, []int{0})
+	}
+}
+
+// Regression: ListWorkflowIDs, ListActive, ListPaused, Node and ShardCount
+// of a nil *Store panicked. Every method of a zero or nil Store is called
+// here: none may panic, and each that returns an error (Close aside)
+// returns one wrapping ErrInvalidArgument.
+func TestUnmadeStoreNeverPanics(t *testing.T) {
+	ctxType := reflect.TypeFor[context.Context]()
+	errType := reflect.TypeFor[error]()
+	for name, s := range map[string]*pgstore.Store{"zero": {}, "nil": nil} {
+		v := reflect.ValueOf(s)
+		for i := range v.NumMethod() {
+			method, fn := v.Type().Method(i).Name, v.Method(i)
+			args := make([]reflect.Value, fn.Type().NumIn())
+			for j := range args {
+				switch in := fn.Type().In(j); in {
+				case ctxType:
+					args[j] = reflect.ValueOf(context.Background())
+				case reflect.TypeFor[eventstore.WriteToken]():
+					args[j] = reflect.ValueOf(token)
+				case reflect.TypeFor[eventstore.WorkflowID]():
+					args[j] = reflect.ValueOf(eventstore.NewWorkflowID())
+				default:
+					args[j] = reflect.Zero(in)
+				}
+			}
+			t.Run(name+"/"+method, func(t *testing.T) {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("panicked: %v", r)
+					}
+				}()
+				for _, out := range fn.Call(args) {
+					if out.Type() != errType || method == "Close" {
+						continue
+					}
+					if err, _ := out.Interface().(error); !errors.Is(err, eventstore.ErrInvalidArgument) {
+						t.Errorf("= %v, want an error wrapping ErrInvalidArgument", err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -295,3 +295,49 @@ func TestLeasePoolKeepsRenewalsOffTheWorkload(t *testing.T) {
 		t.Fatalf("renewing on the full pool without WithLeasePool = %v, want it to wait (deadline exceeded)", err)
 	}
 }
+
+// TestLongLeasesAndIdleTimeoutsWork: a lease long enough that half of it
+// passes PostgreSQL's largest idle_in_transaction_session_timeout (2^31-1
+// ms, about 24.8 days), or such a timeout asked for outright, on a Store
+// from New or from Open, still appends and acquires. Regression: every
+// append and acquisition failed with the server's "invalid value for
+// parameter" (and, from Open, every connection), although New had
+// succeeded.
+func TestLongLeasesAndIdleTimeoutsWork(t *testing.T) {
+	ctx := context.Background()
+	const day = 24 * time.Hour
+	testCases := []struct {
+		name string
+		open bool
+		opt  pgstore.Option
+	}{
+		{"New, 100-day lease", false, pgstore.WithLeaseDuration(100 * day)},
+		{"New, 30-day idle timeout", false, pgstore.WithIdleInTransactionTimeout(30 * day)},
+		{"New, longest lease", false, pgstore.WithLeaseDuration(time.Duration(1<<63 - 1))},
+		{"Open, 30-day idle timeout", true, pgstore.WithIdleInTransactionTimeout(30 * day)},
+		{"Open, 100-day lease", true, pgstore.WithLeaseDuration(100 * day)},
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _, schema := newStore(t, tc.opt)
+			if tc.open {
+				var err error
+				s, err = pgstore.Open(ctx, testDSN(t), pgstore.WithSchema(schema), tc.opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = s.Close() })
+			}
+			wf := workflowIn(3, 16)
+			if err := s.Append(ctx, token, wf, []eventstore.Event{started(wf, eventstore.NewRunID())}, 0); err != nil {
+				t.Fatalf("Append = %v", err)
+			}
+			if err := s.AcquireOwnedShard(ctx, 3); err != nil || !s.IsCurrentOwner(ctx, 3) {
+				t.Fatalf("AcquireOwnedShard = %v", err)
+			}
+			if err := s.Append(ctx, token, wf, []eventstore.Event{signal(eventstore.NewRunID(), "owner")}, 1); err != nil {
+				t.Fatalf("Append as the owner = %v", err)
+			}
+		})
+	}
+}

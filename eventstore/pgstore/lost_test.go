@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/eventstore/pgstore"
@@ -76,5 +77,44 @@ func TestLostConnectionLosesNothingAcknowledged(t *testing.T) {
 			}
 			wantHead(t, s, wf, 4)
 		})
+	}
+}
+
+// TestWaitingAppendEndsWithItsContext: an append waiting for the row lock of
+// its workflow, which another session's transaction holds, returns its
+// context's error when the context ends (it does not wait on), writes
+// nothing, and the same append succeeds once the lock is gone. So does a
+// cancellation of the workflow's outbox rows waiting the same way.
+func TestWaitingAppendEndsWithItsContext(t *testing.T) {
+	s, pool, schema := newStore(t)
+	ctx := context.Background()
+	wf, run := eventstore.NewWorkflowID(), eventstore.NewRunID()
+	if err := s.Append(ctx, token, wf, []eventstore.Event{started(wf, run)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+table(schema, "aionotel_workflows")+` WHERE workflow_id = $1 FOR UPDATE`, wf.String()); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := s.Append(short, token, wf, []eventstore.Event{signal(run, "late")}, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Append behind a held lock = %v, want context.DeadlineExceeded", err)
+	}
+	if _, err := s.SettleWorkflowOutboxRowsCancelled(short, wf); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("SettleWorkflowOutboxRowsCancelled behind a held lock = %v, want context.DeadlineExceeded", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, token, wf, []eventstore.Event{signal(run, "late")}, 1); err != nil {
+		t.Fatalf("the same append after the lock was released = %v", err)
+	}
+	if h, err := s.ReadHistory(ctx, wf); err != nil || len(h) != 2 {
+		t.Fatalf("history = %d events, %v; want 2", len(h), err)
 	}
 }

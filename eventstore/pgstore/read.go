@@ -108,7 +108,7 @@ func (s *Store) ReadRunChain(ctx context.Context, workflowID eventstore.Workflow
 // order of the IDs' canonical strings), limited to the enumeration scope
 // when one is set (see [Store.SetOwnedShards]).
 func (s *Store) ListWorkflowIDs(ctx context.Context) ([]eventstore.WorkflowID, error) {
-	return s.listIDs(ctx, s.q.listIDs, "list workflow IDs")
+	return s.listIDs(ctx, func(q *queries) string { return q.listIDs }, "list workflow IDs")
 }
 
 // ListActive returns, in ID order and within the enumeration scope, the
@@ -116,20 +116,22 @@ func (s *Store) ListWorkflowIDs(ctx context.Context) ([]eventstore.WorkflowID, e
 // was closed by continue-as-new (its next run is still to start), as
 // [eventstore.Memory.ListActive] does.
 func (s *Store) ListActive(ctx context.Context) ([]eventstore.WorkflowID, error) {
-	return s.listIDs(ctx, s.q.listActive, "list active")
+	return s.listIDs(ctx, func(q *queries) string { return q.listActive }, "list active")
 }
 
 // ListPaused returns, in ID order and within the enumeration scope, the
 // workflows whose current run is paused.
 func (s *Store) ListPaused(ctx context.Context) ([]eventstore.WorkflowID, error) {
-	return s.listIDs(ctx, s.q.listPaused, "list paused")
+	return s.listIDs(ctx, func(q *queries) string { return q.listPaused }, "list paused")
 }
 
-func (s *Store) listIDs(ctx context.Context, q, op string) ([]eventstore.WorkflowID, error) {
+// listIDs runs the listing that query picks, once enter has found the
+// Store usable (a nil Store has no queries to pick from).
+func (s *Store) listIDs(ctx context.Context, query func(*queries) string, op string) ([]eventstore.WorkflowID, error) {
 	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, q, s.scopeArg())
+	rows, err := s.pool.Query(ctx, query(&s.q), s.scopeArg())
 	if err != nil {
 		return nil, s.dbErr(op, err)
 	}

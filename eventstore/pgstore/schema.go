@@ -310,8 +310,10 @@ func metaInt(ctx context.Context, tx pgx.Tx, n names, key string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Both values are recorded positive (a shard count at most
+	// maxShardCount); anything else is damage, not a layout to migrate.
 	v, err := strconv.Atoi(s)
-	if err != nil {
+	if err != nil || v < 1 || (key == "shard_count" && v > maxShardCount) {
 		return 0, fmt.Errorf("%w: meta %s is %q", ErrCorruptRecord, key, s)
 	}
 	return v, nil

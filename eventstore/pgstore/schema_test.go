@@ -191,3 +191,33 @@ VALUES ($1, $1, $2, $2, 0, '', '', '', 1)`, []byte(wf.String()), wf)
 		}
 	}
 }
+
+// TestNewRefusesADamagedMetaTable: a schema version or shard count in the
+// meta table that no New records (not a positive integer, or past the
+// largest shard count) is damage: New fails with ErrCorruptRecord and
+// changes nothing. Regression: a negative schema version made New panic
+// (index out of range), and a version of 0 sent it to re-create tables
+// that exist.
+func TestNewRefusesADamagedMetaTable(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ key, value string }{
+		{"schema_version", "-1"}, {"schema_version", "0"}, {"schema_version", "two"}, {"schema_version", ""},
+		{"shard_count", "0"}, {"shard_count", "-16"}, {"shard_count", "99999999999"}, {"shard_count", "sixteen"},
+	} {
+		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
+			_, pool, schema := newStore(t)
+			meta := table(schema, "aionotel_eventstore_meta")
+			if _, err := pool.Exec(ctx, `UPDATE `+meta+` SET value = $1 WHERE key = $2`, tc.value, tc.key); err != nil {
+				t.Fatal(err)
+			}
+			s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
+			if !errors.Is(err, pgstore.ErrCorruptRecord) || s != nil {
+				t.Fatalf("New = %v, %v; want nil and ErrCorruptRecord", s, err)
+			}
+			var value string
+			if err := pool.QueryRow(ctx, `SELECT value FROM `+meta+` WHERE key = $1`, tc.key).Scan(&value); err != nil || value != tc.value {
+				t.Fatalf("the refused New changed %s to %q (%v)", tc.key, value, err)
+			}
+		})
+	}
+}

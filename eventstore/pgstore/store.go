@@ -23,8 +23,9 @@ import (
 //
 // A Store is safe for concurrent use; its calls run on the pool's
 // connections. The zero value is not usable ([New] or [Open] makes a
-// Store; the zero value's methods return an error wrapping
-// [eventstore.ErrInvalidArgument]), and a Store must not be copied. After
+// Store; the methods of a zero or nil Store return an error wrapping
+// [eventstore.ErrInvalidArgument], never panic), and a Store must not be
+// copied. After
 // [Store.Close] every method returns [ErrClosed].
 type Store struct {
 	pool    *pgxpool.Pool
@@ -73,9 +74,11 @@ var (
 // New returns a Store on pool, which it borrows: [Store.Close] does not close
 // it. It first migrates the tables (creating what is missing; see
 // [SchemaVersion]) and fails with [ErrSchemaVersion] on tables of a newer
-// layout, then opens a new life of its node name (see [WithNode]). A nil pool, an invalid [WithSchema] or [WithNode] name, or a
-// [WithShardCount] other than the count the database records returns an
-// error wrapping [eventstore.ErrInvalidArgument].
+// layout, and with [ErrCorruptRecord] on a meta table whose schema version
+// or shard count no New records, then opens a new life of its node name
+// (see [WithNode]). A nil pool, an invalid [WithSchema] or [WithNode] name,
+// or a [WithShardCount] out of range or other than the count the database
+// records returns an error wrapping [eventstore.ErrInvalidArgument].
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: pgstore: nil pool", eventstore.ErrInvalidArgument)
@@ -93,7 +96,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 		return nil, fmt.Errorf("%w: pgstore: WithShardCount(%d), but the database was created with %d shards", eventstore.ErrInvalidArgument, cfg.shardCount, shards)
 	}
 	s := &Store{pool: pool, lpool: pool, n: n, cfg: cfg, shards: shards, q: newQueries(n), epochs: map[int32]int64{},
-		setIdle: fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", max(cfg.idleTimeout().Milliseconds(), 1))}
+		setIdle: fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", cfg.idleMillis())}
 	if cfg.leasePool != nil {
 		s.lpool = cfg.leasePool
 	}
@@ -114,8 +117,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("%w: pgstore: %w", eventstore.ErrInvalidArgument, err)
 	}
 	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
-		idle := newConfig(opts).idleTimeout()
-		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(max(idle.Milliseconds(), 1))
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(newConfig(opts).idleMillis())
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -149,10 +151,22 @@ func (s *Store) Close() error {
 }
 
 // Node returns the name this store holds shard leases under ([WithNode]).
-func (s *Store) Node() string { return s.cfg.node }
+// A nil Store has none.
+func (s *Store) Node() string {
+	if s == nil {
+		return ""
+	}
+	return s.cfg.node
+}
 
 // ShardCount returns the number of shards workflows are partitioned into.
-func (s *Store) ShardCount() int { return s.shards }
+// A Store not made by New or Open has none.
+func (s *Store) ShardCount() int {
+	if s == nil {
+		return 0
+	}
+	return s.shards
+}
 
 // errNotReady is what every method of a Store not made by New returns.
 var errNotReady = fmt.Errorf("%w: pgstore.Store used without New or Open", eventstore.ErrInvalidArgument)

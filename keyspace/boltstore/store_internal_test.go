@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,5 +250,51 @@ func TestConfigDefaults(t *testing.T) {
 	c = newConfig([]Option{WithOpenTimeout(-1), WithNoSync(), WithFileMode(0o644)})
 	if c.openTimeout != -1 || !c.noSync || c.fileMode != 0o644 {
 		t.Fatalf("configured = %+v", c)
+	}
+}
+
+// waitingCtx is a context that reports on asked when Done is first
+// called: when the call given it starts to wait on it.
+type waitingCtx struct {
+	context.Context
+	once  sync.Once
+	asked chan struct{}
+}
+
+func (c *waitingCtx) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.asked) })
+	return c.Context.Done()
+}
+
+// TestWaitingAppendEndsWithItsContext: an append waiting for the append
+// before it (here, the writer slot held as that append holds it) returns
+// its context's error once the context ends, writes nothing, and leaves
+// the slot to the next append, which commits at the same expected seq.
+func TestWaitingAppendEndsWithItsContext(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "wait.db"), WithNoSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	key := keyspace.NewStreamKey(eventstore.NewWorkflowID(), eventstore.NewRunID(), 1, 0)
+	s.writer <- struct{}{} // an append in progress
+	parent, cancel := context.WithCancel(context.Background())
+	ctx := &waitingCtx{Context: parent, asked: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.AppendEvents(ctx, 0, testEvents(key, 2))
+		done <- err
+	}()
+	<-ctx.asked // it waits for the writer slot
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("AppendEvents waiting for the writer, its context cancelled = %v, want context.Canceled", err)
+	}
+	s.unlockWriter() // the append in progress ends
+	if head, err := s.Head(context.Background(), key); err != nil || head != 0 {
+		t.Fatalf("Head after the cancelled append = %d, %v; want 0", head, err)
+	}
+	if head, err := s.AppendEvents(context.Background(), 0, testEvents(key, 2)); err != nil || head != 2 {
+		t.Fatalf("the next AppendEvents = %d, %v; want 2", head, err)
 	}
 }

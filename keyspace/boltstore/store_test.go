@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aionotel/aionotel/eventstore"
-	"github.com/aionotel/aionotel/keyspace"
 	"github.com/aionotel/aionotel/keyspace/boltstore"
 	"github.com/aionotel/aionotel/keyspace/internal/keyspacetest"
 )
@@ -158,42 +156,10 @@ func TestCloseConcurrentWithCallsIsSafe(t *testing.T) {
 // too ("close of nil channel" from the damage handling it set off). They
 // now fail with ErrInvalidArgument, and Close returns nil.
 func TestNilAndZeroStoreFailWithoutPanic(t *testing.T) {
-	ctx := context.Background()
-	key := keyspace.NewStreamKey(eventstore.NewWorkflowID(), eventstore.NewRunID(), 1, 1)
-	ev := keyspace.ActivityEvent{WorkflowID: key.WorkflowID, RunID: key.RunID, ActivityID: 1, Attempt: 1, Content: keyspace.Message{Text: "x"}}
 	for _, tc := range []struct {
 		name string
 		s    *boltstore.Store
 	}{{"nil", nil}, {"zero", &boltstore.Store{}}} {
-		t.Run(tc.name, func(t *testing.T) {
-			calls := map[string]func() error{
-				"AppendEvents": func() error { _, err := tc.s.AppendEvents(ctx, 0, []keyspace.ActivityEvent{ev}); return err },
-				"Head":         func() error { _, err := tc.s.Head(ctx, key); return err },
-				"ReadFrom":     func() error { _, err := tc.s.ReadFrom(ctx, key, 0, 1); return err },
-				"ListStreams":  func() error { _, err := tc.s.ListStreams(ctx, key.WorkflowID, key.RunID); return err },
-			}
-			for name, call := range calls {
-				func() {
-					defer func() {
-						if r := recover(); r != nil {
-							t.Errorf("%s panicked: %v", name, r)
-						}
-					}()
-					if err := call(); !errors.Is(err, eventstore.ErrInvalidArgument) {
-						t.Errorf("%s = %v, want ErrInvalidArgument", name, err)
-					}
-				}()
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						t.Errorf("Close panicked: %v", r)
-					}
-				}()
-				if err := tc.s.Close(); err != nil {
-					t.Errorf("Close = %v, want nil", err)
-				}
-			}()
-		})
+		t.Run(tc.name, func(t *testing.T) { keyspacetest.CheckUnmadeStoreFailsWithoutPanic(t, tc.s) })
 	}
 }

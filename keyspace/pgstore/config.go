@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/aionotel/aionotel/eventstore"
 )
@@ -53,6 +54,9 @@ func checkIdent(what, name string, maxLen int) error {
 		return fmt.Errorf("%w: pgstore: empty %s name", eventstore.ErrInvalidArgument, what)
 	case len(name) > maxLen:
 		return fmt.Errorf("%w: pgstore: %s name %q is longer than %d bytes", eventstore.ErrInvalidArgument, what, name, maxLen)
+	case !utf8.ValidString(name):
+		// PostgreSQL's identifiers are text in the server's encoding.
+		return fmt.Errorf("%w: pgstore: %s name %q is not valid UTF-8", eventstore.ErrInvalidArgument, what, name)
 	}
 	for i := 0; i < len(name); i++ {
 		if name[i] == 0 {
@@ -67,17 +71,22 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 // WithSchema puts the tables in the named PostgreSQL schema, which [New]
-// creates if it does not exist. Names are quoted, so any text up to 63 bytes
-// is a valid name, case kept. Tests use a schema per test run to stay apart.
-// Without this option the tables are unqualified and land in the first schema
-// of the connection's search_path (normally "public").
+// creates if it does not exist. Names are quoted, so any valid UTF-8 up to
+// 63 bytes without NUL is a valid name, case kept; a longer one, or one
+// holding NUL or invalid UTF-8, makes New fail with an error wrapping
+// [eventstore.ErrInvalidArgument].
+// Tests use a schema per test run to stay apart. Without this option (or
+// with "") the tables are unqualified and land in the first schema of the
+// connection's search_path (normally "public").
 func WithSchema(name string) Option {
 	return optionFunc(func(c *config) { c.schema = name })
 }
 
-// WithTable names the records table (quoted, up to 58 bytes; the
-// schema-version table gets the same name with a "_meta" suffix). Without
-// this option the table is [DefaultTable].
+// WithTable names the records table (quoted, 1 to 58 bytes of valid UTF-8
+// without NUL; the schema-version table gets the same name with a "_meta"
+// suffix). Any other name makes New fail with an error wrapping
+// [eventstore.ErrInvalidArgument]. Without this option the table is
+// [DefaultTable].
 func WithTable(name string) Option {
 	return optionFunc(func(c *config) { c.table = name })
 }

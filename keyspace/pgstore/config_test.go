@@ -21,10 +21,16 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		{"longest-table", []Option{WithTable(strings.Repeat("t", 58))}, true},
 		{"longest-schema", []Option{WithSchema(strings.Repeat("s", 63))}, true},
 		{"odd-but-quotable", []Option{WithSchema(`a"b`), WithTable("Mixed Case; --")}, true},
+		{"empty-schema-is-none", []Option{WithSchema("")}, true},
 		{"empty-table", []Option{WithTable("")}, false},
 		{"table-too-long", []Option{WithTable(strings.Repeat("t", 59))}, false},
 		{"schema-too-long", []Option{WithSchema(strings.Repeat("s", 64))}, false},
 		{"nul-in-table", []Option{WithTable("a\x00")}, false},
+		{"nul-in-schema", []Option{WithSchema("a\x00")}, false},
+		// Regression: New sent these to the server, which refused them
+		// with an untyped error (SQLSTATE 22021).
+		{"table-not-utf8", []Option{WithTable("t\xff")}, false},
+		{"schema-not-utf8", []Option{WithSchema("s\xff")}, false},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,7 +44,9 @@
 // A [Store] is safe for concurrent use; its calls share the pool's
 // connections. Appends to different streams do not block each other (each
 // statement locks only the index entries it inserts). The zero Store is not
-// usable; a Store must not be copied. [Store.Close] is idempotent; after it
+// usable (its methods, and a nil Store's, fail with an error wrapping
+// eventstore.ErrInvalidArgument instead of panicking); a Store must not be
+// copied. [Store.Close] is idempotent; after it
 // every method returns [ErrClosed].
 //
 // # Limits

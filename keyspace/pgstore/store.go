@@ -36,8 +36,11 @@ const FormatVersion = codec.Version
 // own Store and [keyspace.Sequencer], and no store seq is ever given twice.
 //
 // A Store is safe for concurrent use; its calls run on the pool's
-// connections. The zero value is not usable: [New] or [Open] makes a Store.
-// After [Store.Close] every method returns [ErrClosed].
+// connections. The zero value is not usable: [New] or [Open] makes a Store;
+// every method of a zero or nil Store returns an error wrapping
+// [eventstore.ErrInvalidArgument] (its Close returns nil), as a nil
+// [keyspace.Memory]'s do. After [Store.Close] every method returns
+// [ErrClosed].
 type Store struct {
 	pool    *pgxpool.Pool
 	ownPool bool
@@ -155,6 +158,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 // calls in progress to give their connections back; one from [New] leaves
 // the caller's pool open. Close is idempotent and returns nil.
 func (s *Store) Close() error {
+	if s == nil || s.pool == nil {
+		return nil
+	}
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		if s.ownPool {
@@ -164,10 +170,17 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// begin checks what every call checks first: the context, then the store.
+// errNotReady is what every method of a Store not made by New returns.
+var errNotReady = fmt.Errorf("%w: pgstore.Store used without New or Open", eventstore.ErrInvalidArgument)
+
+// begin checks what every call checks first: the context, then the store
+// being made by New and open.
 func (s *Store) begin(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s == nil || s.pool == nil {
+		return errNotReady
 	}
 	if s.closed.Load() {
 		return ErrClosed

@@ -308,6 +308,18 @@ func TestCloseIsIdempotentAndEndsEveryMethod(t *testing.T) {
 	}
 }
 
+// Regression: every method of a nil or zero Store panicked on the missing
+// pool, where keyspace.Memory, boltstore and the event store's pgstore fail
+// with ErrInvalidArgument.
+func TestNilAndZeroStoreFailWithoutPanic(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    *pgstore.Store
+	}{{"nil", nil}, {"zero", &pgstore.Store{}}} {
+		t.Run(tc.name, func(t *testing.T) { keyspacetest.CheckUnmadeStoreFailsWithoutPanic(t, tc.s) })
+	}
+}
+
 func TestCorruptRecordsFailReadsClearly(t *testing.T) {
 	testCases := []struct {
 		name   string

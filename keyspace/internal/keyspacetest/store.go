@@ -348,6 +348,51 @@ func CheckCloseEndsEveryMethod(t testing.TB, s Store, errClosed error) {
 	}
 }
 
+// CheckUnmadeStoreFailsWithoutPanic calls every method, an empty append
+// included, of s, a nil or zero Store of a backend (one its constructor did
+// not make): each must return an error wrapping
+// [eventstore.ErrInvalidArgument] instead of panicking, and Close must
+// return nil.
+func CheckUnmadeStoreFailsWithoutPanic(t testing.TB, s Store) {
+	t.Helper()
+	ctx := context.Background()
+	key := NewKey(1, 1)
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"AppendEvents", func() error { _, err := s.AppendEvents(ctx, 0, Messages(key, 0, 1)); return err }},
+		{"AppendEvents-empty", func() error { _, err := s.AppendEvents(ctx, 0, nil); return err }},
+		{"Head", func() error { _, err := s.Head(ctx, key); return err }},
+		{"ReadFrom", func() error { _, err := s.ReadFrom(ctx, key, 0, 1); return err }},
+		{"ListStreams", func() error { _, err := s.ListStreams(ctx, key.WorkflowID, key.RunID); return err }},
+	}
+	for _, c := range calls {
+		run(t, c.name, func(t testing.TB) {
+			t.Helper()
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("%s panicked: %v", c.name, r)
+				}
+			}()
+			if err := c.call(); !errors.Is(err, eventstore.ErrInvalidArgument) {
+				t.Fatalf("%s = %v, want an error wrapping ErrInvalidArgument", c.name, err)
+			}
+		})
+	}
+	run(t, "Close", func(t testing.TB) {
+		t.Helper()
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("Close panicked: %v", r)
+			}
+		}()
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close = %v, want nil", err)
+		}
+	})
+}
+
 // CheckConcurrentSafe runs, at once, six writers appending ten batches of
 // five events each to a stream of their own in one run, and as many readers
 // reading those streams and listing the run (run it under -race). Then the
