@@ -35,7 +35,11 @@
 // refusal is one of the sentinels ([ErrSequenceConflict], [ErrInvalidToken],
 // [ErrNotFound], [ErrNotOwner], [ErrInvalidArgument], [ErrUnsupported]) or
 // wraps one, so callers test with errors.Is, and a refused call writes
-// nothing. Reads of an unknown workflow return an empty result, not an error.
+// nothing. A call that fails for a reason outside the contract is not a
+// refusal and wraps none of them: the caller's context ended (its error),
+// the backend was closed (the backend's own error, pgstore.ErrClosed) or
+// could not be reached (the driver's). Reads of an unknown workflow return
+// an empty result, not an error.
 // Where the contract leaves a choice open, [Memory] and its methods say what
 // it does.
 //
