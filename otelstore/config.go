@@ -60,6 +60,7 @@ type config struct {
 	shardCount     int
 	resumeReport   func(pairing.ResumeReport, error)
 	timelineSet    bool // WithTimelineSpans was given
+	typeLimitSet   bool // WithTypeCardinalityLimit was given
 	// The span's shape on the call path.
 	spanNameFormat  func(Operation, string) string
 	exceptionEvents bool
@@ -127,6 +128,9 @@ func (c *config) validate() error {
 	}
 	if c.tracker != nil && c.timelineSet {
 		c.handle(fmt.Errorf("%w: WithTimelineSpans is ignored beside WithPairing: the shared tracker's own pairing.WithTimelineSpans applies", ErrInvalidOption))
+	}
+	if c.tracker != nil && c.typeLimitSet {
+		c.handle(fmt.Errorf("%w: WithTypeCardinalityLimit beside WithPairing bounds aion.workflows.started only: the shared tracker's own pairing.WithTypeCardinalityLimit applies to its instruments", ErrInvalidOption))
 	}
 	c.namespace = attrvalue.String(c.namespace)
 	c.keyspaceNamespace = attrvalue.String(c.keyspaceNamespace)
@@ -358,9 +362,14 @@ func WithResumeReports(report func(pairing.ResumeReport, error)) Option {
 // the tracker New makes, aion.activity.type) values: past n of them, new
 // values are recorded as "_other". Types are made valid UTF-8 and cut to 256
 // bytes first. Without it, or given n <= 0, the limit is
-// [DefaultTypeCardinalityLimit].
+// [DefaultTypeCardinalityLimit]. With [WithPairing] it still bounds the
+// decorator's own aion.workflows.started, but the shared tracker's
+// instruments keep that tracker's pairing.WithTypeCardinalityLimit: given
+// beside WithPairing, it is reported to the error handler with
+// [ErrInvalidOption] (New still succeeds), as [WithTimelineSpans] is.
 func WithTypeCardinalityLimit(n int) Option {
 	return optionFunc(func(c *config) {
+		c.typeLimitSet = true
 		if n > 0 {
 			c.typeLimit = n
 		}
