@@ -68,6 +68,7 @@ type handoff struct {
 	lost      map[int]bool // lost to another node: not observed
 	queue     [][]int      // shard sets waiting to be resumed
 	running   bool
+	idle      chan struct{} // closed when the running drain stops; nil when none runs
 	// anyLost is whether lost has a shard: the appends' fast path reads it
 	// without the lock.
 	anyLost atomic.Bool
@@ -124,6 +125,7 @@ func (h *handoff) update(ctx context.Context, change func()) {
 		h.queue = append(h.queue, resume)
 		if !h.running {
 			h.running = true
+			h.idle = make(chan struct{})
 			go h.drain()
 		}
 	}
@@ -140,6 +142,8 @@ func (h *handoff) drain() {
 		h.mu.Lock()
 		if len(h.queue) == 0 {
 			h.running = false
+			close(h.idle)
+			h.idle = nil
 			h.mu.Unlock()
 			return
 		}
@@ -155,6 +159,27 @@ func (h *handoff) drain() {
 			h.tracker.ReleaseShards(context.Background(), h.ns, h.shards, stale...)
 		}
 		h.reportResume(report, err)
+	}
+}
+
+// waitResumed waits until no resume of shards is queued or running (those
+// queued meanwhile too), or until ctx ends, whose error it then returns.
+func (h *handoff) waitResumed(ctx context.Context) error {
+	if h == nil {
+		return nil
+	}
+	for {
+		h.mu.Lock()
+		idle := h.idle
+		h.mu.Unlock()
+		if idle == nil {
+			return nil
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

@@ -99,8 +99,9 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // error.type. [Resume] is then a warm-up: it takes the open runs and the
 // activities in flight from history (pairing.Tracker.Resume), so the
 // gauges are what history says before the first write to each workflow.
-// [Flush] waits for the fills pending: a process calls it before it shuts
-// its providers down, so that the last writes' fills are recorded. A node
+// [Flush] waits for the background reads pending (the resumes of shards
+// it started serving, then the fills): a process calls it before it shuts
+// its providers down, so that what they were to record is recorded. A node
 // that dies or lets a shard go while one of its fills is pending
 // loses what that fill was to record, as it loses the spans its exporter
 // held. Over a
