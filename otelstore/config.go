@@ -284,7 +284,8 @@ func WithSpanFilter(filter func(ctx context.Context, op Operation) bool) SharedO
 // key that is empty, longer than 256 bytes, not valid UTF-8, one that no
 // Prometheus exporter can turn into a label (one without an ASCII letter or
 // digit, such as "ключ"; one whose label name, each other character written
-// as '_', starts with "__" or "otel_scope_"), or one the decorators set
+// as '_', starts with "__" or "otel_scope_", or is "le" or "quantile",
+// which histogram and summary series carry already), or one the decorators set
 // themselves (any aion.* key of the catalog, db.operation.name, error.type,
 // and db.system.name, which has [WithDBSystem]), also under another
 // spelling of its label name ("error_type"), is dropped, and reported to

@@ -205,6 +205,8 @@ func TestWithAttributesValidated(t *testing.T) {
 		{"exporter's scope label", attribute.String("otel_scope_name", "x")},
 		{"exporter's scope label spelt with dots", attribute.String("otel.scope.version", "x")},
 		{"catalog key spelt as its label", attribute.String("error_type", "x")},
+		{"histogram bucket label", attribute.String("le", "x")},
+		{"summary quantile label", attribute.String("quantile", "x")},
 		{"huge key", attribute.String(strings.Repeat("k", 257), "x")},
 	}
 	for _, tc := range testCases {

@@ -36,8 +36,9 @@ type Tracker struct {
 // Telemetry trouble never fails New: an error creating an instrument is
 // reported to otel.Handle and the tracker keeps working, pairing entries
 // correctly, with a no-op instrument in its place. The only error New returns
-// is a misused option: [WithAttributes] given an empty key or a key the
-// tracker sets itself, matching [ErrInvalidOption] with errors.Is.
+// is a misused option: [WithAttributes] given a key it refuses (an empty
+// key, a key the tracker sets itself, ...), matching [ErrInvalidOption]
+// with errors.Is.
 //
 // The oldest-in-flight gauge is an observable instrument: its callback stays
 // registered with the MeterProvider (and keeps the tracker reachable) for
