@@ -71,11 +71,12 @@ func New(opts ...Option) (*Tracker, error) {
 // Dispatched records the dispatch of the activity key, of type activityType,
 // at time at (its ActivityScheduled's RecordedAt; a zero time is now). If
 // the tracker knows no dispatch of key, the dispatch is remembered with its
-// type and time, aion.activities.dispatched is counted and, unless a
-// terminal of key (or a close of its run) already arrived, the activity is
-// in flight: aion.inflight_activities is raised by one and Dispatched
-// returns true. A terminal that arrived first settles it at once, with
-// the duration and span history gives.
+// type and time, aion.activities.dispatched is counted and Dispatched
+// returns true; unless a terminal of key (or a close of its run) already
+// arrived, the activity is in flight: aion.inflight_activities is raised
+// by one. A terminal or close that arrived first settles it at once
+// (the gauge is not raised; Dispatched still returns true, since the
+// dispatch was new), with the duration and span history gives.
 //
 // A dispatch of a key the tracker already knows (a repeat, or a re-driven
 // append; also after the activity settled, while the tracker remembers it)
