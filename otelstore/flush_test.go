@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,7 +55,7 @@ func (h *harness) wantTotal(t *testing.T, name string, want int64) {
 // adoption lost a completion, a retry, a run span or gauge slots (the
 // resume was still joining when Flush returned).
 func TestAdopterClosesOrphansBeforeItsResume(t *testing.T) {
-	for _, mode := range []string{"adopt", "adopt then Resume", "restart"} {
+	for _, mode := range []string{"adopt", "adopt, concurrent writers", "adopt then Resume", "restart"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx, tok := context.Background(), eventstore.RecorderToken()
 			cluster := eventstore.NewMemoryCluster()
@@ -112,16 +113,25 @@ func TestAdopterClosesOrphansBeforeItsResume(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			var wg sync.WaitGroup
 			for _, o := range orphans {
-				evs := []eventstore.Event{eventstore.ActivityFailed{Envelope: env(o.run, 3*time.Second), ActivityID: 0, Attempt: 2, Error: eventstore.ActivityError{Kind: eventstore.Retryable}}}
-				for i := range o.acts {
-					evs = append(evs, eventstore.ActivityCompleted{Envelope: env(o.run, 5*time.Second), ActivityID: eventstore.ActivityID(i), Attempt: 3})
+				write := func() {
+					evs := []eventstore.Event{eventstore.ActivityFailed{Envelope: env(o.run, 3*time.Second), ActivityID: 0, Attempt: 2, Error: eventstore.ActivityError{Kind: eventstore.Retryable}}}
+					for i := range o.acts {
+						evs = append(evs, eventstore.ActivityCompleted{Envelope: env(o.run, 5*time.Second), ActivityID: eventstore.ActivityID(i), Attempt: 3})
+					}
+					evs = append(evs, eventstore.WorkflowCompleted{Envelope: env(o.run, 10*time.Second)})
+					if err := b.Append(ctx, tok, o.wf, evs, o.seq); err != nil {
+						t.Error(err)
+					}
 				}
-				evs = append(evs, eventstore.WorkflowCompleted{Envelope: env(o.run, 10*time.Second)})
-				if err := b.Append(ctx, tok, o.wf, evs, o.seq); err != nil {
-					t.Fatal(err)
+				if mode == "adopt, concurrent writers" {
+					wg.Go(write)
+				} else {
+					write()
 				}
 			}
+			wg.Wait()
 			if mode == "adopt then Resume" {
 				if _, err := otelstore.Resume(ctx, b); err != nil {
 					t.Fatal(err)
