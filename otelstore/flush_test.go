@@ -49,7 +49,8 @@ func (h *harness) wantTotal(t *testing.T, name string, want int64) {
 // An adopter that acquires a dead node's shards and at once writes the
 // retries, terminals and closes of its orphaned runs, before the resume it
 // starts by itself lists them (or, after a restart, without any resume),
-// records each of them once, at history's times, once Flush returned: a
+// records each of them once, at history's times, each activity span under
+// its run span (no ID generator installed), once Flush returned: a
 // process calls Flush and then shuts its providers down. Before Flush
 // waited for the shards' background resume too, 5 of 60 runs of the
 // adoption lost a completion, a retry, a run span or gauge slots (the
@@ -150,8 +151,10 @@ func TestAdopterClosesOrphansBeforeItsResume(t *testing.T) {
 			h.wantTotal(t, "aion.inflight_activities", 0)
 
 			traces := map[string]int{}
+			runSpans := map[string]string{} // trace -> run span ID
 			for _, s := range h.spansNamed("workflow order") {
 				traces[s.SpanContext().TraceID().String()]++
+				runSpans[s.SpanContext().TraceID().String()] = s.SpanContext().SpanID().String()
 				if !s.StartTime().Equal(t0) || !s.EndTime().Equal(t0.Add(10*time.Second)) {
 					t.Errorf("run span %v..%v, want history's 0s..10s", s.StartTime().Sub(t0), s.EndTime().Sub(t0))
 				}
@@ -169,6 +172,9 @@ func TestAdopterClosesOrphansBeforeItsResume(t *testing.T) {
 				t.Errorf("%d activity spans, want %d", len(acts), inFlight)
 			}
 			for _, s := range acts {
+				if run := runSpans[s.SpanContext().TraceID().String()]; s.Parent().SpanID().String() != run {
+					t.Errorf("activity span's parent %s, want its run span %s", s.Parent().SpanID(), run)
+				}
 				if !s.StartTime().Equal(t0.Add(time.Second)) || !s.EndTime().Equal(t0.Add(5*time.Second)) {
 					t.Errorf("activity span %v..%v, want history's 1s..5s", s.StartTime().Sub(t0), s.EndTime().Sub(t0))
 				}
