@@ -26,6 +26,9 @@ var ErrNotDecorated = errors.New("otelstore: not a store returned by otelstore.N
 // Appends may go on meanwhile: Resume returns once the gap fills their
 // first writes began for the workflows it read have ended, so that when
 // it and they have returned the telemetry of those workflows is exact.
+// It does not wait for what it did not read: the fills of runs closed
+// before it listed them, or the resumes the decorator runs by itself when
+// it adopts shards; [Flush] waits for those.
 // For a [eventstore.ShardOwner] store the workflows are those of its
 // enumeration scope; the decorator also resumes shards by itself as it
 // adopts them (see [New]).
