@@ -351,8 +351,9 @@ func WithShardCount(n int) Option {
 // WithResumeReports sets a function that receives what each resume the
 // decorator runs by itself did, when a [eventstore.ShardOwner] store starts
 // serving shards (see [New]): its report and error. It runs on the
-// goroutine that resumed, one report at a time; a panic of its is reported
-// to otel.Handle. Without it, or given nil, a resume's error goes to
+// goroutine that resumed, one report at a time, before that resume counts
+// as ended: it must not wait for [Flush] of the same store, which waits for
+// it. A panic of its is reported to otel.Handle. Without it, or given nil, a resume's error goes to
 // otel.Handle and its report nowhere (the metric aion.pairing.resumed
 // counts the workflows read).
 func WithResumeReports(report func(pairing.ResumeReport, error)) Option {
