@@ -223,3 +223,42 @@ func TestFlushWaitsForTheShardsResume(t *testing.T) {
 		t.Fatal("Flush returned before the shards' resume reported")
 	}
 }
+
+// A node whose scope narrows gives the shards it leaves back, and one whose
+// scope widens resumes the shards it gains by itself: once Flush returned,
+// its gauge is what history has in flight in the shards it serves, without
+// a call to Resume.
+func TestScopeChangesKeepTheGaugeToHistory(t *testing.T) {
+	ctx, tok := context.Background(), eventstore.RecorderToken()
+	const shards = 4
+	inner := eventstore.NewMemory(eventstore.WithShardCount(shards))
+	h := newHarness(t)
+	s := h.wrap(t, inner)
+	perShard := make([]int64, shards)
+	for range 40 {
+		wf, run := ids()
+		if err := s.Append(ctx, tok, wf, []eventstore.Event{
+			eventstore.WorkflowStarted{Envelope: env(run, 0), WorkflowType: "flow"},
+			eventstore.ActivityScheduled{Envelope: env(run, time.Second), ActivityID: 0, ActivityType: "charge"},
+		}, 0); err != nil {
+			t.Fatal(err)
+		}
+		perShard[eventstore.ShardOf(wf, shards)]++
+	}
+	so := s.(eventstore.ShardOwner)
+	so.SetOwnedShards(ctx, []int{0})
+	if err := otelstore.Flush(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	h.assertSum(t, "aion.inflight_activities", false, point(perShard[0], ns, charge))
+	so.ExtendOwnedShards(ctx, []int{2, 3})
+	if err := otelstore.Flush(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	h.assertSum(t, "aion.inflight_activities", false, point(perShard[0]+perShard[2]+perShard[3], ns, charge))
+	so.SetOwnedShards(ctx, nil)
+	if err := otelstore.Flush(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	h.assertSum(t, "aion.inflight_activities", false, point(40, ns, charge))
+}

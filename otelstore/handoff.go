@@ -108,8 +108,16 @@ func (h *handoff) served(s int) bool {
 
 // update applies a change of the node's shards (under h.mu, by change) and
 // then resumes what is newly served and releases what no longer is.
+//
+// A shard served before the change and not after is released also when it
+// was never resumed: before any scope or election every shard is served,
+// and the tracker holds what this node wrote to it.
 func (h *handoff) update(ctx context.Context, change func()) {
 	h.mu.Lock()
+	before := make([]bool, h.shards)
+	for s := range h.shards {
+		before[s] = h.served(s)
+	}
 	change()
 	var resume, release []int
 	for s := range h.shards {
@@ -119,7 +127,7 @@ func (h *handoff) update(ctx context.Context, change func()) {
 			delete(h.lost, s)
 			h.anyLost.Store(len(h.lost) > 0)
 			resume = append(resume, s)
-		case !served && h.resumed[s]:
+		case !served && (h.resumed[s] || before[s]):
 			delete(h.resumed, s)
 			release = append(release, s)
 		}
