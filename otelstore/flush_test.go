@@ -224,10 +224,11 @@ func TestFlushWaitsForTheShardsResume(t *testing.T) {
 	}
 }
 
-// A node whose scope narrows gives the shards it leaves back, and one whose
-// scope widens resumes the shards it gains by itself: once Flush returned,
-// its gauge is what history has in flight in the shards it serves, without
-// a call to Resume.
+// A node whose scope narrows, or which runs its first election, gives the
+// shards it leaves back, also those it served from the start without a
+// resume, and one whose scope widens resumes the shards it gains by
+// itself: once Flush returned, its gauge is what history has in flight in
+// the shards it serves, without a call to Resume.
 func TestScopeChangesKeepTheGaugeToHistory(t *testing.T) {
 	ctx, tok := context.Background(), eventstore.RecorderToken()
 	const shards = 4
@@ -261,4 +262,12 @@ func TestScopeChangesKeepTheGaugeToHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.assertSum(t, "aion.inflight_activities", false, point(40, ns, charge))
+	// The first election leaves out the shards the node did not win.
+	if err := so.AcquireOwnedShards(ctx, []int{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := otelstore.Flush(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	h.assertSum(t, "aion.inflight_activities", false, point(perShard[1]+perShard[2], ns, charge))
 }

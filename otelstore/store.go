@@ -110,9 +110,12 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // also follows the shards it serves: in its enumeration scope and, once it
 // has run an election, held. A shard it starts serving (an acquisition, a
 // scope widened) is resumed in the background ([WithResumeReports] says
-// when); one it stops serving (the scope narrowed, IsCurrentOwner says it
-// is not held, a write to one of its workflows refused with
-// [eventstore.ErrNotOwner]) is released: its activities give their gauge
+// when); one it stops serving (the scope narrowed, the node's first
+// election, which leaves out the shards it did not win, IsCurrentOwner
+// says it is not held, a write to one of its workflows refused with
+// [eventstore.ErrNotOwner]) is released, whether it was resumed or served
+// from the start (before any scope or election every shard is): its
+// activities give their gauge
 // slots back without a completion and their spans are dropped unended, for
 // the node that adopted it to export (aion.pairing.released). One window
 // stays: between a node's death and the adoption of its shards, the dead
