@@ -60,6 +60,7 @@ type config struct {
 	shardCount     int
 	resumeReport   func(pairing.ResumeReport, error)
 	timelineSet    bool // WithTimelineSpans was given
+	typeLimitSet   bool // WithTypeCardinalityLimit was given
 	// The span's shape on the call path.
 	spanNameFormat  func(Operation, string) string
 	exceptionEvents bool
@@ -127,6 +128,9 @@ func (c *config) validate() error {
 	}
 	if c.tracker != nil && c.timelineSet {
 		c.handle(fmt.Errorf("%w: WithTimelineSpans is ignored beside WithPairing: the shared tracker's own pairing.WithTimelineSpans applies", ErrInvalidOption))
+	}
+	if c.tracker != nil && c.typeLimitSet {
+		c.handle(fmt.Errorf("%w: WithTypeCardinalityLimit beside WithPairing bounds aion.workflows.started only: the shared tracker's own pairing.WithTypeCardinalityLimit applies to its instruments", ErrInvalidOption))
 	}
 	c.namespace = attrvalue.String(c.namespace)
 	c.keyspaceNamespace = attrvalue.String(c.keyspaceNamespace)
@@ -283,7 +287,8 @@ func WithSpanFilter(filter func(ctx context.Context, op Operation) bool) SharedO
 // key that is empty, longer than 256 bytes, not valid UTF-8, one that no
 // Prometheus exporter can turn into a label (one without an ASCII letter or
 // digit, such as "ключ"; one whose label name, each other character written
-// as '_', starts with "__" or "otel_scope_"), or one the decorators set
+// as '_', starts with "__" or "otel_scope_", or is "le" or "quantile",
+// which histogram and summary series carry already), or one the decorators set
 // themselves (any aion.* key of the catalog, db.operation.name, error.type,
 // and db.system.name, which has [WithDBSystem]), also under another
 // spelling of its label name ("error_type"), is dropped, and reported to
@@ -349,8 +354,9 @@ func WithShardCount(n int) Option {
 // WithResumeReports sets a function that receives what each resume the
 // decorator runs by itself did, when a [eventstore.ShardOwner] store starts
 // serving shards (see [New]): its report and error. It runs on the
-// goroutine that resumed, one report at a time; a panic of its is reported
-// to otel.Handle. Without it, or given nil, a resume's error goes to
+// goroutine that resumed, one report at a time, before that resume counts
+// as ended: it must not wait for [Flush] of the same store, which waits for
+// it. A panic of its is reported to otel.Handle. Without it, or given nil, a resume's error goes to
 // otel.Handle and its report nowhere (the metric aion.pairing.resumed
 // counts the workflows read).
 func WithResumeReports(report func(pairing.ResumeReport, error)) Option {
@@ -361,9 +367,14 @@ func WithResumeReports(report func(pairing.ResumeReport, error)) Option {
 // the tracker New makes, aion.activity.type) values: past n of them, new
 // values are recorded as "_other". Types are made valid UTF-8 and cut to 256
 // bytes first. Without it, or given n <= 0, the limit is
-// [DefaultTypeCardinalityLimit].
+// [DefaultTypeCardinalityLimit]. With [WithPairing] it still bounds the
+// decorator's own aion.workflows.started, but the shared tracker's
+// instruments keep that tracker's pairing.WithTypeCardinalityLimit: given
+// beside WithPairing, it is reported to the error handler with
+// [ErrInvalidOption] (New still succeeds), as [WithTimelineSpans] is.
 func WithTypeCardinalityLimit(n int) Option {
 	return optionFunc(func(c *config) {
+		c.typeLimitSet = true
 		if n > 0 {
 			c.typeLimit = n
 		}

@@ -108,3 +108,38 @@ func checkParentIsRun(t *testing.T, h *harness) {
 		t.Errorf("activity span parent %v, run span %v", parent, runSC)
 	}
 }
+
+// After a restart without Resume, the first write to a workflow makes its
+// fill put that workflow's activities still in flight back in the gauge
+// (its other activities and other workflows wait for their own first
+// write, or for Resume), and counts no dispatch but the one written here.
+func TestFirstWriteAfterRestartFillsTheGauge(t *testing.T) {
+	ctx, tok := context.Background(), eventstore.RecorderToken()
+	inner := eventstore.NewMemory()
+	before := newHarness(t).wrap(t, inner)
+	var wfs []eventstore.WorkflowID
+	var runs []eventstore.RunID
+	for range 3 {
+		wf, run := ids()
+		if err := before.Append(ctx, tok, wf, []eventstore.Event{
+			eventstore.WorkflowStarted{Envelope: env(run, 0), WorkflowType: "flow"},
+			eventstore.ActivityScheduled{Envelope: env(run, time.Second), ActivityID: 0, ActivityType: "charge"},
+			eventstore.ActivityScheduled{Envelope: env(run, time.Second), ActivityID: 1, ActivityType: "charge"},
+		}, 0); err != nil {
+			t.Fatal(err)
+		}
+		wfs, runs = append(wfs, wf), append(runs, run)
+	}
+	h := newHarness(t)
+	after := h.wrap(t, inner)
+	if err := after.Append(ctx, tok, wfs[0], []eventstore.Event{
+		eventstore.ActivityScheduled{Envelope: env(runs[0], 2*time.Second), ActivityID: 2, ActivityType: "charge"},
+	}, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := otelstore.Flush(ctx, after); err != nil {
+		t.Fatal(err)
+	}
+	h.assertSum(t, "aion.inflight_activities", false, point(3, ns, charge))
+	h.assertSum(t, "aion.activities.dispatched", true, point(1, ns, charge))
+}

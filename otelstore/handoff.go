@@ -26,6 +26,9 @@ var ErrNotDecorated = errors.New("otelstore: not a store returned by otelstore.N
 // Appends may go on meanwhile: Resume returns once the gap fills their
 // first writes began for the workflows it read have ended, so that when
 // it and they have returned the telemetry of those workflows is exact.
+// It does not wait for what it did not read: the fills of runs closed
+// before it listed them, or the resumes the decorator runs by itself when
+// it adopts shards; [Flush] waits for those.
 // For a [eventstore.ShardOwner] store the workflows are those of its
 // enumeration scope; the decorator also resumes shards by itself as it
 // adopts them (see [New]).
@@ -68,6 +71,7 @@ type handoff struct {
 	lost      map[int]bool // lost to another node: not observed
 	queue     [][]int      // shard sets waiting to be resumed
 	running   bool
+	idle      chan struct{} // closed when the running drain stops; nil when none runs
 	// anyLost is whether lost has a shard: the appends' fast path reads it
 	// without the lock.
 	anyLost atomic.Bool
@@ -104,8 +108,16 @@ func (h *handoff) served(s int) bool {
 
 // update applies a change of the node's shards (under h.mu, by change) and
 // then resumes what is newly served and releases what no longer is.
+//
+// A shard served before the change and not after is released also when it
+// was never resumed: before any scope or election every shard is served,
+// and the tracker holds what this node wrote to it.
 func (h *handoff) update(ctx context.Context, change func()) {
 	h.mu.Lock()
+	before := make([]bool, h.shards)
+	for s := range h.shards {
+		before[s] = h.served(s)
+	}
 	change()
 	var resume, release []int
 	for s := range h.shards {
@@ -115,7 +127,7 @@ func (h *handoff) update(ctx context.Context, change func()) {
 			delete(h.lost, s)
 			h.anyLost.Store(len(h.lost) > 0)
 			resume = append(resume, s)
-		case !served && h.resumed[s]:
+		case !served && (h.resumed[s] || before[s]):
 			delete(h.resumed, s)
 			release = append(release, s)
 		}
@@ -124,6 +136,7 @@ func (h *handoff) update(ctx context.Context, change func()) {
 		h.queue = append(h.queue, resume)
 		if !h.running {
 			h.running = true
+			h.idle = make(chan struct{})
 			go h.drain()
 		}
 	}
@@ -140,6 +153,8 @@ func (h *handoff) drain() {
 		h.mu.Lock()
 		if len(h.queue) == 0 {
 			h.running = false
+			close(h.idle)
+			h.idle = nil
 			h.mu.Unlock()
 			return
 		}
@@ -155,6 +170,27 @@ func (h *handoff) drain() {
 			h.tracker.ReleaseShards(context.Background(), h.ns, h.shards, stale...)
 		}
 		h.reportResume(report, err)
+	}
+}
+
+// waitResumed waits until no resume of shards is queued or running (those
+// queued meanwhile too), or until ctx ends, whose error it then returns.
+func (h *handoff) waitResumed(ctx context.Context) error {
+	if h == nil {
+		return nil
+	}
+	for {
+		h.mu.Lock()
+		idle := h.idle
+		h.mu.Unlock()
+		if idle == nil {
+			return nil
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

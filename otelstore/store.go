@@ -99,8 +99,9 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // error.type. [Resume] is then a warm-up: it takes the open runs and the
 // activities in flight from history (pairing.Tracker.Resume), so the
 // gauges are what history says before the first write to each workflow.
-// [Flush] waits for the fills pending: a process calls it before it shuts
-// its providers down, so that the last writes' fills are recorded. A node
+// [Flush] waits for the background reads pending (the resumes of shards
+// it started serving, then the fills): a process calls it before it shuts
+// its providers down, so that what they were to record is recorded. A node
 // that dies or lets a shard go while one of its fills is pending
 // loses what that fill was to record, as it loses the spans its exporter
 // held. Over a
@@ -109,9 +110,12 @@ var ErrNilStore = errors.New("otelstore: nil inner store")
 // also follows the shards it serves: in its enumeration scope and, once it
 // has run an election, held. A shard it starts serving (an acquisition, a
 // scope widened) is resumed in the background ([WithResumeReports] says
-// when); one it stops serving (the scope narrowed, IsCurrentOwner says it
-// is not held, a write to one of its workflows refused with
-// [eventstore.ErrNotOwner]) is released: its activities give their gauge
+// when); one it stops serving (the scope narrowed, the node's first
+// election, which leaves out the shards it did not win, IsCurrentOwner
+// says it is not held, a write to one of its workflows refused with
+// [eventstore.ErrNotOwner]) is released, whether it was resumed or served
+// from the start (before any scope or election every shard is): its
+// activities give their gauge
 // slots back without a completion and their spans are dropped unended, for
 // the node that adopted it to export (aion.pairing.released). One window
 // stays: between a node's death and the adoption of its shards, the dead

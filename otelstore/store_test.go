@@ -205,6 +205,8 @@ func TestWithAttributesValidated(t *testing.T) {
 		{"exporter's scope label", attribute.String("otel_scope_name", "x")},
 		{"exporter's scope label spelt with dots", attribute.String("otel.scope.version", "x")},
 		{"catalog key spelt as its label", attribute.String("error_type", "x")},
+		{"histogram bucket label", attribute.String("le", "x")},
+		{"summary quantile label", attribute.String("quantile", "x")},
 		{"huge key", attribute.String(strings.Repeat("k", 257), "x")},
 	}
 	for _, tc := range testCases {
@@ -653,7 +655,7 @@ func TestTypedNilProvidersFallBack(t *testing.T) {
 // A tracker option given beside WithPairing cannot apply (the shared
 // tracker has its own); it is reported, not silently dropped, and New
 // still succeeds. Alone, it is simply applied.
-func TestTimelineOptionBesideSharedTrackerIsReported(t *testing.T) {
+func TestTrackerOptionBesideSharedTrackerIsReported(t *testing.T) {
 	h := newHarness(t)
 	for _, tc := range []struct {
 		name    string
@@ -663,6 +665,9 @@ func TestTimelineOptionBesideSharedTrackerIsReported(t *testing.T) {
 		{"beside WithPairing", []otelstore.Option{otelstore.WithPairing(newTracker(t, h)), otelstore.WithTimelineSpans(false)}, 1},
 		{"WithPairing alone", []otelstore.Option{otelstore.WithPairing(newTracker(t, h))}, 0},
 		{"alone", []otelstore.Option{otelstore.WithTimelineSpans(false)}, 0},
+		{"type limit beside WithPairing", []otelstore.Option{otelstore.WithPairing(newTracker(t, h)), otelstore.WithTypeCardinalityLimit(3)}, 1},
+		{"type limit alone", []otelstore.Option{otelstore.WithTypeCardinalityLimit(3)}, 0},
+		{"both beside WithPairing", []otelstore.Option{otelstore.WithPairing(newTracker(t, h)), otelstore.WithTimelineSpans(true), otelstore.WithTypeCardinalityLimit(0)}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var reported []error

@@ -191,8 +191,10 @@ func WithMaxRemembered(n int) Option {
 // aion.workflow.type and aion.workflow.status are reserved:
 // passing one of them or a key sharing its Prometheus label name (such as
 // aion_namespace), or a key that is empty, not valid UTF-8, over 256 bytes
-// or a label Prometheus reserves (__name__, otel_scope_*), makes [New]
-// return an error matching [ErrInvalidOption]. Repeated calls accumulate;
+// or one no Prometheus exporter can turn into a label (one without an ASCII
+// letter or digit; one whose label name, each other character written as
+// '_', starts with "__", such as __name__, or "otel_scope_", or is "le" or
+// "quantile"), makes [New] return an error matching [ErrInvalidOption]. Repeated calls accumulate;
 // for a key given twice the last value wins.
 func WithAttributes(attrs ...attribute.KeyValue) Option {
 	return optionFunc(func(c *config) {

@@ -113,6 +113,7 @@ func TestNewRejectsInvalidAttributes(t *testing.T) {
 		{"namespace label name", attribute.String("aion_namespace", "x")},
 		{"outcome label name", attribute.String("aion-activity-outcome", "x")},
 		{"reserved Prometheus label", attribute.String("__name__", "x")},
+		{"histogram bucket label", attribute.String("le", "x")},
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {

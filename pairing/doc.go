@@ -51,10 +51,12 @@
 // does not matter: a fact read back and then observed committing counts
 // then, and a settlement whose run's start is in the gap waits for the
 // fill, so that its span has its run span as parent. A read that fails
-// (the store down, the workflow deleted by retention) counts on
-// aion.pairing.resumed with its error.type and in [Tracker.Fills]; its
-// facts are not guessed: they wait for partners until the bound drops
-// them (aion.pairing.forgotten), and the gap is not read again. So
+// (the store down; the workflow deleted by retention, whose history, read
+// as empty or ending before the gap, fails with error.type not_found)
+// counts on aion.pairing.resumed with its error.type and in
+// [Tracker.Fills]; its facts are not guessed: they wait for partners until
+// the bound drops them (aion.pairing.forgotten), and the gap is not read
+// again. So
 // [Tracker.Resume] is a warm-up: it makes the gauges right before the
 // first write to each workflow (a fill makes them right at the first);
 // completions, durations and spans do not need it. While a fill is

@@ -3,9 +3,10 @@ package pairing
 import "errors"
 
 // ErrInvalidOption is returned, wrapped, by [New] when an option cannot be
-// honoured: today only [WithAttributes] given an attribute whose key is empty
-// or not valid UTF-8, or one of the keys the tracker sets itself. Test for it
-// with errors.Is.
+// honoured: today only [WithAttributes] given an attribute whose key it
+// refuses (empty, not valid UTF-8, one no Prometheus exporter can turn into
+// a label, or one of the keys the tracker sets itself). Test for it with
+// errors.Is.
 var ErrInvalidOption = errors.New("pairing: invalid option")
 
 // ErrInvalidOutcome is reported, wrapped, to the telemetry error handler

@@ -75,8 +75,9 @@ type FillReport struct {
 	// is pending.
 	Gaps int64
 	// Read is the number of histories read and joined; Failed, those that
-	// could not be read (each also counts on aion.pairing.resumed with its
-	// error.type). Their facts are not guessed: they wait for their
+	// could not be read, or read ending before the gap's positions (a
+	// workflow deleted by retention reads as empty: error.type not_found);
+	// each also counts on aion.pairing.resumed with its error.type. Their facts are not guessed: they wait for their
 	// partners until the memory bound drops them (aion.pairing.forgotten).
 	Read, Failed int64
 	// Skipped is the number of fills not read: the gap closed before the
@@ -186,6 +187,9 @@ type fillRequest struct {
 	k      wfKey
 	reader HistoryReader
 	token  uint64
+	// upTo is the last position of the gap when its fill started: a
+	// history read back that ends before it no longer holds the gap.
+	upTo uint64
 }
 
 // What a live batch decided about a gap.
@@ -364,7 +368,7 @@ func (f *filler) waitFor(ctx context.Context, ns string, ids []eventstore.Workfl
 // fillOne reads the history of one gap's workflow and joins it, unless the
 // gap closed meanwhile.
 func (t *Tracker) fillOne(r fillRequest) {
-	from, ok := t.startFill(r)
+	from, ok := t.startFill(&r)
 	if !ok {
 		return
 	}
@@ -377,14 +381,14 @@ func (t *Tracker) fillOne(r fillRequest) {
 // its history read, and from which position: a gap closed meanwhile (the
 // batches in between were observed, or a resume read the workflow), or a
 // workflow released meanwhile, is skipped and its fill ended.
-func (t *Tracker) startFill(r fillRequest) (from uint64, ok bool) {
+func (t *Tracker) startFill(r *fillRequest) (from uint64, ok bool) {
 	j := t.join
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return t.startFillLocked(r)
 }
 
-func (t *Tracker) startFillLocked(r fillRequest) (from uint64, ok bool) {
+func (t *Tracker) startFillLocked(r *fillRequest) (from uint64, ok bool) {
 	j := t.join
 	w := j.workflows.get(r.k)
 	if w == nil || w.fill != r.token {
@@ -397,14 +401,21 @@ func (t *Tracker) startFillLocked(r fillRequest) (from uint64, ok bool) {
 		t.fill.skipped.Add(1)
 		return 0, false
 	}
+	r.upTo = w.fillTo
 	return w.seen.firstUnseen(w.fillTried + 1), true
 }
 
 // joinFill joins the history read for r's gap (its events from the first
 // position not seen when the fill started) as facts read back, or, when
-// the read failed, ends the fill and counts it failed.
+// the read failed, ends the fill and counts it failed. A history that ends
+// before the gap's last position (the workflow deleted by retention: a
+// store reads an unknown workflow as empty) is a failed read too, with an
+// error wrapping eventstore.ErrNotFound: what it lacks cannot be joined.
 func (t *Tracker) joinFill(ctx context.Context, r fillRequest, history []eventstore.Event, err error) {
 	f := t.fill
+	if err == nil && !reaches(history, r.upTo) {
+		err = fmt.Errorf("pairing: fill: workflow %s: the history read ends before position %d: %w", r.k.id, r.upTo, eventstore.ErrNotFound)
+	}
 	t.countResumed(ctx, t.attrs.namespaces.Get(r.k.namespace), err)
 	fx := getEffects(ctx)
 	defer putEffects(fx)
@@ -447,7 +458,7 @@ func (t *Tracker) fillBatch(batch []fillRequest) {
 	open := batch[:0] // the gaps still to read, in place
 	j.mu.Lock()
 	for _, r := range batch {
-		from, ok := t.startFillLocked(r)
+		from, ok := t.startFillLocked(&r)
 		if !ok {
 			skipped = append(skipped, r.token)
 			continue
@@ -480,6 +491,17 @@ func (t *Tracker) fillBatch(batch []fillRequest) {
 		}
 		f.done(r.token)
 	}
+}
+
+// reaches reports whether history, read from a position up to upTo,
+// holds position upTo: its last event is there or later (or carries no
+// position, from a reader that does not stamp them).
+func reaches(history []eventstore.Event, upTo uint64) bool {
+	if len(history) == 0 {
+		return upTo == 0
+	}
+	last := envelopeOf(history[len(history)-1]).Seq
+	return last == 0 || last >= upTo
 }
 
 // unseenFrom returns history from its first event at position from or

@@ -199,6 +199,37 @@ func TestGapFillFailureCounted(t *testing.T) {
 	}
 }
 
+// A gap of a workflow deleted by retention after its batch committed: the
+// store reads an unknown workflow as empty, without an error. That is a
+// failed fill too (error.type not_found, Fills().Failed), not a history
+// read, through a single read and through a batch reader alike; nothing is
+// guessed.
+func TestGapFillOfADeletedWorkflowCounted(t *testing.T) {
+	_, before, after := adopted(t)
+	for name, reader := range map[string]HistoryReader{
+		"single read": eventstore.NewMemory(),
+		"batch read":  &fillStore{m: eventstore.NewMemory()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, WithHistory(reader))
+			h.tr.Observe(bg, "default", wfID(1), uint64(len(before))+1, after)
+			if err := h.tr.WaitFilled(bg); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := h.tr.Fills(), (FillReport{Gaps: 1, Failed: 1}); got != want {
+				t.Errorf("Fills() = %+v, want %+v", got, want)
+			}
+			want := attribute.NewSet(catalog.Namespace.String("default"), catalog.ErrorType.String("not_found"))
+			if got := h.sums(catalog.PairingResumed); got[want] != 1 || len(got) != 1 {
+				t.Errorf("aion.pairing.resumed = %v, want 1 not_found", got)
+			}
+			if got := h.sums(catalog.ActivitiesCompleted); got[attrs("default", "ship", OutcomeSucceeded)] != 0 {
+				t.Errorf("a completion guessed: %v", got)
+			}
+		})
+	}
+}
+
 // A fill whose history comes back after its workflow's shard was released
 // joins nothing: the gauge keeps to what this node serves.
 func TestGapFillAfterReleaseJoinsNothing(t *testing.T) {

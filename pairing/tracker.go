@@ -36,8 +36,9 @@ type Tracker struct {
 // Telemetry trouble never fails New: an error creating an instrument is
 // reported to otel.Handle and the tracker keeps working, pairing entries
 // correctly, with a no-op instrument in its place. The only error New returns
-// is a misused option: [WithAttributes] given an empty key or a key the
-// tracker sets itself, matching [ErrInvalidOption] with errors.Is.
+// is a misused option: [WithAttributes] given a key it refuses (an empty
+// key, a key the tracker sets itself, ...), matching [ErrInvalidOption]
+// with errors.Is.
 //
 // The oldest-in-flight gauge is an observable instrument: its callback stays
 // registered with the MeterProvider (and keeps the tracker reachable) for
@@ -70,11 +71,12 @@ func New(opts ...Option) (*Tracker, error) {
 // Dispatched records the dispatch of the activity key, of type activityType,
 // at time at (its ActivityScheduled's RecordedAt; a zero time is now). If
 // the tracker knows no dispatch of key, the dispatch is remembered with its
-// type and time, aion.activities.dispatched is counted and, unless a
-// terminal of key (or a close of its run) already arrived, the activity is
-// in flight: aion.inflight_activities is raised by one and Dispatched
-// returns true. A terminal that arrived first settles it at once, with
-// the duration and span history gives.
+// type and time, aion.activities.dispatched is counted and Dispatched
+// returns true; unless a terminal of key (or a close of its run) already
+// arrived, the activity is in flight: aion.inflight_activities is raised
+// by one. A terminal or close that arrived first settles it at once
+// (the gauge is not raised; Dispatched still returns true, since the
+// dispatch was new), with the duration and span history gives.
 //
 // A dispatch of a key the tracker already knows (a repeat, or a re-driven
 // append; also after the activity settled, while the tracker remembers it)

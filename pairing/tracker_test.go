@@ -129,6 +129,28 @@ func TestTerminalBeforeDispatchRecordsZero(t *testing.T) {
 	h.assertMetric(wantCompleted(point(attrs("tenant-a", "charge", OutcomeFailed), 1)))
 }
 
+// A dispatch whose terminal, or whose run's close, arrived first is new
+// (Dispatched returns true, the dispatch is counted) and settled at once:
+// never in flight, the gauge not raised.
+func TestDispatchAfterItsSettlerIsNewNotInFlight(t *testing.T) {
+	h := newHarness(t)
+	k := key("tenant-a", 1, 1, 0)
+	h.tr.Finished(bg, k, OutcomeSucceeded, ts(2000))
+	if !h.tr.Dispatched(bg, k, "charge", ts(1000)) {
+		t.Error("a dispatch after its terminal = false, want true (new)")
+	}
+	closed := key("tenant-a", 2, 2, 0)
+	h.tr.RunClosed(bg, "tenant-a", closed.WorkflowID, closed.RunID, eventstore.StatusCompleted, ts(3000))
+	if !h.tr.Dispatched(bg, closed, "charge", ts(1000)) {
+		t.Error("a dispatch after its run's close = false, want true (new)")
+	}
+	if n := h.tr.InFlight(); n != 0 {
+		t.Errorf("InFlight = %d, want 0", n)
+	}
+	h.assertMetric(wantDispatched(point(attrs("tenant-a", "charge"), 2)))
+	h.assertMetric(wantCompleted(point(attrs("tenant-a", "charge", OutcomeSucceeded), 1), point(attrs("tenant-a", "charge", OutcomeAbandoned), 1)))
+}
+
 // Seed rule: a duplicate terminal and a terminal for a never-dispatched key
 // are no-ops: the gauge never drops below the true in-flight count and no
 // phantom completion is counted.
