@@ -88,8 +88,10 @@ func TestDefaultPoolMakesWorkWaitSometimes(t *testing.T) {
 		switch {
 		case total < 1000:
 			t.Errorf("%d waits in 30s at the default rate, want thousands", total)
-		case above(0.025) < total/100:
-			t.Errorf("%d of %d waits over 25ms: the default pool is too large for work to wait", above(0.025), total)
+		case above(0.005) < total/100 || above(0.025) == 0:
+			// Runs vary with the goroutines' interleaving: from 4 % to 26 %
+			// of the waits over 5 ms, and from 1 % to 19 % over 25 ms.
+			t.Errorf("%d of %d waits over 5ms, %d over 25ms: the default pool is too large for work to wait", above(0.005), total, above(0.025))
 		case above(0.005) > total/2:
 			t.Errorf("%d of %d waits over 5ms: the default pool is too small, work nearly always waits", above(0.005), total)
 		case above(2.5) > 0:
