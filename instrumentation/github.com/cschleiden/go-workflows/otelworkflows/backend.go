@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cschleiden/go-workflows/backend"
 	"github.com/cschleiden/go-workflows/backend/history"
@@ -69,6 +70,7 @@ func New(b backend.Backend, opts ...Option) backend.Backend {
 		d.tracker = t
 	}
 	d.known = newKnownSet(c.maxKnown)
+	d.claims = newBatchClaims(c.maxKnown)
 	d.reads = newReader(d, c.readers, c.readQueue)
 	return wrap(d)
 }
@@ -81,6 +83,7 @@ type decorated struct {
 	tracker *pairing.Tracker
 	ns      string
 	known   *knownSet
+	claims  *batchClaims
 	reads   *reader
 	names   *idNames // nil with WithPairing: the tracker's spans are the caller's
 }
@@ -250,14 +253,32 @@ func (d *decorated) CompleteWorkflowTask(ctx context.Context, task *backend.Work
 	}
 	err := d.inner.CompleteWorkflowTask(c.ctx, task, state, executedEvents, activityEvents, timerEvents, workflowEvents)
 	d.tel.end(c, err)
-	if err == nil && task != nil && task.WorkflowInstance != nil {
-		d.guarded(func() {
-			d.observeTask(c.ctx, task.WorkflowInstance, wf, executedEvents, activityEvents)
-			if !fromStart && !d.known.has(wf) {
-				d.reads.request(task.WorkflowInstance, wf)
-			}
-		})
+	if task == nil || task.WorkflowInstance == nil {
+		return err
 	}
+	if err != nil {
+		// The error does not say whether the batch committed (a network
+		// error or a timeout after the commit): the history says, read off
+		// the caller's path; the batch is observed then, or not at all.
+		if len(executedEvents) > 0 {
+			d.guarded(func() {
+				d.claims.failed(wf)
+				d.reads.check(task.WorkflowInstance, wf, &failedBatch{
+					executed:   slices.Clone(executedEvents),
+					activities: slices.Clone(activityEvents),
+				})
+			})
+		}
+		return err
+	}
+	d.guarded(func() {
+		if d.claims.claim(wf, firstSeq(executedEvents)) {
+			d.observeTask(c.ctx, task.WorkflowInstance, wf, executedEvents, activityEvents)
+		}
+		if !fromStart && !d.known.has(wf) {
+			d.reads.request(task.WorkflowInstance, wf)
+		}
+	})
 	return err
 }
 
@@ -307,7 +328,9 @@ func (d *decorated) CompleteActivityTask(ctx context.Context, task *backend.Acti
 	c := d.tel.begin(ctx, OpCompleteActivityTask, activityAttrs(task)...)
 	err := d.inner.CompleteActivityTask(c.ctx, task, result)
 	d.tel.end(c, err)
-	if err == nil && task != nil && task.WorkflowInstance != nil {
+	// With or without an error: the result may have committed all the same,
+	// and reading an unknown execution's history is harmless.
+	if task != nil && task.WorkflowInstance != nil {
 		d.guarded(func() {
 			if wf := keyOf(task.WorkflowInstance); !d.known.has(wf) {
 				d.reads.request(task.WorkflowInstance, wf)

@@ -107,6 +107,42 @@
 // have recorded that activity's claim), where go-workflows' own
 // activity.task.time_in_queue counts every claim.
 //
+// # When a call fails
+//
+// A backend may commit and still return an error (a network error or a
+// timeout after the commit), so an error does not say whether a call's
+// writes happened. Of the calls the decorator forwards, CompleteWorkflowTask
+// is the one whose writes it observes: what a batch commits (a start, a
+// signal, an activity's result, a close) reaches the tracker through it,
+// whichever call wrote the event first (CreateWorkflowInstance,
+// SignalWorkflow, CancelWorkflowInstance and CompleteActivityTask add
+// events that a later workflow task commits to history, and that task's
+// CompleteWorkflowTask observes them). So a CompleteWorkflowTask that
+// returns an error has its batch checked, off the caller's path (one
+// history read, from the batch's first sequence ID, through the wrapped
+// backend, among the history reads and waited for by [Flush]): the batch is
+// observed, as facts seen committing (counted, with its durations and
+// spans), exactly when the history has every one of its events at its
+// sequence ID with its own event ID. go-workflows gives each event it makes
+// a new UUID, so the events of an attempt that did not commit are not
+// found, even where its retry committed at the same positions: the retry is
+// observed when it returns. A retry made only of events the task carried
+// in (a signal, an activity's result) keeps their IDs and may be found by
+// the failed attempt's check too; a batch is therefore observed once per
+// execution and first sequence ID (each position of a history holds one
+// batch), tracked for the executions that had a failed call (at most
+// [DefaultMaxKnownInstances]). Reading the history back instead, as after a
+// restart, would be wrong here: facts read back are counted nothing, and a
+// batch lost to an error is one no other process observed. A check that
+// cannot read the history (or finds the read queue full) reports to
+// otel.Handle and forgets the execution, which is read back when next seen:
+// its gauge and spans are then right, that batch's counters and durations
+// are not recorded. A CompleteActivityTask that fails asks for the history
+// read of an execution not seen from its start, as one that succeeds does.
+// A GetWorkflowTask or GetActivityTask that fails hands the worker no task:
+// the task is claimed again, and its wait recorded at that claim. The other
+// calls feed the tracker nothing: their failure loses nothing.
+//
 // # Concurrency and limits
 //
 // The decorator is safe for concurrent use when the wrapped backend is.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cschleiden/go-workflows/backend/history"
 	"github.com/cschleiden/go-workflows/core"
 	"go.opentelemetry.io/otel"
 
@@ -76,6 +77,15 @@ type reader struct {
 type readRequest struct {
 	instance core.WorkflowInstance
 	wf       eventstore.WorkflowID
+	// check, when set, is the batch of a CompleteWorkflowTask that returned
+	// an error: the read decides whether it committed (see checkBatch).
+	check *failedBatch
+}
+
+// failedBatch is what a CompleteWorkflowTask that returned an error tried
+// to commit.
+type failedBatch struct {
+	executed, activities []*history.Event
 }
 
 func newReader(d *decorated, workers, queue int) *reader {
@@ -92,6 +102,17 @@ func (r *reader) request(wi *core.WorkflowInstance, wf eventstore.WorkflowID) {
 	if !r.d.known.add(wf) {
 		return
 	}
+	r.enqueue(readRequest{instance: core.WorkflowInstance{InstanceID: wi.InstanceID, ExecutionID: wi.ExecutionID}, wf: wf})
+}
+
+// check queues the check of a batch whose CompleteWorkflowTask returned an
+// error, whether or not wf is known.
+func (r *reader) check(wi *core.WorkflowInstance, wf eventstore.WorkflowID, b *failedBatch) {
+	r.enqueue(readRequest{instance: core.WorkflowInstance{InstanceID: wi.InstanceID, ExecutionID: wi.ExecutionID}, wf: wf, check: b})
+}
+
+func (r *reader) enqueue(req readRequest) {
+	wi, wf := &req.instance, req.wf
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
@@ -103,10 +124,14 @@ func (r *reader) request(wi *core.WorkflowInstance, wf eventstore.WorkflowID) {
 		}
 	})
 	select {
-	case r.queue <- readRequest{instance: core.WorkflowInstance{InstanceID: wi.InstanceID, ExecutionID: wi.ExecutionID}, wf: wf}:
+	case r.queue <- req:
 		r.pending++
 	default:
 		r.d.known.forget(wf)
+		if req.check != nil {
+			otel.Handle(fmt.Errorf("otelworkflows: history read queue full: a failed workflow task of instance %q not checked; its history read back when next seen", wi.InstanceID))
+			return
+		}
 		otel.Handle(fmt.Errorf("otelworkflows: history read queue full: instance %q read when next seen", wi.InstanceID))
 	}
 }
@@ -117,7 +142,11 @@ func (r *reader) work() {
 		case <-r.ctx.Done():
 			return
 		case req := <-r.queue:
-			r.read(req)
+			if req.check != nil {
+				r.checkBatch(req)
+			} else {
+				r.read(req)
+			}
 			r.done()
 		}
 	}
@@ -135,6 +164,36 @@ func (r *reader) read(req readRequest) {
 		r.d.known.forget(req.wf) // read again when next seen
 		otel.Handle(fmt.Errorf("otelworkflows: reading the history of instance %q: %w", req.instance.InstanceID, err))
 	}
+}
+
+// checkBatch reads the history of a CompleteWorkflowTask that returned an
+// error and, when the batch is in it (the call committed, then failed),
+// observes the batch as that call would have: as facts seen committing,
+// counted. When it is not (the error was real), it observes nothing: the
+// task is retried, and its retry observed. A read that fails leaves the
+// execution unknown, so that its history is read back when next seen.
+func (r *reader) checkBatch(req readRequest) {
+	defer func() {
+		if p := recover(); p != nil {
+			otel.Handle(fmt.Errorf("otelworkflows: panic while checking a failed workflow task: %v", p))
+		}
+	}()
+	wi := req.instance
+	from := firstSeq(req.check.executed) - 1
+	var last *int64
+	if from > 0 {
+		last = &from
+	}
+	h, err := r.d.inner.GetWorkflowInstanceHistory(r.ctx, &wi, last)
+	if err != nil {
+		r.d.known.forget(req.wf)
+		otel.Handle(fmt.Errorf("otelworkflows: checking a failed workflow task of instance %q: %w", wi.InstanceID, err))
+		return
+	}
+	if !committed(req.check.executed, h) || !r.d.claims.claim(req.wf, firstSeq(req.check.executed)) {
+		return
+	}
+	r.d.observeTask(r.ctx, &wi, req.wf, req.check.executed, req.check.activities)
 }
 
 func (r *reader) done() {
