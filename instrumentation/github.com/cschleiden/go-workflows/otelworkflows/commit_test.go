@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -180,35 +179,7 @@ func runFaulted(t *testing.T, kind string, opts *worker.Options) {
 	if want.completed["Quick|succeeded"] != 2*n || want.closed["completed"] != n {
 		t.Fatalf("the workload did not run as designed: %+v", want)
 	}
-	m := collectAll(t, reader)
-	for _, c := range []struct {
-		name string
-		keys []string
-		want map[string]int64
-	}{
-		{"aion.workflows.started", []string{"aion.workflow.type"}, want.started},
-		{"aion.workflows.completed", []string{"aion.workflow.status"}, want.closed},
-		{"aion.activities.dispatched", []string{"aion.activity.type"}, want.dispatched},
-		{"aion.activities.completed", []string{"aion.activity.type", "aion.activity.outcome"}, want.completed},
-		{"aion.inflight_activities", []string{"aion.activity.type"}, want.zeroes},
-	} {
-		if got := sumBy(m[c.name], c.keys); fmt.Sprint(got) != fmt.Sprint(c.want) {
-			t.Errorf("%s: %v, want the histories' %v", c.name, got, c.want)
-		}
-	}
-	gotDur := durationsBy(m["aion.activity.duration"], "aion.activity.type", "aion.activity.outcome")
-	for k, ds := range want.durations {
-		var sum float64
-		for _, d := range ds {
-			sum += d
-		}
-		if g := gotDur[k]; g.n != uint64(len(ds)) || math.Abs(g.sum-sum) > 1e-6 {
-			t.Errorf("aion.activity.duration %s: %d points summing %.6f s, want %d summing %.6f s", k, g.n, g.sum, len(ds), sum)
-		}
-	}
-	if len(gotDur) != len(want.durations) {
-		t.Errorf("aion.activity.duration series %v, want %v", gotDur, want.durations)
-	}
+	checkHistoryFigures(t, collectAll(t, reader), want)
 	// One run span per execution, ended at its close; one activity span
 	// per activity.
 	runs, acts := map[string]int{}, 0

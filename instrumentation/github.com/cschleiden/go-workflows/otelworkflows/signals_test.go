@@ -151,37 +151,8 @@ func TestSignalsParallelActivitiesAndPanics(t *testing.T) {
 	if want.completed["Slow|succeeded"] != 2 || want.completed["Panicky|failed"] != 3 || want.signals != 6 || want.closed["cancelled"] != 2 {
 		t.Fatalf("the workload did not run as designed: %+v", want)
 	}
-	m := collectAll(t, reader)
-	for _, c := range []struct {
-		name string
-		keys []string
-		want map[string]int64
-	}{
-		{"aion.workflows.started", []string{"aion.workflow.type"}, want.started},
-		{"aion.workflows.completed", []string{"aion.workflow.status"}, want.closed},
-		{"aion.activities.dispatched", []string{"aion.activity.type"}, want.dispatched},
-		{"aion.activities.completed", []string{"aion.activity.type", "aion.activity.outcome"}, want.completed},
-		{"aion.signals.delivered", nil, map[string]int64{"": want.signals}},
-		{"aion.inflight_activities", []string{"aion.activity.type"}, want.zeroes},
-	} {
-		if got := sumBy(m[c.name], c.keys); fmt.Sprint(got) != fmt.Sprint(c.want) {
-			t.Errorf("%s: %v, want the histories' %v", c.name, got, c.want)
-		}
-	}
-	gotDur := durationsBy(m["aion.activity.duration"], "aion.activity.type", "aion.activity.outcome")
-	for k, ds := range want.durations {
-		g := gotDur[k]
-		var sum float64
-		for _, d := range ds {
-			sum += d
-		}
-		if g.n != uint64(len(ds)) || math.Abs(g.sum-sum) > 1e-6 {
-			t.Errorf("aion.activity.duration %s: %d points summing %.6f s, want %d summing %.6f s", k, g.n, g.sum, len(ds), sum)
-		}
-	}
-	if len(gotDur) != len(want.durations) {
-		t.Errorf("aion.activity.duration series %v, want %v", gotDur, want.durations)
-	}
+	checkHistoryFigures(t, collectAll(t, reader), want,
+		figureRow{"aion.signals.delivered", nil, map[string]int64{"": want.signals}})
 	// One run span per execution, and one activity span per activity.
 	runs, acts := 0, 0
 	for _, sp := range spans.Ended() {
@@ -224,6 +195,46 @@ func finishedExecutions(t *testing.T, ctx context.Context, bare backend.Backend,
 			t.Fatalf("%d of %d executions finished", len(out), len(refs))
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// figureRow is a counter or gauge, the attributes its points are summed
+// by, and the sums the histories give.
+type figureRow struct {
+	name string
+	keys []string
+	want map[string]int64
+}
+
+// checkHistoryFigures compares the workflow and activity counters, the
+// in-flight gauge, the activity durations and the extra rows with what
+// the histories give.
+func checkHistoryFigures(t *testing.T, m map[string]metricdata.Metrics, want figures, extra ...figureRow) {
+	t.Helper()
+	rows := append([]figureRow{
+		{"aion.workflows.started", []string{"aion.workflow.type"}, want.started},
+		{"aion.workflows.completed", []string{"aion.workflow.status"}, want.closed},
+		{"aion.activities.dispatched", []string{"aion.activity.type"}, want.dispatched},
+		{"aion.activities.completed", []string{"aion.activity.type", "aion.activity.outcome"}, want.completed},
+		{"aion.inflight_activities", []string{"aion.activity.type"}, want.zeroes},
+	}, extra...)
+	for _, c := range rows {
+		if got := sumBy(m[c.name], c.keys); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: %v, want the histories' %v", c.name, got, c.want)
+		}
+	}
+	gotDur := durationsBy(m["aion.activity.duration"], "aion.activity.type", "aion.activity.outcome")
+	for k, ds := range want.durations {
+		var sum float64
+		for _, d := range ds {
+			sum += d
+		}
+		if g := gotDur[k]; g.n != uint64(len(ds)) || math.Abs(g.sum-sum) > 1e-6 {
+			t.Errorf("aion.activity.duration %s: %d points summing %.6f s, want %d summing %.6f s", k, g.n, g.sum, len(ds), sum)
+		}
+	}
+	if len(gotDur) != len(want.durations) {
+		t.Errorf("aion.activity.duration series %v, want %v", gotDur, want.durations)
 	}
 }
 
