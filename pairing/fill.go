@@ -77,8 +77,9 @@ type FillReport struct {
 	// Read is the number of histories read and joined; Failed, those that
 	// could not be read, or read ending before the gap's positions (a
 	// workflow deleted by retention reads as empty: error.type not_found);
-	// each also counts on aion.pairing.resumed with its error.type. Their facts are not guessed: they wait for their
-	// partners until the memory bound drops them (aion.pairing.forgotten).
+	// each also counts on aion.pairing.resumed with its error.type. Their
+	// facts are not guessed: they wait for their partners until the memory
+	// bound drops them (aion.pairing.forgotten).
 	Read, Failed int64
 	// Skipped is the number of fills not read: the gap closed before the
 	// read (the batches in between were observed, or a resume read the
