@@ -171,6 +171,8 @@ var keyspaceSuite = suite[keyspace.Store]{name: SuiteKeyspace, rules: []rule[key
 		b.read(0, abs(0), 0)
 	}),
 	seeded(RuleKSConcurrentAppends, ksConcurrentAppends),
+	seeded(RuleKSConcurrentBatches, ksConcurrentBatches),
+	seeded(RuleKSConcurrentStreams, ksConcurrentStreams),
 	ksScript(RuleKSContextCancelled, func(b *ksb) {
 		b.add(0, 1)
 		for _, m := range []ctxMode{ctxCancelled, ctxExpired} {
@@ -240,15 +242,19 @@ var keyspaceSuite = suite[keyspace.Store]{name: SuiteKeyspace, rules: []rule[key
 		b.add(0, 3)
 		b.retry(0)
 		b.retry(1)
-		b.add(7, 2) // another stream: the retry of stream 0 stays stale
-		b.retry(2)
+		b.appendAt(0, 2, rel(-1)) // refused batches too, stale and ahead
+		b.retry(0)
+		b.appendAt(0, 2, rel(2))
+		b.retry(0)
+		b.retry(1)
+		b.add(7, 2) // another stream: the retries of stream 0 stay stale
+		b.retry(3)
 		b.one(1, rel(0))
 		b.retry(0)
+		b.retry(3)
 		b.read(0, abs(0), 0)
 		b.read(1, abs(0), 0)
 	}),
-	seeded(RuleKSConcurrentBatches, ksConcurrentBatches),
-	seeded(RuleKSConcurrentStreams, ksConcurrentStreams),
 	fixed(RuleKSSizes, ksSizes),
 	// The model rule, the longest, runs last.
 	seeded(RuleKSModel, ksModelRule),
@@ -328,10 +334,10 @@ type ksModel struct {
 	g    *gen
 	keys []keyspace.StreamKey
 	recs map[keyspace.StreamKey][]keyspace.Record
-	done []ksDone // the last accepted batches, oldest first, for retries
+	done []ksDone // the last batches accepted or conflicting, oldest first, for retries
 }
 
-// ksDone is an accepted batch, as the caller gave it.
+// ksDone is an accepted or conflicting batch, as the caller gave it.
 type ksDone struct {
 	key      keyspace.StreamKey
 	expected uint64
@@ -538,6 +544,7 @@ func (m *ksModel) append(a ksAppend) error {
 		if err := wantConflict(err, expected, head, "the append"); err != nil {
 			return err
 		}
+		m.keep(key, expected, given)
 		return m.unchanged(key)
 	}
 	if want != nil {
@@ -568,8 +575,8 @@ func (m *ksModel) append(a ksAppend) error {
 	for i, ev := range given {
 		m.recs[key] = append(m.recs[key], stored(ev, head+uint64(i)))
 	}
-	if !a.big && len(given) <= 64 {
-		m.done = append(m.done[max(0, len(m.done)-retriesKept+1):], ksDone{key, expected, given})
+	if !a.big {
+		m.keep(key, expected, given)
 	}
 	if a.big {
 		return m.read(ksRead{stream: a.stream, from: abs(head)})
@@ -603,11 +610,20 @@ func settleCancelled(err error, mode ctxMode, head, n uint64, read func() (uint6
 	return nil
 }
 
-// retry makes an accepted batch again, identical, at the expectedSeq it was
-// accepted at (back batches before the last; none kept: a no-op): the
-// stream moved on, so it is a conflict whose Found is the head, and it
-// writes nothing. A store that takes an identical retry as already done
-// (deduplicating by content) answers nil, which the contract does not
+// keep keeps a short batch accepted or refused with a conflict at
+// expected, for retries.
+func (m *ksModel) keep(key keyspace.StreamKey, expected uint64, batch []keyspace.ActivityEvent) {
+	if len(batch) <= 64 {
+		m.done = append(m.done[max(0, len(m.done)-retriesKept+1):], ksDone{key, expected, batch})
+	}
+}
+
+// retry makes a batch accepted or refused with a conflict again,
+// identical, at the same expectedSeq (back batches before the last; none
+// kept: a no-op): the stream is not at that seq, so it is a conflict whose
+// Found is the head, and it writes nothing. A store that takes an
+// identical retry as already done (deduplicating by content), or a refused
+// batch sent twice as meant, answers nil, which the contract does not
 // allow.
 func (m *ksModel) retry(back int) error {
 	if back >= len(m.done) {
@@ -615,10 +631,10 @@ func (m *ksModel) retry(back int) error {
 	}
 	d := m.done[len(m.done)-1-back]
 	if m.head(d.key) == d.expected {
-		return nil // the stream was deleted since: not a retry any more
+		return nil // the stream reached that seq since: not stale any more
 	}
 	_, err := m.s.AppendEvents(m.ctx, d.expected, deepCopy(d.batch))
-	if err := wantConflict(err, d.expected, m.head(d.key), fmt.Sprintf("the identical retry of a batch of %d accepted", len(d.batch))); err != nil {
+	if err := wantConflict(err, d.expected, m.head(d.key), fmt.Sprintf("the identical retry of a batch of %d", len(d.batch))); err != nil {
 		return err
 	}
 	return m.unchanged(d.key)
@@ -826,7 +842,7 @@ func (b *ksb) zero(stream int, f ksFlaw) {
 }
 
 func (b *ksb) retry(back int) {
-	b.push(fmt.Sprintf("AppendEvents(the batch accepted %d before the last, again at its expectedSeq)", back), func(m *ksModel) error { return m.retry(back) })
+	b.push(fmt.Sprintf("AppendEvents(the batch made %d before the last, again at its expectedSeq)", back), func(m *ksModel) error { return m.retry(back) })
 }
 
 func (b *ksb) deleteRun(stream int) {
@@ -834,8 +850,9 @@ func (b *ksb) deleteRun(stream int) {
 }
 
 // ksSizes: a stream of exactly 2,000 records read whole, in pages of
-// exactly 1,000 and from where exactly 1,000 remain, and next to each; a
-// run listed at exactly 512, 1,000 and 1,024 streams and one more.
+// exactly 1,000 and from where exactly 256, 512, 1,000 and 1,024 remain,
+// and next to each; a run listed at exactly 512, 1,000, 1,024, 2,048 and
+// 4,096 streams and one more.
 func ksSizes(ctx context.Context, s keyspace.Store) error {
 	b := &ksb{builder: builder[*ksModel]{rng: newRand(1, RuleKSSizes)}}
 	b.add(0, 1000)
@@ -843,10 +860,10 @@ func ksSizes(ctx context.Context, s keyspace.Store) error {
 	for _, r := range []struct {
 		from  uint64
 		limit int
-	}{{0, 0}, {0, 1000}, {1000, 1000}, {1000, 0}, {999, 0}, {1001, 0}, {0, 2000}, {0, 1999}, {0, 2001}, {1024, 0}, {976, 1024}, {1999, 0}, {2000, 0}} {
+	}{{0, 0}, {0, 1000}, {1000, 1000}, {1000, 0}, {999, 0}, {1001, 0}, {0, 2000}, {0, 1999}, {0, 2001}, {1024, 0}, {976, 1024}, {1999, 0}, {2000, 0}, {1488, 0}, {1744, 0}} {
 		b.read(0, abs(r.from), r.limit)
 	}
-	b.push("streams of one run, up to 1,025", func(m *ksModel) error {
+	b.push("streams of one run, up to 4,097", func(m *ksModel) error {
 		run := m.keys[0]
 		n := len(m.streamsOf(run))
 		for i, k := range m.keys {
@@ -856,18 +873,18 @@ func ksSizes(ctx context.Context, s keyspace.Store) error {
 			if err := m.append(ksAppend{stream: i, n: 1, seed: uint64(i)}); err != nil {
 				return err
 			}
-			if n++; slices.Contains([]int{511, 512, 513, 999, 1000, 1001, 1023, 1024, 1025}, n) {
+			if n++; slices.Contains([]int{512, 513, 1000, 1001, 1024, 1025, 2048, 2049, 4096, 4097}, n) {
 				if err := m.list(ksRead{stream: 0}); err != nil {
 					return fmt.Errorf("at %d streams: %w", n, err)
 				}
 			}
-			if n == 1025 {
+			if n == 4097 {
 				return nil
 			}
 		}
-		return fmt.Errorf("the stream table has %d streams of one run, want 1,025", n)
+		return fmt.Errorf("the stream table has %d streams of one run, want 4,097", n)
 	})
-	_, err := runSteps(ctx, s, newKSModel(ctx, 1, 1400), b.steps)
+	_, err := runSteps(ctx, s, newKSModel(ctx, 1, 5400), b.steps)
 	return err
 }
 
