@@ -72,22 +72,14 @@ func contest(ctx context.Context, rounds int, head uint64, try func(round, g int
 			lens[g] = n
 			return err
 		})
-		won := -1
-		for g, err := range errs {
-			if err == nil && won >= 0 {
-				return nil, fmt.Errorf("round %d: racers %d and %d both appended at expectedSeq %d", round, won, g, head)
-			}
-			if err == nil {
-				won = g
-			}
-		}
+		won := slices.IndexFunc(errs, func(err error) bool { return err == nil })
 		if won < 0 {
 			return nil, fmt.Errorf("round %d: no racer won expectedSeq %d: %w", round, head, errors.Join(errs...))
 		}
 		next := head + uint64(lens[won])
 		for g, err := range errs {
 			if g != won {
-				if err := wantConflict(err, head, next, fmt.Sprintf("round %d: losing racer %d", round, g)); err != nil {
+				if err := wantConflict(err, head, next, fmt.Sprintf("round %d: racer %d, after racer %d won", round, g, won)); err != nil {
 					return nil, err
 				}
 			}
@@ -102,7 +94,7 @@ func contest(ctx context.Context, rounds int, head uint64, try func(round, g int
 // conflict, whose every acknowledged append must be the record at the seq
 // it was told, the stream exactly those records.
 func ksConcurrentAppends(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Store) error {
-	if err := ksContest(ctx, env, s, RuleKSConcurrentAppends, 1); err != nil {
+	if err := ksContest(ctx, env, s, 1); err != nil {
 		return err
 	}
 	g := newGen(newRand(env.cfg.seed, RuleKSConcurrentAppends+"/free"))
@@ -153,16 +145,11 @@ func ksConcurrentAppends(ctx context.Context, env *ruleEnv[keyspace.Store], s ke
 	return nil
 }
 
-// ksConcurrentBatches: racers append batches of up to five events at one
-// expectedSeq, round after round: the stream is exactly the winners'
-// batches, whole and in order.
-func ksConcurrentBatches(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Store) error {
-	return ksContest(ctx, env, s, RuleKSConcurrentBatches, 5)
-}
-
-func ksContest(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Store, name string, maxBatch int) error {
-	start := newKSModel(ctx, uint64(env.cfg.seed), 24)
-	m, _ := start(s)
+// ksContest: racers append batches of up to maxBatch events at one
+// expectedSeq, round after round: one winner, losers told its head, the
+// stream exactly the winners' batches, whole and in order.
+func ksContest(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Store, maxBatch int) error {
+	m, _ := newKSModel(ctx, uint64(env.cfg.seed), 24)(s)
 	rounds := 24 * env.cfg.scale
 	batches := make([][][]keyspace.ActivityEvent, rounds)
 	for r := range batches {
@@ -254,11 +241,11 @@ const claimRows = 300
 
 // outboxConcurrentClaims: racers claim small batches of the same pending
 // rows at once, and re-arm some of what they got, until nothing is
-// pending. Each row must go to one claimant at a time: a row is handed out
-// at most once more than it was re-armed by the racer that held it, every
-// row handed out is the staged row, and in the end the rows still claimed
-// are exactly those handed out once more than re-armed, counted by
-// CountClaimedOutboxRows, the others claimable again.
+// pending. Each row goes to one claimant at a time: a row handed out is
+// never held by another racer that did not re-arm it, and is the staged
+// row; after each round the rows still claimed are exactly those handed
+// out and not re-armed, counted by CountClaimedOutboxRows, the others
+// claimable again.
 func outboxConcurrentClaims(ctx context.Context, env *ruleEnv[eventstore.Store], s eventstore.Store) error {
 	if err := lacks(s, CapOutbox); err != nil {
 		return err
@@ -277,28 +264,27 @@ func outboxConcurrentClaims(ctx context.Context, env *ruleEnv[eventstore.Store],
 		want[r.DispatchKey] = row
 	}
 	var mu sync.Mutex
-	claims, rearms := map[string]int{}, map[string]int{}
-	rounds := 3 * env.cfg.scale
-	for round := range rounds {
+	held := map[string]bool{} // handed out and not re-armed since
+	for round := range 3 * env.cfg.scale {
 		tick(ctx)
 		errs := race(racers, func(g int) error {
 			rng := newRand(env.cfg.seed, fmt.Sprint(RuleOutboxConcurrentClaims, round, g))
-			rearmsLeft := 6
-			for {
+			for rearmsLeft := 6; ; {
 				limit := 1 + rng.IntN(4)
 				got, err := ob.ClaimOutboxRows(ctx, limit)
-				if err != nil {
-					return fmt.Errorf("racer %d: ClaimOutboxRows(%d): %w", g, limit, err)
+				if err != nil || len(got) > limit {
+					return fmt.Errorf("racer %d: ClaimOutboxRows(%d) returned %d rows, %v", g, limit, len(got), err)
 				}
 				if len(got) == 0 {
 					return nil
 				}
-				if len(got) > limit {
-					return fmt.Errorf("racer %d: ClaimOutboxRows(%d) returned %d rows", g, limit, len(got))
-				}
 				mu.Lock()
 				for _, r := range got {
-					claims[r.DispatchKey]++
+					if held[r.DispatchKey] {
+						mu.Unlock()
+						return fmt.Errorf("racer %d: ClaimOutboxRows handed out row %q, which another claimant holds: two claimants at once", g, r.DispatchKey)
+					}
+					held[r.DispatchKey] = true
 				}
 				mu.Unlock()
 				for _, r := range got {
@@ -308,10 +294,10 @@ func outboxConcurrentClaims(ctx context.Context, env *ruleEnv[eventstore.Store],
 				}
 				if rearmsLeft > 0 && rng.IntN(3) == 0 {
 					rearmsLeft--
-					// Count the re-arm before it takes effect: another racer
+					// Released before the re-arm takes effect: another racer
 					// may claim the row the moment it is pending again.
 					mu.Lock()
-					rearms[got[0].DispatchKey]++
+					held[got[0].DispatchKey] = false
 					mu.Unlock()
 					if err := ob.RearmOutboxPending(ctx, got[:1]); err != nil {
 						return fmt.Errorf("racer %d: RearmOutboxPending of a row it holds: %w", g, err)
@@ -322,52 +308,37 @@ func outboxConcurrentClaims(ctx context.Context, env *ruleEnv[eventstore.Store],
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
-		// Judge what each racer was told against the rows' final state.
-		var pending []string
-		held := 0
+		// Judge what the racers were told against the rows' final state:
+		// what is not held is pending, claimable once.
+		var pending, keys []string
 		for key := range want {
-			switch claims[key] - rearms[key] {
-			case 1:
-				held++
-			case 0:
+			if !held[key] {
 				pending = append(pending, key)
-			default:
-				return fmt.Errorf("row %q was handed out %d times and re-armed %d times: two claimants held it at once", key, claims[key], rearms[key])
 			}
 		}
-		for key := range claims {
-			if _, ok := want[key]; !ok {
-				return fmt.Errorf("ClaimOutboxRows handed out %q, a row never staged", key)
-			}
+		if n, err := ob.CountClaimedOutboxRows(ctx); err != nil || n != len(want)-len(pending) {
+			return fmt.Errorf("after the race: CountClaimedOutboxRows = %d, %v; want %d, the rows handed out and not re-armed", n, err, len(want)-len(pending))
 		}
-		if n, err := ob.CountClaimedOutboxRows(ctx); err != nil || n != held {
-			return fmt.Errorf("after the race: CountClaimedOutboxRows = %d, %v; want %d, the rows handed out once more than re-armed", n, err, held)
-		}
-		// What is pending is claimable, once; then the next round starts
-		// from every row claimed again.
 		got, err := ob.ClaimOutboxRows(ctx, math.MaxInt)
 		if err != nil {
 			return fmt.Errorf("after the race: ClaimOutboxRows: %w", err)
 		}
-		var keys []string
 		for _, r := range got {
 			keys = append(keys, r.DispatchKey)
-			claims[r.DispatchKey]++
 		}
 		slices.Sort(keys)
 		slices.Sort(pending)
 		if d := diff(keys, pending); d != "" {
 			return fmt.Errorf("after the race, ClaimOutboxRows finds (the rows re-armed and not claimed again): %s", d)
 		}
-		if round+1 < rounds {
-			all := make([]eventstore.OutboxRow, 0, len(want))
-			for key := range want {
-				all = append(all, eventstore.OutboxRow{DispatchKey: key})
-				rearms[key]++
-			}
-			if err := ob.RearmOutboxPending(ctx, all); err != nil {
-				return fmt.Errorf("re-arming every row: %w", err)
-			}
+		// The next round starts from every row pending.
+		all := make([]eventstore.OutboxRow, 0, len(want))
+		for key := range want {
+			all = append(all, eventstore.OutboxRow{DispatchKey: key})
+			held[key] = false
+		}
+		if err := ob.RearmOutboxPending(ctx, all); err != nil {
+			return fmt.Errorf("re-arming every row: %w", err)
 		}
 	}
 	return nil
@@ -376,74 +347,59 @@ func outboxConcurrentClaims(ctx context.Context, env *ruleEnv[eventstore.Store],
 // ksConcurrentStreams: racers create new streams of one run at once (each
 // its own streams, so every first append must succeed) while half of them
 // list the run between their appends. A listing shows every stream whose
-// append returned before the listing started, whole, and nothing else;
-// the final listing is every stream, in order, with its head.
+// append returned before the listing started, whole; the final listing is
+// every stream, in order, with its head.
 func ksConcurrentStreams(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Store) error {
 	g := newGen(newRand(env.cfg.seed, RuleKSConcurrentStreams))
 	wf, run := g.workflow(), g.run()
 	perRacer := 8 * env.cfg.scale
-	type created struct {
-		key keyspace.StreamKey
-		n   int
-		end int64 // the logical time its append returned
+	sizes := make([]int, racers*perRacer)
+	for i := range sizes {
+		sizes[i] = 1 + g.IntN(3)
 	}
-	var clock atomic.Int64
 	var mu sync.Mutex
-	var done []created
-	batches := make([][][]keyspace.ActivityEvent, racers)
-	for r := range racers {
-		for i := range perRacer {
-			act := eventstore.ActivityID(r*perRacer + i)
+	var done []keyspace.StreamSummary // the streams whose first append returned
+	list := func(what string) (map[keyspace.StreamKey]uint64, []keyspace.StreamSummary, error) {
+		got, err := s.ListStreams(ctx, wf, run)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: ListStreams: %w", what, err)
+		}
+		if !slices.IsSortedFunc(got, func(a, b keyspace.StreamSummary) int { return cmpKey(a.Key, b.Key) }) {
+			return nil, nil, fmt.Errorf("%s: ListStreams is not ordered by (activity, attempt): %v", what, got)
+		}
+		heads := map[keyspace.StreamKey]uint64{}
+		for _, sum := range got {
+			heads[sum.Key] = sum.Head
+		}
+		return heads, got, nil
+	}
+	errs := race(racers, func(r int) error {
+		for i := r * perRacer; i < (r+1)*perRacer; i++ {
+			act := eventstore.ActivityID(i)
 			if r%2 == 1 {
 				act |= 1 << 32 // an order a 32-bit key breaks
 			}
-			key := keyspace.NewStreamKey(wf, run, act, uint32(i%3))
-			batch := make([]keyspace.ActivityEvent, 1+g.IntN(3))
+			batch := make([]keyspace.ActivityEvent, sizes[i])
 			for j := range batch {
-				batch[j] = keyspace.ActivityEvent{WorkflowID: wf, RunID: run, ActivityID: key.ActivityID, Attempt: key.Attempt,
-					AgentID: fmt.Sprint("racer-", r), WorkerSeq: uint64(i*4 + j)}
+				batch[j] = keyspace.ActivityEvent{WorkflowID: wf, RunID: run, ActivityID: act, Attempt: uint32(i % 3), AgentID: fmt.Sprint("racer-", r), WorkerSeq: uint64(j)}
 			}
-			batches[r] = append(batches[r], batch)
-		}
-	}
-	list := func(what string) ([]keyspace.StreamSummary, error) {
-		got, err := s.ListStreams(ctx, wf, run)
-		if err != nil {
-			return nil, fmt.Errorf("%s: ListStreams: %w", what, err)
-		}
-		if !slices.IsSortedFunc(got, func(a, b keyspace.StreamSummary) int { return cmpKey(a.Key, b.Key) }) {
-			return nil, fmt.Errorf("%s: ListStreams is not ordered by (activity, attempt): %v", what, got)
-		}
-		return got, nil
-	}
-	errs := race(racers, func(r int) error {
-		for i, batch := range batches[r] {
-			if _, err := s.AppendEvents(ctx, 0, deepCopy(batch)); err != nil {
+			if _, err := s.AppendEvents(ctx, 0, batch); err != nil {
 				return fmt.Errorf("racer %d: the first append to a new stream: %w", r, err)
 			}
-			end := clock.Add(1)
 			mu.Lock()
-			done = append(done, created{keyspace.KeyOf(batch[0]), len(batch), end})
+			done = append(done, keyspace.StreamSummary{Key: keyspace.KeyOf(batch[0]), Head: uint64(len(batch))})
+			before := slices.Clone(done) // every stream appended to before the listing starts
 			mu.Unlock()
 			if r%2 == 1 || i%2 == 1 {
 				continue
 			}
-			// A listing now shows at least every stream created before it.
-			mu.Lock()
-			before := slices.Clone(done)
-			mu.Unlock()
-			startedAt := clock.Add(1)
-			got, err := list(fmt.Sprintf("racer %d", r))
+			heads, _, err := list(fmt.Sprintf("racer %d", r))
 			if err != nil {
 				return err
 			}
-			listed := map[keyspace.StreamKey]uint64{}
-			for _, sum := range got {
-				listed[sum.Key] = sum.Head
-			}
 			for _, c := range before {
-				if c.end < startedAt && listed[c.key] != uint64(c.n) {
-					return fmt.Errorf("racer %d: ListStreams started after the append of %d records to %v returned, and lists it with head %d (0: not at all)", r, c.n, c.key, listed[c.key])
+				if heads[c.Key] != c.Head {
+					return fmt.Errorf("racer %d: ListStreams started after the append of %d records to %v returned, and lists it with head %d (0: not at all)", r, c.Head, c.Key, heads[c.Key])
 				}
 			}
 		}
@@ -452,17 +408,13 @@ func ksConcurrentStreams(ctx context.Context, env *ruleEnv[keyspace.Store], s ke
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	want := make([]keyspace.StreamSummary, 0, len(done))
-	for _, c := range done {
-		want = append(want, keyspace.StreamSummary{Key: c.key, Head: uint64(c.n)})
-	}
-	slices.SortFunc(want, func(a, b keyspace.StreamSummary) int { return cmpKey(a.Key, b.Key) })
-	got, err := list("after the race")
+	slices.SortFunc(done, func(a, b keyspace.StreamSummary) int { return cmpKey(a.Key, b.Key) })
+	_, got, err := list("after the race")
 	if err != nil {
 		return err
 	}
-	if d := diff(got, want); d != "" {
-		return fmt.Errorf("after %d racers created %d streams of one run: ListStreams: %s", racers, len(want), d)
+	if d := diff(got, done); d != "" {
+		return fmt.Errorf("after %d racers created %d streams of one run: ListStreams: %s", racers, len(done), d)
 	}
 	return nil
 }

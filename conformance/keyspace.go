@@ -15,37 +15,28 @@ import (
 	"github.com/aionotel/aionotel/keyspace"
 )
 
-// TestKeyspace tests a [keyspace.Store] implementation against every rule of
-// the keyspace contract (the RuleKS* constants). Each rule is a subtest
-// named after it, run on a fresh store from newStore (called on the
-// subtest's *testing.T, so it may call t.Fatal and register cleanups),
-// bounded by a watchdog (see [WithRuleTimeout]). Failures are reported with
-// t.Error as a *[RuleError]; every rule runs whatever the others did. A
-// failure of a seeded rule names the seed that replays it
-// (-conformance.seed). Run it under the race detector too: the concurrency
-// rules are sharper there.
+// TestKeyspace tests a [keyspace.Store] against every keyspace rule (the
+// RuleKS* constants), each a subtest on a fresh store from newStore (called
+// on the subtest's *testing.T), bounded by a watchdog ([WithRuleTimeout]).
+// Each failure is a *[RuleError] given to t.Error, a seeded rule's naming
+// the seed that replays it (-conformance.seed). Run it under -race too.
 func TestKeyspace(t *testing.T, newStore func(t *testing.T) keyspace.Store, opts ...Option) {
 	t.Helper()
 	keyspaceSuite.test(t, newConfig(opts), newStore)
 }
 
-// CheckKeyspace is the error-returning core of [TestKeyspace]: it runs every
-// keyspace rule on a fresh store from newStore and returns nil when all hold,
-// or the errors.Join of one *[RuleError] per broken rule (see [RuleErrors]).
-// newStore returns the store and a cleanup (nil for none) that closes it;
-// the cleanup runs when the rule is over, also when it timed out. It stops
-// early only when ctx is done.
+// CheckKeyspace is the error-returning core of [TestKeyspace]: nil when
+// every rule holds, else one *[RuleError] per broken rule, joined (see
+// [RuleErrors]). newStore returns a store and a cleanup (nil for none) run
+// when the rule is over, also after a timeout. Only a done ctx stops it.
 func CheckKeyspace(ctx context.Context, newStore func() (keyspace.Store, func(), error), opts ...Option) error {
 	return keyspaceSuite.check(ctx, newConfig(opts), newStore)
 }
 
-// RunDeleter is the optional retention capability of a keyspace
-// (keyspace.Memory has it): DeleteRun removes every stream of one run and
-// returns how many it removed (streams holding at least one record);
-// afterwards the run is as if never written, and other runs are untouched.
-// A zero workflow or run ID removes nothing. The suite checks it
-// ([RuleKSRetention], and in the model) when the store has the method; it
-// is not part of [keyspace.Store], which an engine uses without it.
+// RunDeleter is a keyspace's optional retention capability (keyspace.Memory
+// has it): DeleteRun removes every stream of one run, as if never written,
+// and returns how many held a record; a zero ID removes nothing. The suite
+// checks it ([RuleKSRetention], the model) when a store has the method.
 type RunDeleter interface {
 	DeleteRun(workflowID eventstore.WorkflowID, runID eventstore.RunID) int
 }
@@ -171,7 +162,9 @@ var keyspaceSuite = suite[keyspace.Store]{name: SuiteKeyspace, rules: []rule[key
 		b.read(0, abs(0), 0)
 	}),
 	seeded(RuleKSConcurrentAppends, ksConcurrentAppends),
-	seeded(RuleKSConcurrentBatches, ksConcurrentBatches),
+	seeded(RuleKSConcurrentBatches, func(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Store) error {
+		return ksContest(ctx, env, s, 5)
+	}),
 	seeded(RuleKSConcurrentStreams, ksConcurrentStreams),
 	ksScript(RuleKSContextCancelled, func(b *ksb) {
 		b.add(0, 1)
@@ -344,7 +337,7 @@ type ksDone struct {
 	batch    []keyspace.ActivityEvent
 }
 
-// retriesKept is how many accepted batches a model keeps to retry.
+// retriesKept is how many batches a model keeps to retry.
 const retriesKept = 4
 
 // ksKeys is the stream table of a model run: fixed streams the scripts
@@ -618,13 +611,10 @@ func (m *ksModel) keep(key keyspace.StreamKey, expected uint64, batch []keyspace
 	}
 }
 
-// retry makes a batch accepted or refused with a conflict again,
-// identical, at the same expectedSeq (back batches before the last; none
-// kept: a no-op): the stream is not at that seq, so it is a conflict whose
-// Found is the head, and it writes nothing. A store that takes an
-// identical retry as already done (deduplicating by content), or a refused
-// batch sent twice as meant, answers nil, which the contract does not
-// allow.
+// retry makes a kept batch (back before the last) again, identical, at
+// its expectedSeq: the stream is not there, so it is a conflict whose Found
+// is the head, and writes nothing. Neither an accepted batch (deduplicated
+// by content) nor a refused one sent twice is taken.
 func (m *ksModel) retry(back int) error {
 	if back >= len(m.done) {
 		return nil
