@@ -31,11 +31,11 @@ type Nodes struct {
 	// shards A held: a store without leases marks A dead
 	// (eventstore.MemoryCluster.Kill); a store with leases stops A's
 	// renewals and lets its leases run out (an injected clock, or a short
-	// lease waited for). After Kill the rules call A only to append and
-	// to publish itself as a shard's owner, which must fail with
-	// eventstore.ErrNotOwner (appends on the shards A held), and to ask
-	// IsCurrentOwner, which must be false. nil skips the rules that kill a
-	// node.
+	// lease waited for). After Kill the rules call A only to write, to
+	// acquire a shard B holds and to publish itself as a shard's owner,
+	// which must fail with eventstore.ErrNotOwner (writes on the shards A
+	// held), and to ask IsCurrentOwner, which must be false. nil skips the
+	// rules that kill a node.
 	Kill func(ctx context.Context) error
 	// Close, when set, is called when the rule is over: the cleanup for
 	// [CheckEventStore], which has no *testing.T (TestEventStore users may
@@ -77,20 +77,24 @@ var nodesSuite = suite[Nodes]{name: SuiteEventStore, rules: []rule[Nodes]{
 	}),
 	nodesScript(RuleNodesFencing, func(b *nb) {
 		b.write(nodeA, 0, wSignal)
-		b.write(nodeB, 0, wRow)
+		b.write(nodeB, 0, wSignal) // an activity scheduled without a row
+		b.write(nodeB, 1, wRow)
+		b.write(nodeA, 1, wSignal)
 		b.acquire(nodeA, 0)
+		b.acquire(nodeB, 1)
+		b.everyWrite(nodeB, 0)
+		b.everyWrite(nodeA, 1)
 		b.write(nodeA, 0, wRow)
-		b.write(nodeB, 0, wSignal)
-		b.write(nodeB, 0, wRow)
-		b.write(nodeB, 1, wRow) // never acquired
-		b.write(nodeA, 0, wSignal)
+		b.write(nodeB, 1, wRowsOnly)
+		b.write(nodeB, 2, wRow) // never acquired
 	}),
 	nodesScript(RuleNodesHandoff, func(b *nb) {
 		b.acquire(nodeA, 0)
 		b.write(nodeA, 0, wSignal)
-		b.release(nodeA, 0)
 		b.write(nodeA, 0, wSignal)
-		b.write(nodeB, 0, wRow)
+		b.release(nodeA, 0)
+		b.everyWrite(nodeA, 0)
+		b.everyWrite(nodeB, 0)
 		b.acquire(nodeB, 0)
 		b.write(nodeB, 0, wRow)
 		b.write(nodeA, 0, wSignal)
@@ -100,15 +104,22 @@ var nodesSuite = suite[Nodes]{name: SuiteEventStore, rules: []rule[Nodes]{
 	}),
 	nodesScript(RuleNodesKill, func(b *nb) {
 		b.acquire(nodeA, 0, 1)
-		b.write(nodeA, 0, wRow)
+		b.write(nodeA, 0, wSignal)
+		b.write(nodeA, 0, wSignal)
+		b.publish(nodeA, 0)
+		b.publish(nodeA, 1)
 		b.acquire(nodeB, 0)
 		b.kill()
-		b.write(nodeB, 0, wSignal)
+		b.everyWrite(nodeB, 0)
 		b.acquire(nodeB, 0)
 		b.write(nodeB, 0, wRow)
-		b.write(nodeA, 0, wRow)
+		// A dead node's writes and claims of ownership, also of what
+		// it held and published.
+		b.everyWrite(nodeA, 0)
 		b.write(nodeA, 1, wSignal)
-		b.publish(nodeA, 0) // a dead node's claims of ownership
+		b.acquire(nodeA, 0)
+		b.acquire(nodeA, 1, 0)
+		b.publish(nodeA, 0)
 		b.publish(nodeA, 1)
 	}),
 	nodesScript(RuleNodesReadsAcross, func(b *nb) {
@@ -120,11 +131,16 @@ var nodesSuite = suite[Nodes]{name: SuiteEventStore, rules: []rule[Nodes]{
 		b.write(nodeB, 1, wSignal)
 		b.write(nodeB, 1, wRowsOnly)
 		b.arm(nodeB, 1)
+		// What the other node changed, read through the one that wrote
+		// before.
+		b.write(nodeA, 1, wLife)
+		b.write(nodeB, 1, wLife)
+		b.arm(nodeA, 1)
 		b.claimAll(nodeA)
 		b.claimAll(nodeB)
 		// Adoption: a node scoped to one shard widens to the other's.
-		b.scope(nodeB, false, 1)
-		b.scope(nodeB, true, 0)
+		b.scope(nodeB, false, 2)
+		b.scope(nodeB, true, 1, 0)
 		b.scope(nodeA, false, -1)
 		b.scope(nodeA, true, 1)
 		b.scope(nodeA, true, 0)
@@ -210,11 +226,13 @@ func (m *nodesModel) node(i int) eventstore.Store { return []eventstore.Store{m.
 
 // check compares every node's view with the model: IsCurrentOwner of each
 // shard, and each workflow's history and listing through each live node.
+// Each call that returned is progress for the watchdog: on a slow machine
+// the whole check may take longer than the rule timeout.
 func (m *nodesModel) check() error {
-	tick(m.ctx)
 	for i := range 2 {
 		for s := range m.shards {
-			if got, want := m.so[i].IsCurrentOwner(m.ctx, s), m.holder[s] == i; got != want {
+			got, want := m.so[i].IsCurrentOwner(m.ctx, s), m.holder[s] == i
+			if tick(m.ctx); got != want {
 				return fmt.Errorf("node %c: IsCurrentOwner(%d) = %v, want %v", 'A'+i, s, got, want)
 			}
 		}
@@ -228,17 +246,18 @@ func (m *nodesModel) check() error {
 		}{{"ListWorkflowIDs", m.node(i).ListWorkflowIDs, nil}, {"ListActive", m.node(i).ListActive, nil}, {"ListPaused", m.node(i).ListPaused, nil}}
 		var err error
 		for j, l := range lists {
-			if lists[j].ids, err = l.call(m.ctx); err != nil {
+			lists[j].ids, err = l.call(m.ctx)
+			if tick(m.ctx); err != nil {
 				return fmt.Errorf("node %c: %s: %w", 'A'+i, l.name, err)
 			}
 		}
 		due, err := m.node(i).ExpiredTimers(m.ctx, nodesTimerAt.Add(time.Hour))
-		if err != nil {
+		if tick(m.ctx); err != nil {
 			return fmt.Errorf("node %c: ExpiredTimers: %w", 'A'+i, err)
 		}
 		for s := range m.shards {
 			got, err := m.node(i).ReadHistory(m.ctx, m.wfs[s])
-			if err != nil {
+			if tick(m.ctx); err != nil {
 				return fmt.Errorf("node %c: ReadHistory: %w", 'A'+i, err)
 			}
 			if d := diff(got, m.history[s]); d != "" {
@@ -273,14 +292,14 @@ func (m *nodesModel) check() error {
 var nodesTimerAt = time.Unix(1_700_000_000, 0).UTC()
 
 func (m *nodesModel) acquire(i int, shards []int) error {
-	if i == nodeA && m.deadA {
-		return nil
-	}
 	var want error
 	for _, s := range shards {
 		if h := m.holder[s]; h != nobody && h != i {
 			want = eventstore.ErrNotOwner
 		}
+	}
+	if i == nodeA && m.deadA && want == nil {
+		return nil // a dead node acquiring free shards: the store's choice
 	}
 	var err error
 	if len(shards) == 1 {
@@ -562,6 +581,13 @@ func (b *nb) write(i, shard int, kind nodeWrite) {
 	b.push(fmt.Sprintf("node %c appends %s to shard %d", 'A'+i, nodeWriteNames[kind], shard), func(m *nodesModel) error { return m.write(i, shard%m.shards, kind) })
 }
 
+// everyWrite makes node i append every kind of write to shard.
+func (b *nb) everyWrite(i, shard int) {
+	for k := range nodeWrite(len(nodeWriteNames)) {
+		b.write(i, shard, k)
+	}
+}
+
 func (b *nb) arm(i, shard int) {
 	b.push(fmt.Sprintf("node %c arms the timer of shard %d", 'A'+i, shard), func(m *nodesModel) error { return m.arm(i, shard%m.shards) })
 }
@@ -714,7 +740,8 @@ func nodesStaleOwnerRace(ctx context.Context, env *ruleEnv[Nodes], n Nodes) erro
 		}
 		for w := range wfs {
 			if heads[w] == 0 {
-				if err := m.node(old).Append(ctx, token, wfs[w], []eventstore.Event{event(w, "")}, 0); err != nil {
+				err := m.node(old).Append(ctx, token, wfs[w], []eventstore.Event{event(w, "")}, 0)
+				if tick(ctx); err != nil {
 					return fmt.Errorf("node %c starting a workflow of shard 0 it holds: %w", 'A'+old, err)
 				}
 				heads[w] = 1
@@ -732,7 +759,7 @@ func nodesStaleOwnerRace(ctx context.Context, env *ruleEnv[Nodes], n Nodes) erro
 	// it failed.
 	for w, wf := range wfs {
 		hist, err := m.node(old).ReadHistory(ctx, wf)
-		if err != nil {
+		if tick(ctx); err != nil {
 			return fmt.Errorf("node %c: ReadHistory: %w", 'A'+old, err)
 		}
 		count := signals(hist)
@@ -773,8 +800,15 @@ func staleRound(ctx context.Context, m *nodesModel, old int, kill bool, wfs []ev
 				}
 				name := fmt.Sprintf("round %d: node %c's append %d to workflow %d", round, 'A'+old, k, w)
 				op := staleOp{start: clock.Add(1), wf: w, name: name}
-				op.err = m.node(old).Append(ctx, token, wfs[w], []eventstore.Event{event(w, name)}, heads[w])
+				evs := []eventstore.Event{event(w, name)}
+				if ob, ok := m.node(old).(eventstore.Outbox); ok && k%2 == 1 {
+					row := eventstore.OutboxRow{RunID: evs[0].EventEnvelope().RunID, Ordinal: eventstore.ActivityID(round)<<32 | eventstore.ActivityID(k)}
+					op.err = ob.AppendWithOutbox(ctx, token, wfs[w], evs, heads[w], []eventstore.OutboxRow{row})
+				} else {
+					op.err = m.node(old).Append(ctx, token, wfs[w], evs, heads[w])
+				}
 				op.end = clock.Add(1)
+				tick(ctx)
 				ops[w] = append(ops[w], op)
 				var conflict *eventstore.SequenceConflictError
 				switch {
@@ -837,7 +871,7 @@ func staleRound(ctx context.Context, m *nodesModel, old int, kill bool, wfs []ev
 			break
 		}
 		hist, err := m.node(next).ReadHistory(ctx, wfs[w])
-		if err != nil {
+		if tick(ctx); err != nil {
 			handoff = fmt.Errorf("node %c: ReadHistory: %w", 'A'+next, err)
 			break
 		}
@@ -870,7 +904,7 @@ func staleRound(ctx context.Context, m *nodesModel, old int, kill bool, wfs []ev
 		all = append(all, ops[w]...)
 		// The new holder appends next, at the head it reads.
 		hist, err := m.node(next).ReadHistory(ctx, wfs[w])
-		if err != nil {
+		if tick(ctx); err != nil {
 			return nil, fmt.Errorf("node %c: ReadHistory: %w", 'A'+next, err)
 		}
 		heads[w] = uint64(len(hist))
@@ -896,7 +930,8 @@ func signals(hist []eventstore.Event) map[string]int {
 func acquireRetrying(ctx context.Context, so eventstore.ShardOwner, shard int) error {
 	var err error
 	for try := 0; try < maxAcquireTries; try++ {
-		if err = so.AcquireOwnedShard(ctx, shard); !errors.Is(err, eventstore.ErrNotOwner) {
+		err = so.AcquireOwnedShard(ctx, shard)
+		if tick(ctx); !errors.Is(err, eventstore.ErrNotOwner) {
 			return err
 		}
 		select {

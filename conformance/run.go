@@ -200,7 +200,7 @@ func (s suite[S]) runRule(ctx context.Context, cfg config, r rule[S], first, fre
 			}
 		}()
 		subject, err := first()
-		if err == nil {
+		if tick(rctx); err == nil {
 			err = r.run(rctx, &ruleEnv[S]{cfg: cfg, fresh: fresh}, subject)
 		}
 		returned = true
