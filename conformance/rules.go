@@ -1,12 +1,8 @@
 package conformance
 
 // The keyspace rules: the subtest names of [TestKeyspace] and the Rule of a
-// *[RuleError] from [CheckKeyspace]. Each runs on a fresh store; every
-// fixed rule is a script of the operations the model rule draws at random,
-// judged by the same model, so every call of every rule also checks that
-// the caller's events are left as given, that what a read returned is the
-// caller's (it is scribbled on and read again), and that refusals write
-// nothing.
+// *[RuleError] from [CheckKeyspace]. Each runs on a fresh store, judged by
+// the model (see the package documentation, How).
 const (
 	// RuleKSContiguousSeqs: StoreSeq from 0, one after another, across appends.
 	RuleKSContiguousSeqs = "contiguous-seqs"
@@ -63,12 +59,9 @@ const (
 )
 
 // The event store rules: the subtest names of [TestEventStore] and the Rule
-// of a *[RuleError] from [CheckEventStore]. The Outbox, ShardOwner and
-// retention rules are skipped for a store without the capability, unless it
-// is required ([WithRequiredCapabilities]). As for the keyspace, the fixed
-// rules are scripts judged by the model, so every call checks the caller's
-// arguments, scribbles on and rereads every answer, and checks that a
-// refusal wrote nothing.
+// of a *[RuleError] from [CheckEventStore], judged like the keyspace's. The
+// Outbox, ShardOwner and retention rules are skipped for a store without
+// the capability, unless it is required ([WithRequiredCapabilities]).
 const (
 	// RuleESConflictFound: a stale or ahead expectedSeq (also by 2^32, 2^63, the largest) gives a *eventstore.SequenceConflictError whose Found is the history length.
 	RuleESConflictFound = "append-conflict-found-is-actual-head"
