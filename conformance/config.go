@@ -6,18 +6,12 @@ import (
 	"time"
 )
 
-// DefaultRuleTimeout is how long one rule may go without progress, at
-// scale 1, before the watchdog reports it as timed out, unless
-// [WithRuleTimeout] says otherwise; twice that under the race detector.
-// Progress is every step of a rule (one call, or one short batch of calls,
-// into the implementation) returning: the watchdog fires only when no step
-// returned for the whole timeout, so a busy machine makes a rule slower,
-// never a failure, however long the rule runs in total.
+// DefaultRuleTimeout is how long a rule may go without progress unless
+// [WithRuleTimeout] sets another timeout.
 const DefaultRuleTimeout = 30 * time.Second
 
-// The command-line flags the package registers, read when a suite starts:
-// replay a failure, or ask for a longer run, without editing the test that
-// calls the suite:
+// The flags replay a failure, or ask for a longer run, without editing the
+// test that calls the suite:
 //
 //	go test -run TestConformance -conformance.seed=12345
 //	go test -run TestConformance -conformance.long
@@ -29,9 +23,7 @@ var (
 // config is what the options set; newConfig applies the defaults first.
 type config struct {
 	ruleTimeout time.Duration
-	// watchdog, when set, replaces the wall clock of the watchdog: each
-	// delivery of the returned channel is one sample of the rule's
-	// progress (see watch). Tests set it.
+	// watchdog, set by tests, replaces the watchdog's wall clock (see watch).
 	watchdog func(time.Duration) <-chan time.Time
 	seed     int64
 	scale    int
@@ -63,14 +55,12 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
-// WithRuleTimeout sets how long a rule (one subtest) may go without
-// progress (a step returning) to d times the scale (see [WithScale]),
-// doubled under the race detector: a rule stuck in one step for that long
-// is reported as failed with an error matching [ErrRuleTimedOut], saying
-// that it timed out, and the context the rule passes to the store is
-// cancelled at that moment. A rule that keeps making progress is never
-// stopped. Without this option d is [DefaultRuleTimeout]. A d <= 0 is
-// ignored.
+// WithRuleTimeout sets how long a rule may go without progress (no step,
+// a call or a short batch of calls, returning) to d times the scale
+// ([WithScale]), doubled under the race detector: then the context the
+// rule passes to the store is cancelled and the rule fails with an error
+// matching [ErrRuleTimedOut]. A rule that keeps making progress, however
+// slowly, is never stopped. A d <= 0 is ignored.
 func WithRuleTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {
@@ -79,10 +69,9 @@ func WithRuleTimeout(d time.Duration) Option {
 	})
 }
 
-// WithSeed fixes the seed of the generated operations, so a failure
-// reported with "seed N" replays exactly; the -conformance.seed flag, when
-// set, overrides it. Without either a fresh seed is drawn per run and
-// printed with every failure. A seed of 0 is ignored.
+// WithSeed fixes the seed of the generated operations, so that a failure
+// reported with "seed N" replays; -conformance.seed overrides it. Without
+// either each run draws a fresh seed. A seed of 0 is ignored.
 func WithSeed(seed int64) Option {
 	return optionFunc(func(c *config) {
 		if seed != 0 {
@@ -91,10 +80,9 @@ func WithSeed(seed int64) Option {
 	})
 }
 
-// WithScale multiplies the length of the generated sequences by n, and the
-// rule timeout with them, for a longer soak than the default run;
-// -conformance.long raises it to at least 8. Without either the scale is
-// 1. An n < 1 is ignored.
+// WithScale multiplies the length of the generated sequences, and the rule
+// timeout, by n (default 1; -conformance.long: at least 8). An n < 1 is
+// ignored.
 func WithScale(n int) Option {
 	return optionFunc(func(c *config) {
 		if n >= 1 {
@@ -104,11 +92,8 @@ func WithScale(n int) Option {
 }
 
 // WithRequiredCapabilities makes the event store suite fail, instead of
-// skip, the rules of a capability in caps that the store lacks: use it when
-// your store is meant to be an [eventstore.Outbox] or a
-// [eventstore.ShardOwner], so that losing the capability (a wrapper hiding
-// it, say) cannot go unnoticed. Without it a missing capability skips its
-// rules.
+// skip, the rules of a capability in caps that the store lacks, so that
+// losing one (a wrapper hiding it, say) cannot go unnoticed.
 func WithRequiredCapabilities(caps Capabilities) Option {
 	return optionFunc(func(c *config) { c.require |= caps & capAll })
 }
@@ -120,8 +105,7 @@ func newConfig(opts []Option) config {
 			o.apply(&c)
 		}
 	}
-	// The flags win over the options: they are how a failure is replayed
-	// without editing the test that calls the suite.
+	// The flags win over the options.
 	if *flagSeed != 0 {
 		c.seed = *flagSeed
 	}

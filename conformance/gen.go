@@ -17,16 +17,11 @@ import (
 	"github.com/aionotel/aionotel/eventstore"
 )
 
-// The generators the suites share: seeded randomness, IDs, a value for
-// every field of any struct (by reflection, so that a field added to an
-// event, content or record type later is generated, stored, read back and
-// compared without a new rule), boundary numbers and sizes, keys shaped to
-// collide in a careless store; and the reflective copy, comparison and
-// scribbling that hold a store to what it was given and what it returned.
+// The generators the suites share (see the package documentation, How),
+// and the reflective copy, comparison and scribbling.
 
-// newRand returns the generator of one rule: the suite's seed mixed with
-// the rule's name, so that two rules never draw the same sequence and each
-// replays on its own.
+// newRand returns the generator of one rule: the seed mixed with the
+// rule's name.
 func newRand(seed int64, rule string) *rand.Rand {
 	var h uint64 = 14695981039346656037
 	for i := 0; i < len(rule); i++ {
@@ -36,21 +31,16 @@ func newRand(seed int64, rule string) *rand.Rand {
 }
 
 // gen draws the values of one rule run. IDs take their first eight bytes
-// (which decide their order and [eventstore.ShardOf]) from the seed, so no
-// verdict depends on how random IDs sort; the last eight are a per-process
-// salt, and so is every key of a table a store shares between workflows
-// (packages, routes, dispatch keys), so that a replay on a shared backend
-// does not collide with the data of an earlier run.
+// (their order and [eventstore.ShardOf]) from the seed; the last eight,
+// and every shared key (packages, routes, dispatch keys), a per-process
+// salt, so that a replay on a shared backend meets no earlier data.
 type gen struct {
 	*rand.Rand
-	salt  string
-	idTag [8]byte
-	used  map[uint64]bool
-	// bigLeft bounds the values drawn from bigSizes in one rule run, so
-	// that a long history stays a few megabytes.
-	bigLeft *int
-	// huge lets the decorator generators make slices past 65,536.
-	huge bool
+	salt    string
+	idTag   [8]byte
+	used    map[uint64]bool
+	bigLeft *int // how many more values from bigSizes
+	huge    bool // the decorator generators make slices past 65,536
 }
 
 func newGen(rng *rand.Rand) *gen {
@@ -78,7 +68,7 @@ func (g *gen) id() [16]byte {
 }
 
 // sub returns a generator drawing from seed that shares g's salt, IDs and
-// size budget: the values of one step, the same in every replay.
+// size budget: the values of one step.
 func (g *gen) sub(seed uint64) *gen {
 	c := *g
 	c.Rand = rand.New(rand.NewPCG(seed, 1))
@@ -288,9 +278,7 @@ func copyValue(v reflect.Value) reflect.Value {
 }
 
 // scribble overwrites, in place, everything a caller can reach in v with
-// marks (see mark). A caller owns what it passed once the call returned
-// and what a read returned, so a store whose later answers change, or a
-// decorator that hands a mark on, is keeping or handing out shared memory.
+// marks (see mark): the caller's once the call returned.
 func scribble(v any) { mark(reflect.ValueOf(v), true, nil) }
 
 // The marks scribble leaves, none of which the generators draw.
@@ -317,12 +305,10 @@ func (e poisonedEvent) EventEnvelope() eventstore.Envelope {
 	return e.SignalReceived.EventEnvelope()
 }
 
-// mark walks everything a caller can reach in v: every element of every
-// slice, every exported field, through interfaces and pointers. With set
-// it overwrites each in place with its mark: strings, ints and uint64s the
-// poison values, byte slices the poison pattern, byte arrays (IDs)
-// poisonByte, the events of a slice poisonedEvents reporting to late. Without
-// set it reports whether v holds a mark.
+// mark walks everything a caller can reach in v (slice elements, exported
+// fields, through interfaces and pointers). With set it overwrites each in
+// place with its mark (the events of a slice with poisonedEvents reporting
+// to late); without, it reports whether v holds a mark.
 func mark(v reflect.Value, set bool, late *atomic.Bool) bool {
 	switch v.Kind() {
 	case reflect.Slice:
@@ -408,7 +394,7 @@ func exported(t reflect.Type) []int {
 // Times compare with Equal, and a nil slice equals an empty one (a store
 // may return either for nothing).
 func diff(got, want any) string {
-	path, d := differ(reflect.ValueOf(got), reflect.ValueOf(want), false)
+	path, d := differ(reflect.ValueOf(got), reflect.ValueOf(want))
 	if d == "" {
 		return ""
 	}
@@ -419,16 +405,13 @@ func diff(got, want any) string {
 }
 
 // same reports whether got and want are equal as reflect.DeepEqual judges
-// (a nil slice is not an empty one, times compare with ==): a decorator
-// must hand on the very values it got.
-func same(got, want any) bool {
-	_, d := differ(reflect.ValueOf(got), reflect.ValueOf(want), true)
-	return d == ""
-}
+// (a nil slice is not an empty one): a decorator must hand on the very
+// values it got.
+func same(got, want any) bool { return reflect.DeepEqual(got, want) }
 
-// differ is the one comparison behind diff and same: "" when g equals w,
-// else how they differ and where (the path below g, built only then).
-func differ(g, w reflect.Value, strict bool) (path, how string) {
+// differ is the comparison behind diff: "" when g equals w, else how they
+// differ and where (the path below g, built only then).
+func differ(g, w reflect.Value) (path, how string) {
 	switch {
 	case !g.IsValid() || !w.IsValid():
 		if g.IsValid() == w.IsValid() {
@@ -443,7 +426,7 @@ func differ(g, w reflect.Value, strict bool) (path, how string) {
 	case reflect.Struct:
 		if g.Type() == timeType {
 			gt, wt := g.Interface().(time.Time), w.Interface().(time.Time)
-			if !gt.Equal(wt) || (strict && gt != wt) {
+			if !gt.Equal(wt) {
 				return "", fmt.Sprintf("%v, want %v", gt, wt)
 			}
 			return "", ""
@@ -453,14 +436,11 @@ func differ(g, w reflect.Value, strict bool) (path, how string) {
 			break
 		}
 		for _, i := range exported(g.Type()) {
-			if p, d := differ(g.Field(i), w.Field(i), strict); d != "" {
+			if p, d := differ(g.Field(i), w.Field(i)); d != "" {
 				return "." + g.Type().Field(i).Name + p, d
 			}
 		}
 	case reflect.Slice, reflect.Array:
-		if g.Kind() == reflect.Slice && strict && g.IsNil() != w.IsNil() {
-			return "", fmt.Sprintf("%s, want %s", describe(g.Interface()), describe(w.Interface()))
-		}
 		if g.Kind() == reflect.Slice && g.Type().Elem().Kind() == reflect.Uint8 {
 			gb, wb := g.Bytes(), w.Bytes()
 			if bytes.Equal(gb, wb) {
@@ -479,7 +459,7 @@ func differ(g, w reflect.Value, strict bool) (path, how string) {
 			return "", ""
 		}
 		for i := range g.Len() {
-			if p, d := differ(g.Index(i), w.Index(i), strict); d != "" {
+			if p, d := differ(g.Index(i), w.Index(i)); d != "" {
 				return fmt.Sprintf("[%d]%s", i, p), d
 			}
 		}
@@ -490,7 +470,7 @@ func differ(g, w reflect.Value, strict bool) (path, how string) {
 			}
 			return "", fmt.Sprintf("%s, want %s", show(g), show(w))
 		}
-		return differ(g.Elem(), w.Elem(), strict)
+		return differ(g.Elem(), w.Elem())
 	case reflect.String:
 		if gs, ws := g.String(), w.String(); gs != ws {
 			return "", fmt.Sprintf("%s, want %s", short(gs), short(ws))
@@ -538,8 +518,10 @@ const (
 
 // ctxFor returns a context of mode m derived from parent (trip is how many
 // times a trip context may be consulted before it cancels itself) and its
-// cancel function.
+// cancel function. It is made for a call, so the call before it returned:
+// progress for the watchdog.
 func ctxFor(parent context.Context, m ctxMode, trip int) (context.Context, context.CancelFunc) {
+	tick(parent)
 	switch m {
 	case ctxCancelled:
 		ctx, cancel := context.WithCancel(parent)

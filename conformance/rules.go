@@ -1,12 +1,8 @@
 package conformance
 
 // The keyspace rules: the subtest names of [TestKeyspace] and the Rule of a
-// *[RuleError] from [CheckKeyspace]. Each runs on a fresh store; every
-// fixed rule is a script of the operations the model rule draws at random,
-// judged by the same model, so every call of every rule also checks that
-// the caller's events are left as given, that what a read returned is the
-// caller's (it is scribbled on and read again), and that refusals write
-// nothing.
+// *[RuleError] from [CheckKeyspace]. Each runs on a fresh store, judged by
+// the model (see the package documentation, How).
 const (
 	// RuleKSContiguousSeqs: StoreSeq from 0, one after another, across appends.
 	RuleKSContiguousSeqs = "contiguous-seqs"
@@ -63,12 +59,9 @@ const (
 )
 
 // The event store rules: the subtest names of [TestEventStore] and the Rule
-// of a *[RuleError] from [CheckEventStore]. The Outbox, ShardOwner and
-// retention rules are skipped for a store without the capability, unless it
-// is required ([WithRequiredCapabilities]). As for the keyspace, the fixed
-// rules are scripts judged by the model, so every call checks the caller's
-// arguments, scribbles on and rereads every answer, and checks that a
-// refusal wrote nothing.
+// of a *[RuleError] from [CheckEventStore], judged like the keyspace's. The
+// Outbox, ShardOwner and retention rules are skipped for a store without
+// the capability, unless it is required ([WithRequiredCapabilities]).
 const (
 	// RuleESConflictFound: a stale or ahead expectedSeq (also by 2^32, 2^63, the largest) gives a *eventstore.SequenceConflictError whose Found is the history length.
 	RuleESConflictFound = "append-conflict-found-is-actual-head"
@@ -143,15 +136,15 @@ const (
 const (
 	// RuleNodesOneOwner: a shard held by one node is refused to the other (a many-shard call acquiring none), renewed by its holder, published only by it; IsCurrentOwner follows.
 	RuleNodesOneOwner = "nodes/one-owner"
-	// RuleNodesFencing: a never-acquired shard takes appends from both nodes; a held one only from its holder: the other's Append and AppendWithOutbox fail with ErrNotOwner and write nothing, read back through both nodes.
+	// RuleNodesFencing: a never-acquired shard takes appends from both nodes; a held one only from its holder: every write of the other (Append, AppendWithOutbox with events, rows only, a pause) fails with ErrNotOwner and writes nothing, read back through both nodes.
 	RuleNodesFencing = "nodes/fencing"
-	// RuleNodesHandoff: a released shard is fenced for both nodes until the other acquires it; then only the new holder appends and publishes (needs a ReleaseShards(ctx, shards) method).
+	// RuleNodesHandoff: a released shard is fenced for both nodes, every kind of write, until the other acquires it; then only the new holder appends and publishes (needs a ReleaseShards(ctx, shards) method).
 	RuleNodesHandoff = "nodes/handoff"
-	// RuleNodesKill: the shard of a killed holder (Nodes.Kill) is fenced until the survivor acquires it; then the dead node's appends fail with ErrNotOwner, and so do its PublishShardOwner claims of ownership.
+	// RuleNodesKill: the shard of a killed holder (Nodes.Kill) is fenced until the survivor acquires it; then the dead node's writes of every kind fail with ErrNotOwner, and so do its claims of ownership: acquiring (renewing) a shard the survivor holds, publishing the shards it held and published before its death.
 	RuleNodesKill = "nodes/kill"
-	// RuleNodesReadsAcross: histories, ListWorkflowIDs, ListActive, ListPaused, timers and outbox rows written through one node are read (and claimed) through the other, within each node's scope, also after SetOwnedShards and ExtendOwnedShards (adoption) and after a kill; a non-holder's rows-only AppendWithOutbox fails with ErrNotOwner and stages nothing.
+	// RuleNodesReadsAcross: histories, ListWorkflowIDs, ListActive, ListPaused, timers and outbox rows written through one node are read (and claimed) through the other, within each node's scope, also after SetOwnedShards and ExtendOwnedShards of one shard or several (adoption), after a kill, and after the other node changed what this one wrote (a pause resumed, a timer re-armed); a non-holder's rows-only AppendWithOutbox fails with ErrNotOwner and stages nothing.
 	RuleNodesReadsAcross = "nodes/reads-across"
-	// RuleNodesStaleOwnerRace (seeded): a holder's goroutines keep appending while it gives the shard up (released, round after round, then killed) and the other node acquires it: every append the old holder was told landed is in the new holder's first read after its acquisition returned, every append started after that fails with ErrNotOwner, and none that failed is in the history (a fence check and a write in two steps lets a stale owner's write land after the takeover).
+	// RuleNodesStaleOwnerRace (seeded): a holder's goroutines keep appending (Append, and for an Outbox AppendWithOutbox with a row) while it gives the shard up (released, round after round, then killed) and the other node acquires it: every append the old holder was told landed is in the new holder's first read after its acquisition returned, every append started after that fails with ErrNotOwner, and none that failed is in the history (a fence check and a write in two steps lets a stale owner's write land after the takeover).
 	RuleNodesStaleOwnerRace = "nodes/stale-owner-race"
 	// RuleNodesScopes: each node's enumeration scope is its own.
 	RuleNodesScopes = "nodes/scopes"

@@ -23,23 +23,19 @@ const (
 
 var (
 	// ErrRuleTimedOut is matched by the error of a rule that made no
-	// progress for the whole rule timeout (see [WithRuleTimeout]): a call
-	// into the implementation did not return in that time, or returned only
-	// once the watchdog cancelled its context. It reports a hang (or a
-	// machine far slower than the timeout allows), not a wrong answer: the
-	// message says so, apart from the failures of the rules themselves.
+	// progress for the whole rule timeout ([WithRuleTimeout]): a call into
+	// the implementation hung, or returned only once the watchdog cancelled
+	// its context.
 	ErrRuleTimedOut = errors.New("conformance: rule timed out")
 
 	// ErrRulePanicked is matched by the error of a rule during which the
-	// implementation (or the factory, or the decorator) panicked. The panic
-	// value and stack are in the message; the suite goes on with the next
-	// rule.
+	// implementation, factory or decorator panicked; the message holds the
+	// panic value and stack.
 	ErrRulePanicked = errors.New("conformance: rule panicked")
 
 	// ErrRuleAborted is matched by the error of a rule whose goroutine ended
-	// through runtime.Goexit: typically t.Fatal or t.FailNow called by the
-	// implementation or by a decorator's wrap function, which run on the
-	// rule's own goroutine (use t.Error there instead).
+	// through runtime.Goexit: typically t.Fatal called by the implementation
+	// or a wrap function, which run on the rule's goroutine (use t.Error).
 	ErrRuleAborted = errors.New("conformance: rule aborted by runtime.Goexit")
 
 	// ErrCapabilityMissing is matched by the error of a rule whose capability
@@ -55,16 +51,14 @@ var (
 //		fmt.Println(re.Suite, re.Rule)
 //	}
 //
-// Err says what went wrong. It wraps the implementation's own error where
-// there was one, so errors.Is(err, eventstore.ErrSequenceConflict) and
-// friends still reach it, and it matches [ErrRuleTimedOut] or
-// [ErrRulePanicked] when the watchdog or the panic guard stopped the rule.
+// Err wraps the implementation's own error where there was one, and
+// matches [ErrRuleTimedOut] or [ErrRulePanicked] when the watchdog or the
+// panic guard stopped the rule.
 type RuleError struct {
 	Suite string // SuiteKeyspace, SuiteEventStore or SuiteDecorator
 	Rule  string // the rule's name, equal to its subtest name in the Test* wrappers
-	// Seed is the seed of the generated operations of a seeded rule (the
-	// model-based, differential and concurrency rules), 0 for a fixed rule.
-	// [WithSeed] or -conformance.seed replays the failure.
+	// Seed is the seed of a seeded rule ([WithSeed] replays it), 0 for a
+	// fixed rule.
 	Seed int64
 	Err  error
 }
@@ -79,9 +73,8 @@ func (e *RuleError) Error() string {
 // Unwrap returns Err.
 func (e *RuleError) Unwrap() error { return e.Err }
 
-// RuleErrors returns every *RuleError in err's tree, in order: the failed
-// rules of a core's joined result. It returns nil for a nil error.
-// errors.As would stop at the first one.
+// RuleErrors returns every *RuleError in err's tree, in order (errors.As
+// would stop at the first); nil for a nil error.
 func RuleErrors(err error) []*RuleError {
 	var out []*RuleError
 	var walk func(error)
@@ -102,10 +95,9 @@ func RuleErrors(err error) []*RuleError {
 	return out
 }
 
-// rule is one named check of a suite, run on a fresh subject (a store, a
-// pair of nodes, or a decorator's wrap function). A seeded rule draws from
-// the seed and may ask env for more fresh subjects, which the minimiser
-// replays a failing sequence on.
+// rule is one named check of a suite, run on a fresh subject. A seeded
+// rule draws from the seed and may ask env for more fresh subjects (for
+// the minimiser).
 type rule[S any] struct {
 	name   string
 	seeded bool
@@ -128,9 +120,8 @@ type ruleEnv[S any] struct {
 	fresh func() (S, error) // another fresh subject, closed with the rule's own
 }
 
-// skipError is what a rule returns when the subject lacks what the rule
-// needs. It passes unless the capability is required
-// ([WithRequiredCapabilities]); the Test* wrappers report it as a skip.
+// skipError is what a rule returns when the subject lacks what it needs: a
+// skip, unless the capability is required.
 type skipError struct {
 	reason string
 	caps   Capabilities
@@ -148,15 +139,13 @@ type suite[S any] struct {
 	rules []rule[S]
 }
 
-// progress counts what a rule has got done: every step of a script or a
-// model, every generated append, every round of a race. The watchdog
-// reads it: a rule that makes progress is slow, not hung.
+// progress counts the steps of a rule that returned (see tick).
 type progress struct{ n atomic.Int64 }
 
 type progressKey struct{}
 
-// tick records progress for the rule whose context ctx is (a no-op outside
-// a rule).
+// tick records progress for the rule whose context ctx is: a call, or a
+// short batch of calls, into the implementation returned.
 func tick(ctx context.Context) {
 	if p, ok := ctx.Value(progressKey{}).(*progress); ok {
 		p.n.Add(1)
@@ -166,14 +155,9 @@ func tick(ctx context.Context) {
 // errNoProgress is the cause of a rule context the watchdog cancelled.
 var errNoProgress = errors.New("conformance: no progress")
 
-// runRule is the one runner: it runs r, on the subject first returns,
-// under the watchdog and the panic guard, and returns the skip reason (""
-// for none) and the rule's failure as a *RuleError (nil when it held).
-//
-// The watchdog is progress-based: it fires when the rule made no progress
-// (see tick) for a whole timeout, so a busy machine that slows every call
-// makes a rule slow, never a failure, and only a call that does not
-// return for the whole timeout is reported, as a timeout.
+// runRule runs r on the subject first returns, under the watchdog (see
+// watch) and the panic guard, and returns the skip reason ("" for none)
+// and the rule's failure as a *RuleError.
 func (s suite[S]) runRule(ctx context.Context, cfg config, r rule[S], first, fresh func() (S, error)) (string, error) {
 	timeout := cfg.ruleTimeout * time.Duration(cfg.scale)
 	if raceDetector {
@@ -200,7 +184,7 @@ func (s suite[S]) runRule(ctx context.Context, cfg config, r rule[S], first, fre
 			}
 		}()
 		subject, err := first()
-		if err == nil {
+		if tick(rctx); err == nil {
 			err = r.run(rctx, &ruleEnv[S]{cfg: cfg, fresh: fresh}, subject)
 		}
 		returned = true
@@ -237,14 +221,12 @@ func (s suite[S]) runRule(ctx context.Context, cfg config, r rule[S], first, fre
 }
 
 // watchSamples is how many samples of the progress count the watchdog
-// takes per timeout: it fires after that many in a row saw no progress, so
-// a rule is stopped between timeout and 5/4 of it after its last progress.
+// takes per timeout.
 const watchSamples = 4
 
 // watch calls fire once the rule made no progress for watchSamples samples
-// in a row, unless stop closes first. The samples come every
-// timeout/watchSamples from the wall clock, or from the injected watchdog
-// of the package's tests (each delivery one sample).
+// in a row (a timeout), unless stop closes first. The samples come from
+// the wall clock, or from the tests' injected watchdog.
 func watch(cfg config, timeout time.Duration, p *progress, stop <-chan struct{}, fire func()) {
 	var samples <-chan time.Time
 	if cfg.watchdog != nil {
@@ -272,10 +254,8 @@ func watch(cfg config, timeout time.Duration, p *progress, stop <-chan struct{},
 	}
 }
 
-// check runs every selected rule on a fresh subject from newSubject and
-// joins their failures. The cleanups newSubject returned for a rule run
-// when the rule is over, also when it timed out. It stops early only when
-// ctx is done.
+// check runs every selected rule on a fresh subject from newSubject, runs
+// the rule's cleanups when it is over, and joins the failures.
 func (s suite[S]) check(ctx context.Context, cfg config, newSubject func() (S, func(), error)) error {
 	var errs []error
 	for _, r := range s.rules {
@@ -316,8 +296,7 @@ func (s suite[S]) check(ctx context.Context, cfg config, newSubject func() (S, f
 }
 
 // test runs every rule as a named subtest of t on a fresh subject from
-// newSubject, called on the subtest's *testing.T (so it may call t.Fatal
-// and register t.Cleanup).
+// newSubject, called on the subtest's *testing.T.
 func (s suite[S]) test(t *testing.T, cfg config, newSubject func(t *testing.T) S) {
 	t.Helper()
 	for _, r := range s.rules {
@@ -326,16 +305,16 @@ func (s suite[S]) test(t *testing.T, cfg config, newSubject func(t *testing.T) S
 		}
 		t.Run(r.name, func(t *testing.T) {
 			t.Helper()
-			subject := newSubject(t)
-			if isNil(subject) {
-				t.Fatal("conformance: factory returned nil")
-			}
 			fresh := func() (S, error) {
 				s := newSubject(t)
 				if isNil(s) {
 					return s, errors.New("conformance: factory returned nil")
 				}
 				return s, nil
+			}
+			subject, err := fresh() // on the test goroutine: the factory may call t.Fatal
+			if err != nil {
+				t.Fatal(err)
 			}
 			skip, err := s.runRule(t.Context(), cfg, r, func() (S, error) { return subject, nil }, fresh)
 			if err != nil {
@@ -371,10 +350,8 @@ func isNil(v any) bool {
 	return false
 }
 
-// A step is one generated operation of a model rule. Steps are resolved
-// against the model when they run (an append "at the head" uses the
-// model's head then), so any subsequence of a generated sequence is itself
-// a valid sequence, which is what the minimiser needs.
+// A step is one operation of a rule, resolved against the model when it
+// runs, so that any subsequence is a valid sequence (for the minimiser).
 type step[M any] struct {
 	what string
 	do   func(m M) error
@@ -400,8 +377,7 @@ func modeString(m ctxMode, trip int) string {
 	return []string{"", " (cancelled context)", " (expired context)", fmt.Sprintf(" (context cancelled at its probe %d)", trip+1)}[m]
 }
 
-// scripted makes a fixed rule of steps: the same whatever the seed, run
-// against a model from start.
+// scripted makes a fixed rule of steps run against a model from start.
 func scripted[S, M any](name string, steps []step[M], start func(ctx context.Context) func(S) (M, error)) rule[S] {
 	return fixed(name, func(ctx context.Context, s S) error {
 		_, err := runSteps(ctx, s, start(ctx), steps)
@@ -409,15 +385,13 @@ func scripted[S, M any](name string, steps []step[M], start func(ctx context.Con
 	})
 }
 
-// shrinkBudget bounds the replays of the minimiser: each runs on a fresh
-// store, which for a durable backend can be slow.
+// shrinkBudget bounds the minimiser's replays, each on a fresh store.
 const shrinkBudget = 32
 
 // maxReproLines bounds the reproduction printed with a failure.
 const maxReproLines = 60
 
-// opError is a model rule's failure: the operation that went wrong, and the
-// shrunk sequence that reproduces it.
+// opError is a model rule's failure and its shrunk reproduction.
 type opError struct {
 	index, total int
 	op           string
@@ -442,8 +416,8 @@ func (e *opError) Error() string {
 
 func (e *opError) Unwrap() error { return e.err }
 
-// runSteps runs steps on a fresh model made by start for subject, and
-// returns the index of the first step that fails.
+// runSteps runs steps on a model made by start and returns the index of
+// the first that fails.
 func runSteps[S, M any](ctx context.Context, subject S, start func(S) (M, error), steps []step[M]) (int, error) {
 	m, err := start(subject)
 	if err != nil {
@@ -462,8 +436,7 @@ func runSteps[S, M any](ctx context.Context, subject S, start func(S) (M, error)
 }
 
 // runModel runs steps against a model of subject; on a failure it shrinks
-// the failing prefix on fresh subjects (in at most half the time left), so
-// the report names the failing step and a short reproduction.
+// the failing prefix on fresh subjects.
 func runModel[S, M any](ctx context.Context, env *ruleEnv[S], subject S, start func(S) (M, error), steps []step[M]) error {
 	began := time.Now()
 	at, err := runSteps(ctx, subject, start, steps)
@@ -474,9 +447,7 @@ func runModel[S, M any](ctx context.Context, env *ruleEnv[S], subject S, start f
 	if env.cfg.noShrink || ctx.Err() != nil {
 		return oe
 	}
-	// Shrink for at most four times as long as the failing run took, and
-	// half the time the rule has left, so that the watchdog reports the
-	// failure, not a timeout.
+	// Shrink for at most four times as long as the failing run took.
 	limit := 4*time.Since(began) + time.Second
 	if dl, ok := ctx.Deadline(); ok {
 		limit = min(limit, time.Until(dl)/2)
