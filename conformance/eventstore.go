@@ -149,21 +149,19 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.add(1, kStart, kSignal)
 		b.add(2, append(start, signals5...)...)
 		b.listings()
-		// Past 4,096 workflows: no listing or Query may stop there.
-		var more []esAppend
-		for wf := range 4097 {
-			more = append(more, esAppend{wf: 3 + wf, n: 1, kinds: start, seed: b.rng.Uint64()})
+		// Past 4,096 workflows, paused, then running: no listing or Query
+		// may stop there.
+		paused, resumed := make([]esAppend, 4097), make([]esAppend, 4097)
+		for wf := range paused {
+			paused[wf] = esAppend{wf: 3 + wf, n: 2, kinds: []string{kStart, kPause}, seed: b.rng.Uint64()}
+			resumed[wf] = esAppend{wf: 3 + wf, n: 1, kinds: []string{kResume}, seed: b.rng.Uint64()}
 		}
-		b.push("the first appends of 4,097 more workflows", func(m *esModel) error {
-			for _, a := range more {
-				if err := m.append(a); err != nil {
-					return fmt.Errorf("%v: %w", a, err)
-				}
-			}
-			return nil
-		})
+		b.many("4,097 more workflows started and paused", paused)
 		b.listings()
 		b.query(0)
+		b.query(7)
+		b.many("the 4,097 resumed", resumed)
+		b.listings()
 		b.query(10)
 	}),
 	esScript(RuleESQuery, 0, func(b *esb) {
@@ -181,7 +179,7 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		}
 		b.timer(0, 1)
 		b.timer(1, 2)
-		for i := range keyShapes {
+		for i := range timerShapes {
 			b.timer(1, 6+i)
 		}
 		for v := range 12 {
@@ -273,8 +271,9 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.app(esAppend{wf: 0, n: 3, rows: true, kinds: []string{kStart, kSchedule, kSchedule}})
 		b.app(esAppend{wf: 0, n: 1, at: abs(0), rows: true, kinds: []string{kSchedule}})
 		b.add(0, kSchedule, kSchedule) // scheduled without rows
-		b.app(esAppend{wf: 0, n: 1, at: rel(-1), rowsOnly: true})
-		b.app(esAppend{wf: 0, n: 1, at: plus(1 << 32), rowsOnly: true})
+		for _, at := range stale {
+			b.app(esAppend{wf: 0, n: 1, at: at, rowsOnly: true})
+		}
 		for f := esRowOtherWf; f <= esRowStagedKey; f++ {
 			b.app(esAppend{wf: 0, n: 2, rows: true, flaw: f, kinds: []string{kSchedule, kSchedule}})
 		}
@@ -394,13 +393,14 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		// Exactly 1,000 rows staged, claimed whole.
 		b.app(esAppend{wf: 1, n: 1001, rows: true, kinds: append(start, repeat(kSchedule, 1000)...)})
 		b.claim(math.MaxInt)
-		// 2,049 due timers on one workflow, IDs of every length a column
+		// 4,097 due timers on one workflow, IDs of every length a column
 		// or an index cuts (255, 256, 4,097 and 65,537 bytes among them),
-		// read at exactly 512, 1,000, 1,024, 2,000 due and next to each.
-		b.push("ScheduleTimer of 2,049 timers, one second apart", func(m *esModel) error {
+		// read at exactly 512, 1,000, 1,024, 2,000, 2,048, 4,096 due and
+		// next to each.
+		b.push("ScheduleTimer of 4,097 timers, one second apart", func(m *esModel) error {
 			for i := range sizesTimers {
 				id := fmt.Sprintf("%s%05d", m.g.salt, i)
-				if n := []int{255, 256, 4097, 65537}[i%4]; i%500 == 7 {
+				if n := []int{255, 256, 4097, 65537}[i/500%4]; i%500 == 7 {
 					id += strings.Repeat("t", n-len(id))
 				}
 				e := eventstore.TimerEntry{WorkflowID: m.wf(0).id, TimerID: eventstore.TimerID(id), FireAt: sizesTimerAt(i), ArmedSeq: uint64(i)}
@@ -411,22 +411,18 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 			}
 			return nil
 		})
-		for _, due := range []int{511, 512, 513, 999, 1000, 1001, 1023, 1024, 1025, 2000, sizesTimers} {
+		for _, due := range []int{511, 512, 513, 999, 1000, 1001, 1023, 1024, 1025, 2000, 2049, 4096, sizesTimers} {
 			b.push(fmt.Sprintf("ExpiredTimers with %d due", due), func(m *esModel) error { return m.expiredAsOf(sizesTimerAt(due-1), ctxLive) })
 		}
 		// Exactly 1,000 and 2,000 workflows, then one more: the listings
 		// and Query at a page and past it.
+		from := 2 // workflows 0 and 1 are started
 		for _, upTo := range []int{1000, 2000, 2001} {
-			b.push(fmt.Sprintf("start workflows up to %d", upTo), func(m *esModel) error {
-				for wf := range upTo {
-					if m.wf(wf).head() == 0 {
-						if err := m.append(esAppend{wf: wf, n: 1, kinds: start, seed: uint64(wf)}); err != nil {
-							return fmt.Errorf("workflow %d: %w", wf, err)
-						}
-					}
-				}
-				return nil
-			})
+			var starts []esAppend
+			for ; from < upTo; from++ {
+				starts = append(starts, esAppend{wf: from, n: 1, kinds: start, seed: uint64(from)})
+			}
+			b.many(fmt.Sprintf("start workflows up to %d", upTo), starts)
 			b.listings()
 			b.query(0)
 			b.histories(upTo)
@@ -437,7 +433,7 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 }}
 
 // sizesTimers is how many timers the sizes rule arms.
-const sizesTimers = 2049
+const sizesTimers = 4097
 
 // sizesTimerAt is when the sizes rule's i-th timer fires.
 func sizesTimerAt(i int) time.Time { return time.Unix(1_600_000_000+int64(i), 0).UTC() }
@@ -449,6 +445,18 @@ type esb struct{ builder[*esModel] }
 func (b *esb) app(a esAppend) {
 	a.seed, a.mode, a.trip = b.rng.Uint64(), b.mode, b.trip
 	b.push(a.String(), func(m *esModel) error { return m.append(a) })
+}
+
+// many pushes one step of the appends as.
+func (b *esb) many(what string, as []esAppend) {
+	b.push(what, func(m *esModel) error {
+		for _, a := range as {
+			if err := m.append(a); err != nil {
+				return fmt.Errorf("%v: %w", a, err)
+			}
+		}
+		return nil
+	})
 }
 
 func (b *esb) add(wf int, kinds ...string) { b.app(esAppend{wf: wf, n: len(kinds), kinds: kinds}) }
@@ -475,10 +483,10 @@ func (b *esb) all(wf int) {
 	b.on(fmt.Sprintf("ReadHistory(workflow %d)", wf), func(m *esModel, mode ctxMode, _ int, _ uint64) error { return m.readAll(m.wf(wf), mode) })
 }
 
-// histories reads the first n workflows' histories in one ReadHistories
-// call (a store without the capability skips it).
+// histories reads n histories in one ReadHistories call (a store without
+// the capability skips it).
 func (b *esb) histories(n int) {
-	b.on(fmt.Sprintf("ReadHistories(workflows 0 to %d, an unknown one, workflow 0 again)", n-1), func(m *esModel, mode ctxMode, _ int, _ uint64) error {
+	b.on(fmt.Sprintf("ReadHistories(workflows 0 to %d, an unknown one amid them, workflow 0 again)", n-3), func(m *esModel, mode ctxMode, _ int, _ uint64) error {
 		return m.histories(n, mode)
 	})
 }
@@ -666,14 +674,7 @@ func esModelRule(ctx context.Context, env *ruleEnv[eventstore.Store], s eventsto
 	for _, w := range rng.Perm(n - 2) {
 		starts = append(starts, esAppend{wf: w + 1, n: 1 + rng.IntN(3)*rng.IntN(2), rows: caps&CapOutbox != 0, partial: true, seed: rng.Uint64()})
 	}
-	b.push(fmt.Sprintf("the first appends of %d workflows", len(starts)), func(m *esModel) error {
-		for _, a := range starts {
-			if err := m.append(a); err != nil {
-				return fmt.Errorf("%v: %w", a, err)
-			}
-		}
-		return nil
-	})
+	b.many(fmt.Sprintf("the first appends of %d workflows", len(starts)), starts)
 	wf := func() int {
 		if rng.IntN(5) == 0 {
 			return 0
@@ -764,7 +765,7 @@ func esModelRule(ctx context.Context, env *ruleEnv[eventstore.Store], s eventsto
 	if caps&CapOutbox != 0 {
 		b.claim(math.MaxInt)
 	}
-	for i := range keyShapes {
+	for i := range timerShapes {
 		b.timer(0, 6+i)
 	}
 	b.expired(3)
