@@ -183,7 +183,8 @@ func heldOutESCases() []classCase {
 			return s
 		}, RuleESSizes)
 	}
-	// 3. Timer IDs mangled.
+	// 3. Timer IDs mangled (the case-folding, cut and PAD SPACE ones were
+	// caught before; trimming and collapsing spaces were not).
 	cutAtSpace := func(s string) string { return strings.SplitN(s, " ", 2)[0] }
 	padSpace := func(s string) string { return strings.ToLower(strings.TrimRight(s, " ")) }
 	for _, norm := range []struct {
@@ -200,7 +201,8 @@ func heldOutESCases() []classCase {
 		add("timer-ids", norm.name, timerIDBug(norm.f, false), RuleESTimers)
 		add("timer-ids", norm.name+", the ID last armed answered", timerIDBug(norm.f, true), RuleESTimers)
 	}
-	// 4. Rows-only AppendWithOutbox at a wrong seq.
+	// 4. Rows-only AppendWithOutbox at a wrong seq (caught before; "0
+	// taken as any seq" by the model rule alone).
 	add("rows-only-seq", "not checked", rowsOnlySeqBug(func(_, head uint64) uint64 { return head }), RuleOutboxAtomic)
 	add("rows-only-seq", "a stale seq taken", rowsOnlySeqBug(func(exp, head uint64) uint64 { return max(exp, head) }), RuleOutboxAtomic)
 	add("rows-only-seq", "a future seq taken", rowsOnlySeqBug(func(exp, head uint64) uint64 { return min(exp, head) }), RuleOutboxAtomic)
@@ -236,12 +238,13 @@ func heldOutESCases() []classCase {
 		}
 		return s
 	}, RuleOutboxAtomic)
-	// 5. A refused batch retried.
+	// 5. A refused batch made again (the first two were caught before,
+	// through accepted batches retried twice; the ahead ones were not).
 	add("refused-retry", "answered nil", refusedRetryBug(false, false), RuleESConflictFound, RuleESRetriedAppend)
 	add("refused-retry", "committed at the head", refusedRetryBug(true, false), RuleESConflictFound, RuleESRetriedAppend)
 	add("refused-retry", "ahead of the head, answered nil", refusedRetryBug(false, true), RuleESConflictFound)
 	add("refused-retry", "ahead of the head, committed at the head", refusedRetryBug(true, true), RuleESConflictFound)
-	// 6. ReadHistories.
+	// 6. ReadHistories (all but the exact multiples were caught before).
 	for _, page := range []int{500, 1000} {
 		add("read-histories", fmt.Sprintf("the last history lost at a multiple of %d IDs", page), withHistories(func(ids []eventstore.WorkflowID, hist func(eventstore.WorkflowID) []eventstore.Event) [][]eventstore.Event {
 			out := make([][]eventstore.Event, len(ids))
