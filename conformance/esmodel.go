@@ -1317,7 +1317,6 @@ func (m *esModel) prune(variant int, seed uint64) error {
 	if m.pr == nil {
 		return skipf(0, "%T has no PruneClosed method (retention is optional)", m.s)
 	}
-	g := m.g.sub(seed)
 	prunable := func(w *esWf) (time.Time, bool) {
 		if w.head() == 0 {
 			return time.Time{}, false
@@ -1333,7 +1332,7 @@ func (m *esModel) prune(variant int, seed uint64) error {
 		}
 	}
 	if len(closed) > 0 {
-		cutoff = pick(g, closed...)
+		cutoff = pick(m.g.sub(seed), closed...)
 	}
 	switch variant % 4 {
 	case 1:

@@ -386,17 +386,18 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		// Exactly 1,000 rows staged, claimed whole.
 		b.app(esAppend{wf: 1, n: 1001, rows: true, kinds: append(start, repeat(kSchedule, 1000)...)})
 		b.claim(math.MaxInt)
-		// 4,097 due timers on one workflow, IDs of every length a column
-		// or an index cuts (255, 256, 4,097 and 65,537 bytes among them),
-		// read at exactly 512, 1,000, 1,024, 2,000, 2,048, 4,096 due and
-		// next to each.
-		b.push("ScheduleTimer of 4,097 timers, one second apart", func(m *esModel) error {
-			for i := range sizesTimers {
+		// 4,097 due timers on one workflow, one second apart, IDs of every
+		// length a column or an index cuts (255, 256, 4,097 and 65,537
+		// bytes among them), read with exactly 512, 1,000, 1,024 and 4,096
+		// due, next to each, 2,000 and 2,049.
+		timerAt := func(i int) time.Time { return time.Unix(1_600_000_000+int64(i), 0).UTC() }
+		b.push("ScheduleTimer of 4,097 timers", func(m *esModel) error {
+			for i := range 4097 {
 				id := fmt.Sprintf("%s%05d", m.g.salt, i)
 				if n := []int{255, 256, 4097, 65537}[i/500%4]; i%500 == 7 {
 					id += strings.Repeat("t", n-len(id))
 				}
-				e := eventstore.TimerEntry{WorkflowID: m.wf(0).id, TimerID: eventstore.TimerID(id), FireAt: sizesTimerAt(i), ArmedSeq: uint64(i)}
+				e := eventstore.TimerEntry{WorkflowID: m.wf(0).id, TimerID: eventstore.TimerID(id), FireAt: timerAt(i), ArmedSeq: uint64(i)}
 				if err := m.s.ScheduleTimer(m.ctx, e.WorkflowID, e.TimerID, e.FireAt, e.ArmedSeq); err != nil {
 					return fmt.Errorf("ScheduleTimer(timer %d of %d bytes): %w", i, len(id), err)
 				}
@@ -404,8 +405,8 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 			}
 			return nil
 		})
-		for _, due := range []int{511, 512, 513, 999, 1000, 1001, 1023, 1024, 1025, 2000, 2049, 4096, sizesTimers} {
-			b.push(fmt.Sprintf("ExpiredTimers with %d due", due), func(m *esModel) error { return m.expiredAsOf(sizesTimerAt(due - 1)) })
+		for _, due := range []int{511, 512, 513, 999, 1000, 1001, 1023, 1024, 1025, 2000, 2049, 4096, 4097} {
+			b.push(fmt.Sprintf("ExpiredTimers with %d due", due), func(m *esModel) error { return m.expiredAsOf(timerAt(due - 1)) })
 		}
 		// Exactly 1,000 and 2,000 workflows, then one more: the listings
 		// and Query at a page and past it.
@@ -424,12 +425,6 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 	// The model rule, the longest, runs last.
 	seeded(RuleESModel, esModelRule),
 }}
-
-// sizesTimers is how many timers the sizes rule arms.
-const sizesTimers = 4097
-
-// sizesTimerAt is when the sizes rule's i-th timer fires.
-func sizesTimerAt(i int) time.Time { return time.Unix(1_600_000_000+int64(i), 0).UTC() }
 
 // esb builds the steps of an event store rule; mode and trip apply to the
 // next append or read only.
@@ -499,7 +494,7 @@ func (b *esb) histories(n int) {
 }
 
 func (b *esb) listings() {
-	b.push("ListWorkflowIDs, ListActive, ListPaused, StreamHeads", func(m *esModel) error { return m.listings() })
+	b.push("ListWorkflowIDs, ListActive, ListPaused, StreamHeads", (*esModel).listings)
 }
 
 // done calls every method but the appends with a done context.
