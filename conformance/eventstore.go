@@ -149,21 +149,19 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.add(1, kStart, kSignal)
 		b.add(2, append(start, signals5...)...)
 		b.listings()
-		// Past 4,096 workflows: no listing or Query may stop there.
-		var more []esAppend
-		for wf := range 4097 {
-			more = append(more, esAppend{wf: 3 + wf, n: 1, kinds: start, seed: b.rng.Uint64()})
+		// Past 4,096 workflows, paused, then running: no listing or Query
+		// may stop there.
+		paused, resumed := make([]esAppend, 4097), make([]esAppend, 4097)
+		for wf := range paused {
+			paused[wf] = esAppend{wf: 3 + wf, n: 2, kinds: []string{kStart, kPause}, seed: b.rng.Uint64()}
+			resumed[wf] = esAppend{wf: 3 + wf, n: 1, kinds: []string{kResume}, seed: b.rng.Uint64()}
 		}
-		b.push("the first appends of 4,097 more workflows", func(m *esModel) error {
-			for _, a := range more {
-				if err := m.append(a); err != nil {
-					return fmt.Errorf("%v: %w", a, err)
-				}
-			}
-			return nil
-		})
+		b.many("4,097 more workflows started and paused", paused)
 		b.listings()
 		b.query(0)
+		b.query(7)
+		b.many("the 4,097 resumed", resumed)
+		b.listings()
 		b.query(10)
 	}),
 	esScript(RuleESQuery, 0, func(b *esb) {
@@ -181,7 +179,7 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		}
 		b.timer(0, 1)
 		b.timer(1, 2)
-		for i := range keyShapes {
+		for i := range timerShapes {
 			b.timer(1, 6+i)
 		}
 		for v := range 12 {
@@ -208,32 +206,25 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 	}),
 	esScript(RuleESContextCancelled, 0, func(b *esb) {
 		b.add(0, kStart, kSchedule)
+		b.app(esAppend{wf: 0, n: 2, rows: true, kinds: []string{kSchedule, kSchedule}})
 		b.timer(0, 0)
+		b.pkg(0, "a", "b")
+		b.claim(1)
 		b.shard(0)
 		for _, m := range []ctxMode{ctxCancelled, ctxExpired} {
-			for _, do := range []func(){
-				func() { b.add(0, kSignal) }, func() { b.app(esAppend{wf: 0, n: 2, rows: true, kinds: []string{kSchedule, kSchedule}}) },
-				func() { b.all(0) }, func() { b.read(0, abs(1)) }, func() { b.chain(0) }, func() { b.listings() }, func() { b.query(0) },
-				func() { b.timer(0, 0) }, func() { b.retire(0) }, func() { b.expired(3) },
-				func() { b.pkg(0, "a", "b") }, func() { b.pkg(1, "a", "b") }, func() { b.pkg(3, "a", "b") }, func() { b.pkg(4, "a", "b") }, func() { b.pkg(5, "", "") },
-				func() { b.claim(5) }, func() { b.rearm(0) }, func() { b.cancelRow(0) }, func() { b.cancelWf(0, 0) }, func() { b.count() },
-				func() { b.shard(0) }, func() { b.shard(2) },
-			} {
-				b.mode = m
-				do()
-			}
+			b.mode = m
+			b.add(0, kSignal)
+			b.mode = m
+			b.app(esAppend{wf: 0, n: 2, rows: true, kinds: []string{kSchedule, kSchedule}})
+			b.done(m)
 		}
 		for trip := range 8 {
 			b.mode, b.trip = ctxTrip, trip
 			b.app(esAppend{wf: 0, n: 3, rows: true, kinds: []string{kSchedule, kSignal, kSchedule}})
 			b.mode, b.trip = ctxTrip, trip
-			b.all(0)
+			b.read(0, abs(1))
 		}
 		b.all(0)
-		b.listings()
-		b.expired(3)
-		b.pkg(5, "", "")
-		b.shard(7)
 		b.claim(100)
 	}),
 	esScript(RuleESRetriedAppend, 0, func(b *esb) {
@@ -273,8 +264,9 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.app(esAppend{wf: 0, n: 3, rows: true, kinds: []string{kStart, kSchedule, kSchedule}})
 		b.app(esAppend{wf: 0, n: 1, at: abs(0), rows: true, kinds: []string{kSchedule}})
 		b.add(0, kSchedule, kSchedule) // scheduled without rows
-		b.app(esAppend{wf: 0, n: 1, at: rel(-1), rowsOnly: true})
-		b.app(esAppend{wf: 0, n: 1, at: plus(1 << 32), rowsOnly: true})
+		for _, at := range stale {
+			b.app(esAppend{wf: 0, n: 1, at: at, rowsOnly: true})
+		}
 		for f := esRowOtherWf; f <= esRowStagedKey; f++ {
 			b.app(esAppend{wf: 0, n: 2, rows: true, flaw: f, kinds: []string{kSchedule, kSchedule}})
 		}
@@ -341,7 +333,7 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.cancelWf(0, 0)
 		b.claim(10)
 	}),
-	esScript(RuleShardAcquireOne, CapShardOwner, func(b *esb) { b.shard(2); b.shard(1); b.shard(8); b.shard(2) }),
+	esScript(RuleShardAcquireOne, CapShardOwner, func(b *esb) { b.shard(2); b.shard(1); b.shard(7); b.shard(2) }),
 	esScript(RuleShardAcquireMany, CapShardOwner, func(b *esb) { b.shard(1); b.shard(0); b.shard(1); b.shard(2) }),
 	esScript(RuleShardPublishNotOwner, CapShardOwner, func(b *esb) { b.shard(2); b.shard(3) }),
 	esScript(RuleShardNegative, CapShardOwner, func(b *esb) {
@@ -358,9 +350,9 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.shard(5)
 		b.shard(6)
 		b.shard(4)
-		b.shard(7)
+		b.done(ctxCancelled)
 		b.shard(5)
-		b.shard(7)
+		b.done(ctxExpired)
 	}),
 	esScript(RuleESRetention, 0, func(b *esb) {
 		kinds := []string{kComplete, kFailWf, kCancelWf, kTimeoutWf, kContinue, kSignal, kPause}
@@ -394,16 +386,18 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		// Exactly 1,000 rows staged, claimed whole.
 		b.app(esAppend{wf: 1, n: 1001, rows: true, kinds: append(start, repeat(kSchedule, 1000)...)})
 		b.claim(math.MaxInt)
-		// 2,049 due timers on one workflow, IDs of every length a column
-		// or an index cuts (255, 256, 4,097 and 65,537 bytes among them),
-		// read at exactly 512, 1,000, 1,024, 2,000 due and next to each.
-		b.push("ScheduleTimer of 2,049 timers, one second apart", func(m *esModel) error {
-			for i := range sizesTimers {
+		// 4,097 due timers on one workflow, one second apart, IDs of every
+		// length a column or an index cuts (255, 256, 4,097 and 65,537
+		// bytes among them), read with exactly 512, 1,000, 1,024 and 4,096
+		// due, next to each, 2,000 and 2,049.
+		timerAt := func(i int) time.Time { return time.Unix(1_600_000_000+int64(i), 0).UTC() }
+		b.push("ScheduleTimer of 4,097 timers", func(m *esModel) error {
+			for i := range 4097 {
 				id := fmt.Sprintf("%s%05d", m.g.salt, i)
-				if n := []int{255, 256, 4097, 65537}[i%4]; i%500 == 7 {
+				if n := []int{255, 256, 4097, 65537}[i/500%4]; i%500 == 7 {
 					id += strings.Repeat("t", n-len(id))
 				}
-				e := eventstore.TimerEntry{WorkflowID: m.wf(0).id, TimerID: eventstore.TimerID(id), FireAt: sizesTimerAt(i), ArmedSeq: uint64(i)}
+				e := eventstore.TimerEntry{WorkflowID: m.wf(0).id, TimerID: eventstore.TimerID(id), FireAt: timerAt(i), ArmedSeq: uint64(i)}
 				if err := m.s.ScheduleTimer(m.ctx, e.WorkflowID, e.TimerID, e.FireAt, e.ArmedSeq); err != nil {
 					return fmt.Errorf("ScheduleTimer(timer %d of %d bytes): %w", i, len(id), err)
 				}
@@ -411,22 +405,18 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 			}
 			return nil
 		})
-		for _, due := range []int{511, 512, 513, 999, 1000, 1001, 1023, 1024, 1025, 2000, sizesTimers} {
-			b.push(fmt.Sprintf("ExpiredTimers with %d due", due), func(m *esModel) error { return m.expiredAsOf(sizesTimerAt(due-1), ctxLive) })
+		for _, due := range []int{511, 512, 513, 999, 1000, 1001, 1023, 1024, 1025, 2000, 2049, 4096, 4097} {
+			b.push(fmt.Sprintf("ExpiredTimers with %d due", due), func(m *esModel) error { return m.expiredAsOf(timerAt(due - 1)) })
 		}
 		// Exactly 1,000 and 2,000 workflows, then one more: the listings
 		// and Query at a page and past it.
+		from := 2 // workflows 0 and 1 are started
 		for _, upTo := range []int{1000, 2000, 2001} {
-			b.push(fmt.Sprintf("start workflows up to %d", upTo), func(m *esModel) error {
-				for wf := range upTo {
-					if m.wf(wf).head() == 0 {
-						if err := m.append(esAppend{wf: wf, n: 1, kinds: start, seed: uint64(wf)}); err != nil {
-							return fmt.Errorf("workflow %d: %w", wf, err)
-						}
-					}
-				}
-				return nil
-			})
+			var starts []esAppend
+			for ; from < upTo; from++ {
+				starts = append(starts, esAppend{wf: from, n: 1, kinds: start, seed: uint64(from)})
+			}
+			b.many(fmt.Sprintf("start workflows up to %d", upTo), starts)
 			b.listings()
 			b.query(0)
 			b.histories(upTo)
@@ -436,15 +426,28 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 	seeded(RuleESModel, esModelRule),
 }}
 
-// sizesTimers is how many timers the sizes rule arms.
-const sizesTimers = 2049
-
-// sizesTimerAt is when the sizes rule's i-th timer fires.
-func sizesTimerAt(i int) time.Time { return time.Unix(1_600_000_000+int64(i), 0).UTC() }
-
 // esb builds the steps of an event store rule; mode and trip apply to the
-// next step only.
+// next append or read only.
 type esb struct{ builder[*esModel] }
+
+// do pushes a step with a seed of its own, the same in every replay; one
+// of an Outbox or ShardOwner method (caps) is a no-op for a store without
+// the capability (the rules needing it skip before).
+func (b *esb) do(caps Capabilities, what string, f func(m *esModel, seed uint64) error) {
+	seed := b.rng.Uint64()
+	b.push(what, func(m *esModel) error {
+		if caps&CapOutbox != 0 && m.ob == nil || caps&CapShardOwner != 0 && m.so == nil {
+			return nil
+		}
+		return f(m, seed)
+	})
+}
+
+// op pushes a step of a model operation by variant; call is its name and
+// first arguments, up to the variant's.
+func (b *esb) op(caps Capabilities, call string, f func(m *esModel, variant int, seed uint64) error, variant int) {
+	b.do(caps, fmt.Sprintf("%svariant %d)", call, variant), func(m *esModel, seed uint64) error { return f(m, variant, seed) })
+}
 
 func (b *esb) app(a esAppend) {
 	a.seed, a.mode, a.trip = b.rng.Uint64(), b.mode, b.trip
@@ -459,160 +462,74 @@ func (b *esb) flaw(wf int, f esFlaw, where int) {
 	b.app(esAppend{wf: wf, n: 3, flaw: f, where: where, kinds: []string{kSignal, kSchedule, kSignal}})
 }
 
-// on pushes a step that needs no mode of its own beyond b's.
-func (b *esb) on(what string, do func(m *esModel, mode ctxMode, trip int, seed uint64) error) {
-	mode, trip, seed := b.mode, b.trip, b.rng.Uint64()
-	b.push(what, func(m *esModel) error { return do(m, mode, trip, seed) })
+// many pushes one step of the appends as.
+func (b *esb) many(what string, as []esAppend) {
+	b.push(what, func(m *esModel) error {
+		for _, a := range as {
+			if err := m.append(a); err != nil {
+				return fmt.Errorf("%v: %w", a, err)
+			}
+		}
+		return nil
+	})
 }
 
 func (b *esb) read(wf int, from pos) {
-	b.on(fmt.Sprintf("ReadHistoryFrom(workflow %d, %v)", wf, from), func(m *esModel, mode ctxMode, trip int, _ uint64) error {
-		return m.readFrom(m.wf(wf), from, mode, trip)
-	})
+	mode, trip := b.mode, b.trip
+	b.push(fmt.Sprintf("ReadHistoryFrom(workflow %d, %v)", wf, from), func(m *esModel) error { return m.readFrom(m.wf(wf), from, mode, trip) })
 }
 
 func (b *esb) all(wf int) {
-	b.on(fmt.Sprintf("ReadHistory(workflow %d)", wf), func(m *esModel, mode ctxMode, _ int, _ uint64) error { return m.readAll(m.wf(wf), mode) })
-}
-
-// histories reads the first n workflows' histories in one ReadHistories
-// call (a store without the capability skips it).
-func (b *esb) histories(n int) {
-	b.on(fmt.Sprintf("ReadHistories(workflows 0 to %d, an unknown one, workflow 0 again)", n-1), func(m *esModel, mode ctxMode, _ int, _ uint64) error {
-		return m.histories(n, mode)
-	})
+	b.push(fmt.Sprintf("ReadHistory(workflow %d)", wf), func(m *esModel) error { return m.readAll(m.wf(wf)) })
 }
 
 func (b *esb) chain(wf int) {
-	b.on(fmt.Sprintf("ReadRunChain(workflow %d)", wf), func(m *esModel, mode ctxMode, _ int, _ uint64) error { return m.chain(m.wf(wf), mode) })
+	b.push(fmt.Sprintf("ReadRunChain(workflow %d)", wf), func(m *esModel) error { return m.chain(m.wf(wf)) })
+}
+
+// histories reads n histories in one ReadHistories call (a store without
+// the capability skips it).
+func (b *esb) histories(n int) {
+	b.push(fmt.Sprintf("ReadHistories(workflows 0 to %d, an unknown one amid them, workflow 0 again)", n-3), func(m *esModel) error { return m.histories(n) })
 }
 
 func (b *esb) listings() {
-	b.on("ListWorkflowIDs, ListActive, ListPaused, StreamHeads", func(m *esModel, mode ctxMode, _ int, _ uint64) error { return m.listings(mode) })
+	b.push("ListWorkflowIDs, ListActive, ListPaused, StreamHeads", (*esModel).listings)
 }
 
-func (b *esb) query(variant int) {
-	b.on(fmt.Sprintf("Query(variant %d)", variant), func(m *esModel, mode ctxMode, _ int, seed uint64) error { return m.query(variant, seed, mode) })
+// done calls every method but the appends with a done context.
+func (b *esb) done(mode ctxMode) {
+	b.push(fmt.Sprintf("every method with a done context%s", modeString(mode, 0)), func(m *esModel) error { return m.doneCalls(mode) })
 }
 
-// outbox pushes a step of the Outbox method: a no-op for a store without
-// the capability (the Outbox rules skip before); with a done context the
-// method must return the context's error and change nothing.
-func (b *esb) outbox(method, what string, do func(m *esModel, seed uint64) error) {
-	b.on(what, func(m *esModel, mode ctxMode, _ int, seed uint64) error {
-		if m.ob == nil {
-			return nil
-		}
-		want := doneErr(mode)
-		if want == nil {
-			return do(m, seed)
-		}
-		ctx, cancel := ctxFor(m.ctx, mode, 0)
-		defer cancel()
-		var err error
-		key := m.g.salt
-		if len(m.rows) > 0 {
-			key = m.rows[0].DispatchKey
-		}
-		switch method {
-		case "ClaimOutboxRows":
-			_, err = m.ob.ClaimOutboxRows(ctx, 1)
-		case "RearmOutboxPending":
-			err = m.ob.RearmOutboxPending(ctx, []eventstore.OutboxRow{{DispatchKey: key}})
-		case "SettleWorkflowOutboxRowsCancelled":
-			_, err = m.ob.SettleWorkflowOutboxRowsCancelled(ctx, m.wf(0).id)
-		case "SettleOutboxRowCancelled":
-			err = m.ob.SettleOutboxRowCancelled(ctx, key)
-		default:
-			_, err = m.ob.CountClaimedOutboxRows(ctx)
-		}
-		return errors.Join(refused(err, want, method+" with a done context"), m.count())
-	})
-}
+func (b *esb) query(v int)     { b.op(0, "Query(", (*esModel).query, v) }
+func (b *esb) rearm(v int)     { b.op(CapOutbox, "RearmOutboxPending(", (*esModel).rearm, v) }
+func (b *esb) cancelRow(v int) { b.op(CapOutbox, "SettleOutboxRowCancelled(", (*esModel).cancelRow, v) }
+func (b *esb) retire(v int)    { b.op(0, "RetireTimer(", (*esModel).retire, v) }
+func (b *esb) expired(v int)   { b.op(0, "ExpiredTimers(", (*esModel).expired, v) }
+func (b *esb) shard(v int)     { b.op(CapShardOwner, "shards(", (*esModel).shard, v) }
+func (b *esb) prune(v int)     { b.op(0, "PruneClosed(", (*esModel).prune, v) }
 
 func (b *esb) claim(limit int) {
-	b.outbox("ClaimOutboxRows", fmt.Sprintf("ClaimOutboxRows(%d)", limit), func(m *esModel, _ uint64) error { return m.claim(limit) })
+	b.do(CapOutbox, fmt.Sprintf("ClaimOutboxRows(%d)", limit), func(m *esModel, _ uint64) error { return m.claim(limit) })
 }
 
-func (b *esb) rearm(variant int) {
-	b.outbox("RearmOutboxPending", fmt.Sprintf("RearmOutboxPending(variant %d)", variant), func(m *esModel, seed uint64) error { return m.rearm(variant, seed) })
+func (b *esb) cancelWf(wf, v int) {
+	b.op(CapOutbox, fmt.Sprintf("SettleWorkflowOutboxRowsCancelled(workflow %d, ", wf), func(m *esModel, v int, _ uint64) error {
+		return m.cancelWf(m.wf(wf), v)
+	}, v)
 }
 
-func (b *esb) cancelRow(variant int) {
-	b.outbox("SettleOutboxRowCancelled", fmt.Sprintf("SettleOutboxRowCancelled(variant %d)", variant), func(m *esModel, seed uint64) error {
-		return m.cancelRow(variant, seed)
-	})
+func (b *esb) timer(wf, v int) {
+	b.op(0, fmt.Sprintf("ScheduleTimer(workflow %d, ", wf), func(m *esModel, v int, seed uint64) error { return m.schedule(m.wf(wf), v, seed) }, v)
 }
 
-func (b *esb) cancelWf(wf, variant int) {
-	b.outbox("SettleWorkflowOutboxRowsCancelled", fmt.Sprintf("SettleWorkflowOutboxRowsCancelled(workflow %d, variant %d)", wf, variant), func(m *esModel, _ uint64) error {
-		return m.cancelWf(m.wf(wf), variant)
-	})
-}
-
-func (b *esb) count() {
-	b.outbox("CountClaimedOutboxRows", "CountClaimedOutboxRows", func(m *esModel, _ uint64) error { return m.count() })
-}
-
-func (b *esb) timer(wf, variant int) {
-	b.on(fmt.Sprintf("ScheduleTimer(workflow %d, variant %d)", wf, variant), func(m *esModel, mode ctxMode, _ int, seed uint64) error {
-		return m.schedule(m.wf(wf), variant, seed, mode)
-	})
-}
-
-func (b *esb) retire(variant int) {
-	b.on(fmt.Sprintf("RetireTimer(variant %d)", variant), func(m *esModel, mode ctxMode, _ int, seed uint64) error {
-		if want := doneErr(mode); want != nil {
-			ctx, cancel := ctxFor(m.ctx, mode, 0)
-			defer cancel()
-			for _, e := range m.timers {
-				_, err := m.s.RetireTimer(ctx, e.WorkflowID, e.TimerID, e.FireAt, e.ArmedSeq)
-				return refused(err, want, "RetireTimer of an armed timer")
-			}
-			return nil
-		}
-		return m.retire(variant, seed)
-	})
-}
-
-func (b *esb) expired(variant int) {
-	b.on(fmt.Sprintf("ExpiredTimers(variant %d)", variant), func(m *esModel, mode ctxMode, _ int, seed uint64) error { return m.expired(variant, seed, mode) })
-}
-
-func (b *esb) pkg(variant int, typ, hash string) {
-	b.on(fmt.Sprintf("packages(variant %d, %q, %q)", variant, short(typ), short(hash)), func(m *esModel, mode ctxMode, _ int, seed uint64) error {
-		return m.pkg(variant, seed, typ, hash, mode)
-	})
-}
-
-func (b *esb) shard(variant int) {
-	b.on(fmt.Sprintf("shards(variant %d)", variant), func(m *esModel, mode ctxMode, _ int, seed uint64) error {
-		if m.so == nil {
-			return nil // the ShardOwner rules skip before
-		}
-		if want := doneErr(mode); want != nil {
-			ctx, cancel := ctxFor(m.ctx, mode, 0)
-			defer cancel()
-			err := refused(m.so.AcquireOwnedShards(ctx, []int{0}), want, "AcquireOwnedShards with a done context")
-			err2 := refused(m.so.PublishShardOwner(ctx, 0), want, "PublishShardOwner with a done context")
-			if m.so.IsCurrentOwner(ctx, 0) {
-				err2 = errors.Join(err2, errors.New("IsCurrentOwner with a done context = true, want false"))
-			}
-			if got := m.so.IsCurrentOwner(m.ctx, 0); got != m.shard0 {
-				err2 = errors.Join(err2, fmt.Errorf("IsCurrentOwner(0) = %v after elections with a done context, want %v", got, m.shard0))
-			}
-			return errors.Join(err, err2)
-		}
-		return m.shard(variant, seed)
-	})
+func (b *esb) pkg(v int, typ, hash string) {
+	b.op(0, fmt.Sprintf("packages(%q, %q, ", short(typ), short(hash)), func(m *esModel, v int, seed uint64) error { return m.pkg(v, seed, typ, hash) }, v)
 }
 
 func (b *esb) retry(back int) {
 	b.push(fmt.Sprintf("the append accepted %d before the last, again at its expectedSeq", back), func(m *esModel) error { return m.retry(back) })
-}
-
-func (b *esb) prune(variant int) {
-	b.on(fmt.Sprintf("PruneClosed(variant %d)", variant), func(m *esModel, _ ctxMode, _ int, seed uint64) error { return m.prune(variant, seed) })
 }
 
 // esScript makes a fixed rule of a script: the same steps whatever the
@@ -645,35 +562,28 @@ const (
 // timers, packages, elections and retention, each result compared with
 // the model.
 func esModelRule(ctx context.Context, env *ruleEnv[eventstore.Store], s eventstore.Store) error {
-	rng := newRand(env.cfg.seed, RuleESModel)
-	scale := env.cfg.scale
+	// Rows go with appends when the store has the Outbox, and outbox steps
+	// are no-ops without it.
+	rng, scale := newRand(env.cfg.seed, RuleESModel), env.cfg.scale
 	n := esWorkflows * scale
-	caps := capabilitiesOf(s)
 	_, prunes := s.(ClosedPruner)
 	b := &esb{builder[*esModel]{rng: rng}}
 	// The long history, in batches of varied size, one big.
 	for total, i := 0, 0; total < esLongHistory*scale; i++ {
 		size := 1 + rng.IntN(400)
-		b.app(esAppend{wf: 0, n: size, rows: caps&CapOutbox != 0, partial: true, big: i == 3})
+		b.app(esAppend{wf: 0, n: size, rows: true, partial: true, big: i == 3})
 		total += size
 	}
 	// One batch with a 1 MiB payload in every payload field, one of 4,101
-	// events and rows; then every other workflow
-	// starts, in random order, some going further at once.
+	// events and rows; then every other workflow starts, in random order,
+	// some going further at once.
 	b.app(esAppend{wf: n, n: len(bigKinds), big: true, kinds: bigKinds})
 	b.app(esAppend{wf: n - 1, n: 4101, rows: true, kinds: append(start, repeat(kSchedule, 4100)...)})
 	var starts []esAppend
 	for _, w := range rng.Perm(n - 2) {
-		starts = append(starts, esAppend{wf: w + 1, n: 1 + rng.IntN(3)*rng.IntN(2), rows: caps&CapOutbox != 0, partial: true, seed: rng.Uint64()})
+		starts = append(starts, esAppend{wf: w + 1, n: 1 + rng.IntN(3)*rng.IntN(2), rows: true, partial: true, seed: rng.Uint64()})
 	}
-	b.push(fmt.Sprintf("the first appends of %d workflows", len(starts)), func(m *esModel) error {
-		for _, a := range starts {
-			if err := m.append(a); err != nil {
-				return fmt.Errorf("%v: %w", a, err)
-			}
-		}
-		return nil
-	})
+	b.many(fmt.Sprintf("the first appends of %d workflows", len(starts)), starts)
 	wf := func() int {
 		if rng.IntN(5) == 0 {
 			return 0
@@ -689,19 +599,15 @@ func esModelRule(ctx context.Context, env *ruleEnv[eventstore.Store], s eventsto
 		switch r := rng.IntN(60); {
 		case r < 3:
 			b.mode, b.trip = pick(rng, ctxCancelled, ctxExpired, ctxTrip, ctxTrip), rng.IntN(5)
-			b.app(esAppend{wf: w, n: 1 + rng.IntN(4), rows: caps&CapOutbox != 0, partial: true})
+			b.app(esAppend{wf: w, n: 1 + rng.IntN(4), rows: true, partial: true})
 		case r < 18:
-			b.app(esAppend{wf: w, n: 1 + rng.IntN(5), rows: caps&CapOutbox != 0 && rng.IntN(4) != 0, partial: true, rowsOnly: caps&CapOutbox != 0 && rng.IntN(10) == 0})
+			b.app(esAppend{wf: w, n: 1 + rng.IntN(5), rows: rng.IntN(4) != 0, partial: true, rowsOnly: rng.IntN(10) == 0})
 		case r < 20 && rng.IntN(3) == 0:
 			b.retry(rng.IntN(retriesKept))
 		case r < 20:
-			b.app(esAppend{wf: w, n: rng.IntN(3), at: pick(rng, stale...), rowsOnly: caps&CapOutbox != 0 && rng.IntN(2) == 0})
+			b.app(esAppend{wf: w, n: rng.IntN(3), at: pick(rng, stale...), rowsOnly: rng.IntN(2) == 0})
 		case r < 23:
-			last := esZeroRunEvent
-			if caps&CapOutbox != 0 {
-				last = esRowStagedKey
-			}
-			b.app(esAppend{wf: w, n: 1 + rng.IntN(3), flaw: esFlaw(1 + rng.IntN(int(last))), where: rng.IntN(5) - 2, rows: true})
+			b.app(esAppend{wf: w, n: 1 + rng.IntN(3), flaw: esFlaw(1 + rng.IntN(int(esRowStagedKey))), where: rng.IntN(5) - 2, rows: true})
 		case r < 28:
 			if rng.IntN(6) == 0 {
 				b.mode, b.trip = ctxTrip, rng.IntN(3)
@@ -717,7 +623,7 @@ func esModelRule(ctx context.Context, env *ruleEnv[eventstore.Store], s eventsto
 			b.listings()
 		case r < 33:
 			b.query(rng.IntN(queryVariants))
-		case r < 40 && caps&CapOutbox != 0:
+		case r < 40:
 			switch rng.IntN(5) {
 			case 0:
 				b.rearm(rng.IntN(4))
@@ -739,8 +645,8 @@ func esModelRule(ctx context.Context, env *ruleEnv[eventstore.Store], s eventsto
 			}
 		case r < 52:
 			b.pkg(rng.IntN(6), "", "")
-		case r < 55 && caps&CapShardOwner != 0:
-			b.shard(pick(rng, 0, 1, 2, 3, 8, 0, 1, 2, 3, 8, 4, 5, 6, 7))
+		case r < 55:
+			b.shard(pick(rng, 0, 1, 2, 3, 7, 0, 1, 2, 3, 7, 4, 5, 6))
 		case r < 56 && prunes:
 			b.prune(rng.IntN(4))
 		}
@@ -757,14 +663,10 @@ func esModelRule(ctx context.Context, env *ruleEnv[eventstore.Store], s eventsto
 	for v := range queryVariants {
 		b.query(v)
 	}
-	if caps&CapShardOwner != 0 {
-		b.shard(5)
-		b.listings()
-	}
-	if caps&CapOutbox != 0 {
-		b.claim(math.MaxInt)
-	}
-	for i := range keyShapes {
+	b.shard(5)
+	b.listings()
+	b.claim(math.MaxInt)
+	for i := range timerShapes {
 		b.timer(0, 6+i)
 	}
 	b.expired(3)
