@@ -97,13 +97,12 @@ var decoratorSuite = func() suite[wrapFunc] {
 				return decDifferential(ctx, env, wrap, caps)
 			}),
 		)
-		var errorRules []rule[wrapFunc]
 		for _, m := range methodsOf(caps) {
 			s.rules = append(s.rules, fixed(fmt.Sprintf("%s/%s%s", caps, RuleDecForward, m.Name), func(ctx context.Context, wrap wrapFunc) error {
 				return decCall(ctx, wrap, caps, m, nil, true)
 			}))
 			if returnsError(m.Type) {
-				errorRules = append(errorRules, fixed(fmt.Sprintf("%s/%s%s", caps, RuleDecError, m.Name), func(ctx context.Context, wrap wrapFunc) error {
+				s.rules = append(s.rules, fixed(fmt.Sprintf("%s/%s%s", caps, RuleDecError, m.Name), func(ctx context.Context, wrap wrapFunc) error {
 					var errs []error
 					for _, e := range spyErrors(m.Name) {
 						errs = append(errs, decCall(ctx, wrap, caps, m, e, false))
@@ -112,7 +111,6 @@ var decoratorSuite = func() suite[wrapFunc] {
 				}))
 			}
 		}
-		s.rules = append(s.rules, errorRules...)
 	}
 	return s
 }()
@@ -297,11 +295,9 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 				}
 				return out
 			}
-			if nRes > 0 {
-				if err := spy.SetResults(m.Name, answers()...); err != nil {
-					cancel()
-					return err
-				}
+			if err := spy.SetResults(m.Name, answers()...); err != nil {
+				cancel()
+				return err
 			}
 			spy.SetError(spyErr)
 			if err := compareCall(spy, w, m, args, spyErr, answers()...); err != nil {

@@ -21,9 +21,9 @@ const (
 	// CapShardOwner makes the spy's store an [eventstore.ShardOwner].
 	CapShardOwner
 	// CapHistoriesReader makes the spy's store an
-	// [eventstore.HistoriesReader]. The event store suite reads through
-	// ReadHistories whenever a store has it, so [WithRequiredCapabilities]
-	// has no rule of it to fail.
+	// [eventstore.HistoriesReader]. [WithRequiredCapabilities] does not
+	// require it of an event store: the suite reads through ReadHistories
+	// whenever a store has it.
 	CapHistoriesReader
 
 	capAll = CapOutbox | CapShardOwner | CapHistoriesReader
@@ -179,10 +179,7 @@ func (s *Spy) SetResults(method string, results ...any) error {
 	if !ok {
 		return fmt.Errorf("%w: conformance: spy has no method %q", eventstore.ErrInvalidArgument, method)
 	}
-	n := fn.NumOut()
-	if returnsError(fn) {
-		n--
-	}
+	n := fn.NumOut() - boolInt(returnsError(fn))
 	if len(results) != n {
 		return fmt.Errorf("%w: conformance: %s has %d non-error results, got %d values", eventstore.ErrInvalidArgument, method, n, len(results))
 	}
@@ -263,17 +260,12 @@ var (
 	spyTime      = time.Unix(1_600_000_000, 0).UTC()
 )
 
-var (
-	errSpyNotOwner = fmt.Errorf("conformance: spy default answer: %w", eventstore.ErrNotOwner)
-	errSpyNotFound = fmt.Errorf("conformance: spy default answer: %w", eventstore.ErrNotFound)
-)
-
 // spyDefaultErrors are the errors returned when SetError has not been
 // called; a method not listed returns nil.
 var spyDefaultErrors = map[string]error{
-	"AcquireOwnedShard":        errSpyNotOwner,
-	"PublishShardOwner":        errSpyNotOwner,
-	"SettleOutboxRowCancelled": errSpyNotFound,
+	"AcquireOwnedShard":        fmt.Errorf("conformance: spy default answer: %w", eventstore.ErrNotOwner),
+	"PublishShardOwner":        fmt.Errorf("conformance: spy default answer: %w", eventstore.ErrNotOwner),
+	"SettleOutboxRowCancelled": fmt.Errorf("conformance: spy default answer: %w", eventstore.ErrNotFound),
 }
 
 // spyDefaults returns fresh default non-error results of a method.
@@ -323,20 +315,18 @@ func spyDefaults(method string) []any {
 	return nil // error-only and result-less methods
 }
 
-// result returns r[i] as a T, or T's zero value.
-func result[T any](r []any, i int) T {
-	v, _ := r[i].(T)
-	return v
-}
-
 // lastErr returns the error at the end of r.
 func lastErr(r []any) error {
 	err, _ := r[len(r)-1].(error)
 	return err
 }
 
-// ret returns a recorded call's result and error.
-func ret[T any](r []any) (T, error) { return result[T](r, 0), lastErr(r) }
+// ret returns a call's first result as a T (or T's zero value) and its
+// error (nil for a method without one).
+func ret[T any](r []any) (T, error) {
+	v, _ := r[0].(T)
+	return v, lastErr(r)
+}
 
 // spyStore has the methods of every interface a spy can offer. The store
 // NewSpy returns is a struct of spyShapes, which holds it in the fields of
@@ -517,7 +507,8 @@ func (b spyStore) ExtendOwnedShards(ctx context.Context, shards []int) {
 }
 
 func (b spyStore) IsCurrentOwner(ctx context.Context, shard int) bool {
-	return result[bool](b.s.call("IsCurrentOwner", ctx, shard), 0)
+	owner, _ := ret[bool](b.s.call("IsCurrentOwner", ctx, shard))
+	return owner
 }
 
 func (b spyStore) PublishShardOwner(ctx context.Context, shard int) error {
