@@ -35,7 +35,7 @@ const SuiteTelemetry = "telemetry"
 // seeded: it draws the same histories from the seed, drives them through
 // a fresh decorator and judges one part of what it emitted.
 const (
-	// RuleTelCounters (seeded): aion.workflows.started by type, .completed by status (every close, a reopened run's second too), .reopened, aion.signals.delivered, aion.schedules.fired, aion.activities.dispatched by type, .completed by type and outcome (abandoned for a run closed with the activity in flight; a duplicate terminal counts nothing), .retried by type, aion.inflight_activities by type (what history leaves in flight), and aion.activity.oldest_inflight_age by type (the time since the oldest dispatch in flight, 0 with none), against the model; no ID attribute on any metric.
+	// RuleTelCounters (seeded): aion.workflows.started by type, .completed by status (every close, a reopened run's second too, each status in every history), .reopened, aion.signals.delivered, aion.schedules.fired, aion.activities.dispatched by type, .completed by type and outcome (abandoned for a run closed with the activity in flight; a duplicate terminal, next to the first or after other events, counts nothing), .retried by type, aion.inflight_activities by type (what history leaves in flight), and aion.activity.oldest_inflight_age by type (the time since the oldest dispatch in flight, 0 with none), against the model; no ID attribute on any metric.
 	RuleTelCounters = "counters"
 	// RuleTelDurations (seeded): aion.activity.duration by type and outcome, aion.workflow.duration by type and status: count, sum, min, max and bucket counts (in the decorator's own bounds) of the durations history's RecordedAt gives, in seconds.
 	RuleTelDurations = "durations"
@@ -61,13 +61,14 @@ func WithTimeline() Option { return optionFunc(func(c *config) { c.timeline = tr
 // emits, as otelstore.New does, whatever engine it is written for: each
 // rule draws workflow histories from the seed (several workflows; runs
 // dispatching activities, retrying them, ending them with every outcome,
-// twice, or leaving them in flight; continue-as-new chains, signals,
-// schedules, timers, pauses, reopened runs, runs left open), appends them
-// through wrap over a fresh [eventstore.Memory] in random batches, with
-// stale appends and reads between, and compares what an SDK ManualReader
-// and a tracetest.SpanRecorder collected with a model of the histories
-// alone (the RuleTel* rules), in the names of the otelstore catalog. A
-// mismatch names the instrument, the attributes, want and got.
+// twice, or leaving them in flight; every close status, continue-as-new
+// chains, signals, schedules, timers, pauses, reopened runs, runs left
+// open), appends them through wrap over a fresh [eventstore.Memory] in
+// random batches, with stale appends and reads between, and compares what
+// an SDK ManualReader and a tracetest.SpanRecorder collected with a model
+// of the histories alone (the RuleTel* rules), in the names of the
+// otelstore catalog. A mismatch names the instrument, the attributes, want
+// and got.
 //
 // Now and then the caller's context ends once the inner store has committed
 // an append, before the call returns: the call committed, so the caller
