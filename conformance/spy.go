@@ -475,6 +475,10 @@ func (b spyStore) SettleWorkflowOutboxRowsCancelled(ctx context.Context, workflo
 	return ret[[]string](b.s.call("SettleWorkflowOutboxRowsCancelled", ctx, workflowID))
 }
 
+func (b spyStore) ReadHistories(ctx context.Context, workflowIDs []eventstore.WorkflowID) ([][]eventstore.Event, error) {
+	return ret[[][]eventstore.Event](b.s.call("ReadHistories", ctx, workflowIDs))
+}
+
 // SpyShardCount is what ShardCount returns on a Spy that is an
 // [eventstore.ShardOwner].
 const SpyShardCount = 4
@@ -485,10 +489,6 @@ const SpyShardCount = 4
 // takes that path under the decorator suite. The call is not recorded: it
 // is not a method of the contract.
 func (spyShardCount) ShardCount() int { return SpyShardCount }
-
-func (b spyStore) ReadHistories(ctx context.Context, workflowIDs []eventstore.WorkflowID) ([][]eventstore.Event, error) {
-	return ret[[][]eventstore.Event](b.s.call("ReadHistories", ctx, workflowIDs))
-}
 
 func (b spyStore) SetOwnedShards(ctx context.Context, shards []int) {
 	b.s.call("SetOwnedShards", ctx, shards)
