@@ -1840,15 +1840,16 @@ func decWrap(hooks func() *decHooks) func(eventstore.Store) eventstore.Store {
 		d := &decCore{inner: inner, h: hooks()}
 		_, ob := inner.(eventstore.Outbox)
 		_, sh := inner.(eventstore.ShardOwner)
+		hr, _ := inner.(eventstore.HistoriesReader)
 		switch {
 		case ob && sh:
-			return &decFull{d, decOB{d}, decSH{d}}
+			return withHistories(&decFull{d, decOB{d}, decSH{d}}, hr)
 		case ob:
-			return &decOutbox{d, decOB{d}}
+			return withHistories(&decOutbox{d, decOB{d}}, hr)
 		case sh:
-			return &decShard{d, decSH{d}}
+			return withHistories(&decShard{d, decSH{d}}, hr)
 		}
-		return d
+		return withHistories(d, hr)
 	}
 }
 

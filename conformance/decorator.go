@@ -16,15 +16,11 @@ import (
 
 // TestDecorator tests a decorator of [eventstore.Store] (a function that
 // wraps an inner store, as otelstore.New does) for faithful forwarding. For
-// each of the four capability combinations of a [Spy] (none, Outbox,
-// ShardOwner, both) it runs every RuleDec* rule as the named subtest
-// "<capabilities>/<rule>" on a fresh spy, forward/<Method> for every method
-// of [eventstore.Store] and of the inner's capabilities and error/<Method>
-// for every one that returns an error, found by reflection (so a method
-// added later is covered without touching the suite). A decorator that
-// retries a conflict at the found seq, replaces an error, alters an
-// argument or a result, or drops a context value, deadline or
-// cancellation is caught (see [RuleDecDifferential]).
+// each capability combination of a [Spy] it runs every RuleDec* rule as
+// the subtest "<capabilities>/<rule>" on a fresh spy, forward/<Method> for
+// every method of the inner's interfaces and error/<Method> for every one
+// that returns an error, found by reflection (so a method added later is
+// covered without touching the suite).
 //
 // wrap is called once per rule with the spy's store and must return the
 // decorated store. It runs on the rule's goroutine, not the test's, so it
@@ -70,6 +66,7 @@ var storeInterfaces = []storeInterface{
 	{"eventstore.Store", 0, reflect.TypeFor[eventstore.Store]()},
 	{"eventstore.Outbox", CapOutbox, reflect.TypeFor[eventstore.Outbox]()},
 	{"eventstore.ShardOwner", CapShardOwner, reflect.TypeFor[eventstore.ShardOwner]()},
+	{"eventstore.HistoriesReader", CapHistoriesReader, reflect.TypeFor[eventstore.HistoriesReader]()},
 }
 
 // methodsOf returns the methods of the interfaces a store with caps has.
@@ -92,7 +89,7 @@ func returnsError(fn reflect.Type) bool {
 
 var decoratorSuite = func() suite[wrapFunc] {
 	s := suite[wrapFunc]{name: SuiteDecorator}
-	for _, caps := range capCombinations {
+	for caps := range capAll + 1 {
 		s.rules = append(s.rules,
 			fixed(caps.String()+"/"+RuleDecCapabilities, func(ctx context.Context, wrap wrapFunc) error { return decCapabilities(wrap, caps) }),
 			fixed(caps.String()+"/"+RuleDecUnwrap, func(ctx context.Context, wrap wrapFunc) error { return decUnwrap(wrap, caps) }),
@@ -100,43 +97,36 @@ var decoratorSuite = func() suite[wrapFunc] {
 				return decDifferential(ctx, env, wrap, caps)
 			}),
 		)
-		var errorRules []rule[wrapFunc]
 		for _, m := range methodsOf(caps) {
 			s.rules = append(s.rules, fixed(fmt.Sprintf("%s/%s%s", caps, RuleDecForward, m.Name), func(ctx context.Context, wrap wrapFunc) error {
-				return decCall(ctx, wrap, caps, m, callCase{distinct: true})
+				return decCall(ctx, wrap, caps, m, nil, true)
 			}))
 			if returnsError(m.Type) {
-				errorRules = append(errorRules, fixed(fmt.Sprintf("%s/%s%s", caps, RuleDecError, m.Name), func(ctx context.Context, wrap wrapFunc) error {
+				s.rules = append(s.rules, fixed(fmt.Sprintf("%s/%s%s", caps, RuleDecError, m.Name), func(ctx context.Context, wrap wrapFunc) error {
 					var errs []error
 					for _, e := range spyErrors(m.Name) {
-						errs = append(errs, decCall(ctx, wrap, caps, m, callCase{err: e}))
+						errs = append(errs, decCall(ctx, wrap, caps, m, e, false))
 					}
 					return errors.Join(errs...)
 				}))
 			}
 		}
-		s.rules = append(s.rules, errorRules...)
 	}
 	return s
 }()
 
-// sentinelError is an error no decorator can know: only the identical
-// value compares equal.
-type sentinelError struct{ method string }
-
-func (e *sentinelError) Error() string { return "conformance: sentinel error for " + e.method }
-
 // spyErrors are the errors the spy answers with: every sentinel bare and
 // wrapped, a conflict with its fields, the context errors, a join, and a
-// private one.
+// private one, which only the identical value equals.
 func spyErrors(method string) []error {
 	conflict := &eventstore.SequenceConflictError{Expected: 1<<32 + 7, Found: 3}
+	private := errors.New("conformance: sentinel error for " + method)
 	return []error{
-		&sentinelError{method}, conflict, fmt.Errorf("conformance: wrapped %w", conflict),
+		private, conflict, fmt.Errorf("conformance: wrapped %w", conflict),
 		eventstore.ErrSequenceConflict, eventstore.ErrInvalidToken, eventstore.ErrNotFound, eventstore.ErrNotOwner,
 		eventstore.ErrInvalidArgument, eventstore.ErrUnsupported, fmt.Errorf("conformance: wrapped %w", eventstore.ErrNotOwner),
 		context.Canceled, context.DeadlineExceeded, fmt.Errorf("conformance: %w", context.DeadlineExceeded),
-		errors.Join(eventstore.ErrNotFound, &sentinelError{method}),
+		errors.Join(eventstore.ErrNotFound, private),
 	}
 }
 
@@ -176,6 +166,13 @@ func decCapabilities(wrap wrapFunc, caps Capabilities) error {
 	if invented := got &^ caps; invented != 0 {
 		errs = append(errs, fmt.Errorf("the wrapped %T claims %s, which the inner store lacks", w, invented))
 	}
+	// An outer decorator that follows shards takes their number from a
+	// ShardCount method: one that answers wrong releases the wrong workflows.
+	if sc, ok := w.(interface{ ShardCount() int }); ok && caps&CapShardOwner == 0 {
+		errs = append(errs, fmt.Errorf("the wrapped %T has a ShardCount method, which the inner store lacks", w))
+	} else if ok && sc.ShardCount() != SpyShardCount {
+		errs = append(errs, fmt.Errorf("the wrapped %T's ShardCount() is %d, the inner store's %d", w, sc.ShardCount(), SpyShardCount))
+	}
 	return errors.Join(errs...)
 }
 
@@ -194,28 +191,22 @@ func decUnwrap(wrap wrapFunc, caps Capabilities) error {
 	return nil
 }
 
-// callCase is one call of a decorator rule: the spy's error (nil: its
-// default answer), and whether the arguments must be distinct.
-type callCase struct {
-	err      error
-	distinct bool
-}
-
-// decCall calls method m once on a fresh wrapped spy with generated
-// arguments and checks that exactly one inner call saw them, and that the
+// decCall calls method m once on a fresh wrapped spy answering spyErr
+// (nil: its default answer) with generated arguments (distinct ones, when
+// apart) and checks that exactly one inner call saw them, and that the
 // caller got exactly the inner's answer.
-func decCall(ctx context.Context, wrap wrapFunc, caps Capabilities, m reflect.Method, c callCase) error {
+func decCall(ctx context.Context, wrap wrapFunc, caps Capabilities, m reflect.Method, spyErr error, apart bool) error {
 	spy, w, err := wrapSpy(wrap, caps)
 	if err != nil {
 		return err
 	}
 	g := newGen(newRand(int64(len(m.Name)), m.Name))
 	var args []reflect.Value
-	for try := 0; try == 0 || (c.distinct && !distinct(args[1:]) && try <= 21); try++ {
+	for try := 0; try == 0 || (apart && !distinct(args[1:]) && try <= 21); try++ {
 		args = g.args(context.WithValue(ctx, diffCtxKey{}, m.Name), m, 2)
 	}
-	spy.SetError(c.err)
-	return compareCall(spy, w, m, args, c.err)
+	spy.SetError(spyErr)
+	return compareCall(spy, w, m, args, spyErr)
 }
 
 // distinct reports whether no argument is zero and no two of one type are
@@ -263,6 +254,11 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 	}
 	var late atomic.Bool // a poisoned event was read
 	scanned := 0         // the spy's calls made before the last poisoning
+	type keptArg struct {
+		call    string
+		v, mark reflect.Value // a caller's argument and a copy of it, marked
+	}
+	var kept []keptArg
 	for round := range rounds {
 		tick(ctx)
 		m := methods[round%len(methods)]
@@ -299,11 +295,9 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 				}
 				return out
 			}
-			if nRes > 0 {
-				if err := spy.SetResults(m.Name, answers()...); err != nil {
-					cancel()
-					return err
-				}
+			if err := spy.SetResults(m.Name, answers()...); err != nil {
+				cancel()
+				return err
 			}
 			spy.SetError(spyErr)
 			if err := compareCall(spy, w, m, args, spyErr, answers()...); err != nil {
@@ -323,10 +317,18 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 				return fmt.Errorf("generated call %d (%s): the decorator called the inner %s with a value of a caller's slice poisoned once the call that passed it returned (it kept the slice and read it later)", round+1, m.Name, c.Method)
 			}
 		}
-		for _, a := range args[1:] {
+		for i, a := range args[1:] {
 			mark(a, true, &late)
+			kept = append(kept, keptArg{fmt.Sprintf("%d (%s, argument %d)", round+1, m.Name, i+1), a, copyValue(a)})
 		}
 		scanned = len(spy.Calls())
+	}
+	// The marks stay as the caller left them: a decorator that wrote into
+	// a slice it kept, during a later call or from a goroutine, changed them.
+	for _, k := range kept {
+		if p, d := differ(k.v, k.mark, true); d != "" {
+			return fmt.Errorf("generated call %s: the caller's value%s changed after the call returned (%s): the decorator kept it and wrote into it later", k.call, p, d)
+		}
 	}
 	return nil
 }
@@ -342,7 +344,7 @@ func boolInt(b bool) int {
 var readMethods = map[string]bool{
 	"ReadHistory": true, "ReadHistoryFrom": true, "ReadRunChain": true, "ListWorkflowIDs": true, "ListActive": true,
 	"ListPaused": true, "StreamHeads": true, "Query": true, "ExpiredTimers": true, "ListPackages": true,
-	"ListPackageRoutes": true, "CountClaimedOutboxRows": true, "IsCurrentOwner": true,
+	"ListPackageRoutes": true, "CountClaimedOutboxRows": true, "IsCurrentOwner": true, "ReadHistories": true,
 }
 
 // onBehalf keeps the inner calls made while the caller's call of method
@@ -491,7 +493,8 @@ func (g *gen) args(ctx context.Context, m reflect.Method, visit int) []reflect.V
 
 // value returns a value of t: a struct with every field drawn, a slice of
 // the visit's length (its elements tiled from eight drawn ones, so a long
-// one stays cheap), an event of a drawn kind, or nil.
+// one stays cheap; a nested slice nil, empty or short in turn), an event
+// of a drawn kind, or nil.
 func (g *gen) value(t reflect.Type, visit int) reflect.Value {
 	switch {
 	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8:
@@ -505,7 +508,7 @@ func (g *gen) value(t reflect.Type, visit int) reflect.Value {
 		s := reflect.MakeSlice(t, n, n)
 		for i := range n {
 			if i < 8 {
-				s.Index(i).Set(g.value(t.Elem(), 2))
+				s.Index(i).Set(g.value(t.Elem(), i%3))
 			} else {
 				s.Index(i).Set(s.Index(i % 8))
 			}

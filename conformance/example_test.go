@@ -65,6 +65,10 @@ func ExampleRuleErrors() {
 	// outbox/capabilities
 	// shardowner/capabilities
 	// outbox+shardowner/capabilities
+	// historiesreader/capabilities
+	// outbox+historiesreader/capabilities
+	// shardowner+historiesreader/capabilities
+	// outbox+shardowner+historiesreader/capabilities
 	// first failure in suite decorator
 }
 

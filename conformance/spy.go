@@ -20,22 +20,23 @@ const (
 	CapOutbox Capabilities = 1 << iota
 	// CapShardOwner makes the spy's store an [eventstore.ShardOwner].
 	CapShardOwner
+	// CapHistoriesReader makes the spy's store an
+	// [eventstore.HistoriesReader]. [WithRequiredCapabilities] does not
+	// require it of an event store: the suite reads through ReadHistories
+	// whenever a store has it.
+	CapHistoriesReader
 
-	capAll = CapOutbox | CapShardOwner
+	capAll = CapOutbox | CapShardOwner | CapHistoriesReader
 )
 
-// capCombinations are the four capability sets TestDecorator wraps.
-var capCombinations = []Capabilities{0, CapOutbox, CapShardOwner, CapOutbox | CapShardOwner}
-
 // String returns "store" for none, else the capabilities joined with "+":
-// "outbox", "shardowner", "outbox+shardowner".
+// "outbox", "shardowner", "outbox+shardowner+historiesreader".
 func (c Capabilities) String() string {
 	var parts []string
-	if c&CapOutbox != 0 {
-		parts = append(parts, "outbox")
-	}
-	if c&CapShardOwner != 0 {
-		parts = append(parts, "shardowner")
+	for _, iface := range storeInterfaces {
+		if c&iface.caps != 0 {
+			parts = append(parts, strings.ToLower(strings.TrimPrefix(iface.name, "eventstore.")))
+		}
 	}
 	if len(parts) == 0 {
 		return "store"
@@ -111,7 +112,8 @@ type Call struct {
 //     decorator's success path runs).
 //
 // A ShardOwner Spy also has a ShardCount method (returning
-// [SpyShardCount]), not recorded, for decorators that follow shards.
+// [SpyShardCount]), not recorded, for decorators that follow shards: a
+// decorator need not have one, but one it has must answer the same.
 //
 // [Spy.SetError] makes every error-returning method return one error
 // instead; [Spy.SetResults] replaces one method's other results.
@@ -129,20 +131,16 @@ type Spy struct {
 }
 
 // NewSpy returns a Spy whose store has the given capabilities. Bits other
-// than [CapOutbox] and [CapShardOwner] are ignored.
+// than the Cap* constants are ignored.
 func NewSpy(caps Capabilities) *Spy {
 	s := &Spy{caps: caps & capAll}
-	base := spyStore{s}
-	switch s.caps {
-	case 0:
-		s.store = &spyPlain{base}
-	case CapOutbox:
-		s.store = &spyOutbox{base, spyOutboxMethods{s}}
-	case CapShardOwner:
-		s.store = &spyShard{base, spyShardMethods{s}}
-	default:
-		s.store = &spyFull{base, spyOutboxMethods{s}, spyShardMethods{s}}
+	v := reflect.New(spyShapes[s.caps]).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Interface {
+			f.Set(reflect.ValueOf(spyStore{s}))
+		}
 	}
+	s.store = v.Addr().Interface().(eventstore.Store)
 	return s
 }
 
@@ -177,14 +175,11 @@ func (s *Spy) SetError(err error) {
 // an error matching [eventstore.ErrInvalidArgument] for an unknown method or
 // results that do not fit its signature, and changes nothing then.
 func (s *Spy) SetResults(method string, results ...any) error {
-	fn, ok := spyMethodTypes[method]
+	fn, ok := spyMethod(method)
 	if !ok {
 		return fmt.Errorf("%w: conformance: spy has no method %q", eventstore.ErrInvalidArgument, method)
 	}
-	n := fn.NumOut()
-	if returnsError(fn) {
-		n--
-	}
+	n := fn.NumOut() - boolInt(returnsError(fn))
 	if len(results) != n {
 		return fmt.Errorf("%w: conformance: %s has %d non-error results, got %d values", eventstore.ErrInvalidArgument, method, n, len(results))
 	}
@@ -228,7 +223,7 @@ func (s *Spy) call(method string, ctx context.Context, args ...any) []any {
 		return spyDefaults(method)
 	}
 	out, rec := results(), results()
-	if returnsError(spyMethodTypes[method]) {
+	if fn, _ := spyMethod(method); returnsError(fn) {
 		err := s.err
 		if err == nil {
 			err = spyDefaultErrors[method]
@@ -249,16 +244,11 @@ func (s *Spy) call(method string, ctx context.Context, args ...any) []any {
 // effect all the same.
 type spyCancelKey struct{}
 
-// spyMethodTypes maps each method name of the store interfaces to its type.
-var spyMethodTypes = func() map[string]reflect.Type {
-	m := map[string]reflect.Type{}
-	for _, iface := range storeInterfaces {
-		for meth := range iface.typ.Methods() {
-			m[meth.Name] = meth.Type
-		}
-	}
-	return m
-}()
+// spyMethod returns the type of the named method of the store interfaces.
+func spyMethod(name string) (reflect.Type, bool) {
+	m, ok := reflect.TypeFor[spyStore]().MethodByName(name)
+	return m.Type, ok
+}
 
 // The spy's fixed identities and time, distinct from anything a suite
 // generates.
@@ -270,17 +260,12 @@ var (
 	spyTime      = time.Unix(1_600_000_000, 0).UTC()
 )
 
-var (
-	errSpyNotOwner = fmt.Errorf("conformance: spy default answer: %w", eventstore.ErrNotOwner)
-	errSpyNotFound = fmt.Errorf("conformance: spy default answer: %w", eventstore.ErrNotFound)
-)
-
 // spyDefaultErrors are the errors returned when SetError has not been
 // called; a method not listed returns nil.
 var spyDefaultErrors = map[string]error{
-	"AcquireOwnedShard":        errSpyNotOwner,
-	"PublishShardOwner":        errSpyNotOwner,
-	"SettleOutboxRowCancelled": errSpyNotFound,
+	"AcquireOwnedShard":        fmt.Errorf("conformance: spy default answer: %w", eventstore.ErrNotOwner),
+	"PublishShardOwner":        fmt.Errorf("conformance: spy default answer: %w", eventstore.ErrNotOwner),
+	"SettleOutboxRowCancelled": fmt.Errorf("conformance: spy default answer: %w", eventstore.ErrNotFound),
 }
 
 // spyDefaults returns fresh default non-error results of a method.
@@ -294,6 +279,8 @@ func spyDefaults(method string) []any {
 	switch method {
 	case "ReadHistory":
 		return []any{[]eventstore.Event{eventstore.WorkflowStarted{Envelope: env(1), WorkflowType: "spy-workflow", Input: pl("spy-input"), PackageVersion: "spy-package"}}}
+	case "ReadHistories":
+		return []any{[][]eventstore.Event{spyDefaults("ReadHistory")[0].([]eventstore.Event)}}
 	case "ReadHistoryFrom":
 		return []any{[]eventstore.Event{eventstore.SignalReceived{Envelope: env(2), SignalName: "spy-signal", Input: pl("spy-signal-input")}}}
 	case "ReadRunChain":
@@ -328,57 +315,69 @@ func spyDefaults(method string) []any {
 	return nil // error-only and result-less methods
 }
 
-// result returns r[i] as a T, or T's zero value.
-func result[T any](r []any, i int) T {
-	v, _ := r[i].(T)
-	return v
-}
-
 // lastErr returns the error at the end of r.
 func lastErr(r []any) error {
 	err, _ := r[len(r)-1].(error)
 	return err
 }
 
-// ret returns a recorded call's result and error.
-func ret[T any](r []any) (T, error) { return result[T](r, 0), lastErr(r) }
+// ret returns a call's first result as a T (or T's zero value) and its
+// error (nil for a method without one).
+func ret[T any](r []any) (T, error) {
+	v, _ := r[0].(T)
+	return v, lastErr(r)
+}
 
-// spyStore holds the Store methods; spyOutboxMethods and spyShardMethods the
-// capabilities'. The four concrete types below combine them.
+// spyStore has the methods of every interface a spy can offer. The store
+// NewSpy returns is a struct of spyShapes, which holds it in the fields of
+// the interfaces of its capabilities only: a value has the methods of its
+// type, so each capability combination is a type of its own.
 type spyStore struct{ s *Spy }
 
-type spyOutboxMethods struct{ s *Spy }
+// spyShardCount gives a ShardOwner spy its ShardCount.
+type spyShardCount struct{}
 
-type spyShardMethods struct{ s *Spy }
-
-type spyPlain struct{ spyStore }
-
-type spyOutbox struct {
-	spyStore
-	spyOutboxMethods
+// spyShapes are the types of the spy's store, by capabilities.
+var spyShapes = [capAll + 1]reflect.Type{
+	reflect.TypeFor[struct{ eventstore.Store }](),
+	reflect.TypeFor[struct {
+		eventstore.Store
+		eventstore.Outbox
+	}](),
+	reflect.TypeFor[struct {
+		eventstore.Store
+		eventstore.ShardOwner
+		spyShardCount
+	}](),
+	reflect.TypeFor[struct {
+		eventstore.Store
+		eventstore.Outbox
+		eventstore.ShardOwner
+		spyShardCount
+	}](),
+	reflect.TypeFor[struct {
+		eventstore.Store
+		eventstore.HistoriesReader
+	}](),
+	reflect.TypeFor[struct {
+		eventstore.Store
+		eventstore.Outbox
+		eventstore.HistoriesReader
+	}](),
+	reflect.TypeFor[struct {
+		eventstore.Store
+		eventstore.ShardOwner
+		spyShardCount
+		eventstore.HistoriesReader
+	}](),
+	reflect.TypeFor[struct {
+		eventstore.Store
+		eventstore.Outbox
+		eventstore.ShardOwner
+		spyShardCount
+		eventstore.HistoriesReader
+	}](),
 }
-
-type spyShard struct {
-	spyStore
-	spyShardMethods
-}
-
-type spyFull struct {
-	spyStore
-	spyOutboxMethods
-	spyShardMethods
-}
-
-var (
-	_ eventstore.Store      = (*spyPlain)(nil)
-	_ eventstore.Store      = (*spyOutbox)(nil)
-	_ eventstore.Outbox     = (*spyOutbox)(nil)
-	_ eventstore.Store      = (*spyShard)(nil)
-	_ eventstore.ShardOwner = (*spyShard)(nil)
-	_ eventstore.Store      = (*spyFull)(nil)
-	_ eventstore.Outbox     = (*spyFull)(nil)
-	_ eventstore.ShardOwner = (*spyFull)(nil)
-)
 
 func (b spyStore) Append(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64) error {
 	return lastErr(b.s.call("Append", ctx, token, workflowID, events, expectedSeq))
@@ -452,28 +451,32 @@ func (b spyStore) ListPackageRoutes(ctx context.Context) ([]eventstore.PackageRo
 	return ret[[]eventstore.PackageRoute](b.s.call("ListPackageRoutes", ctx))
 }
 
-func (b spyOutboxMethods) AppendWithOutbox(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64, rows []eventstore.OutboxRow) error {
+func (b spyStore) AppendWithOutbox(ctx context.Context, token eventstore.WriteToken, workflowID eventstore.WorkflowID, events []eventstore.Event, expectedSeq uint64, rows []eventstore.OutboxRow) error {
 	return lastErr(b.s.call("AppendWithOutbox", ctx, token, workflowID, events, expectedSeq, rows))
 }
 
-func (b spyOutboxMethods) RearmOutboxPending(ctx context.Context, rows []eventstore.OutboxRow) error {
+func (b spyStore) RearmOutboxPending(ctx context.Context, rows []eventstore.OutboxRow) error {
 	return lastErr(b.s.call("RearmOutboxPending", ctx, rows))
 }
 
-func (b spyOutboxMethods) ClaimOutboxRows(ctx context.Context, limit int) ([]eventstore.OutboxRow, error) {
+func (b spyStore) ClaimOutboxRows(ctx context.Context, limit int) ([]eventstore.OutboxRow, error) {
 	return ret[[]eventstore.OutboxRow](b.s.call("ClaimOutboxRows", ctx, limit))
 }
 
-func (b spyOutboxMethods) CountClaimedOutboxRows(ctx context.Context) (int, error) {
+func (b spyStore) CountClaimedOutboxRows(ctx context.Context) (int, error) {
 	return ret[int](b.s.call("CountClaimedOutboxRows", ctx))
 }
 
-func (b spyOutboxMethods) SettleOutboxRowCancelled(ctx context.Context, dispatchKey string) error {
+func (b spyStore) SettleOutboxRowCancelled(ctx context.Context, dispatchKey string) error {
 	return lastErr(b.s.call("SettleOutboxRowCancelled", ctx, dispatchKey))
 }
 
-func (b spyOutboxMethods) SettleWorkflowOutboxRowsCancelled(ctx context.Context, workflowID eventstore.WorkflowID) ([]string, error) {
+func (b spyStore) SettleWorkflowOutboxRowsCancelled(ctx context.Context, workflowID eventstore.WorkflowID) ([]string, error) {
 	return ret[[]string](b.s.call("SettleWorkflowOutboxRowsCancelled", ctx, workflowID))
+}
+
+func (b spyStore) ReadHistories(ctx context.Context, workflowIDs []eventstore.WorkflowID) ([][]eventstore.Event, error) {
+	return ret[[][]eventstore.Event](b.s.call("ReadHistories", ctx, workflowIDs))
 }
 
 // SpyShardCount is what ShardCount returns on a Spy that is an
@@ -485,28 +488,29 @@ const SpyShardCount = 4
 // a decorator that follows shards when the store tells it their number
 // takes that path under the decorator suite. The call is not recorded: it
 // is not a method of the contract.
-func (b spyShardMethods) ShardCount() int { return SpyShardCount }
+func (spyShardCount) ShardCount() int { return SpyShardCount }
 
-func (b spyShardMethods) SetOwnedShards(ctx context.Context, shards []int) {
+func (b spyStore) SetOwnedShards(ctx context.Context, shards []int) {
 	b.s.call("SetOwnedShards", ctx, shards)
 }
 
-func (b spyShardMethods) AcquireOwnedShards(ctx context.Context, shards []int) error {
+func (b spyStore) AcquireOwnedShards(ctx context.Context, shards []int) error {
 	return lastErr(b.s.call("AcquireOwnedShards", ctx, shards))
 }
 
-func (b spyShardMethods) AcquireOwnedShard(ctx context.Context, shard int) error {
+func (b spyStore) AcquireOwnedShard(ctx context.Context, shard int) error {
 	return lastErr(b.s.call("AcquireOwnedShard", ctx, shard))
 }
 
-func (b spyShardMethods) ExtendOwnedShards(ctx context.Context, shards []int) {
+func (b spyStore) ExtendOwnedShards(ctx context.Context, shards []int) {
 	b.s.call("ExtendOwnedShards", ctx, shards)
 }
 
-func (b spyShardMethods) IsCurrentOwner(ctx context.Context, shard int) bool {
-	return result[bool](b.s.call("IsCurrentOwner", ctx, shard), 0)
+func (b spyStore) IsCurrentOwner(ctx context.Context, shard int) bool {
+	owner, _ := ret[bool](b.s.call("IsCurrentOwner", ctx, shard))
+	return owner
 }
 
-func (b spyShardMethods) PublishShardOwner(ctx context.Context, shard int) error {
+func (b spyStore) PublishShardOwner(ctx context.Context, shard int) error {
 	return lastErr(b.s.call("PublishShardOwner", ctx, shard))
 }

@@ -35,7 +35,7 @@ const SuiteTelemetry = "telemetry"
 // seeded: it draws the same histories from the seed, drives them through
 // a fresh decorator and judges one part of what it emitted.
 const (
-	// RuleTelCounters (seeded): aion.workflows.started by type, .completed by status (every close, a reopened run's second too), .reopened, aion.signals.delivered, aion.schedules.fired, aion.activities.dispatched by type, .completed by type and outcome (abandoned for a run closed with the activity in flight; a duplicate terminal counts nothing), .retried by type, aion.inflight_activities by type (what history leaves in flight), and aion.activity.oldest_inflight_age by type (the time since the oldest dispatch in flight, 0 with none), against the model; no ID attribute on any metric.
+	// RuleTelCounters (seeded): aion.workflows.started by type, .completed by status (every close, a reopened run's second too, each status in every history), .reopened, aion.signals.delivered, aion.schedules.fired, aion.activities.dispatched by type, .completed by type and outcome (abandoned for a run closed with the activity in flight; a duplicate terminal, next to the first or after other events, counts nothing), .retried by type, aion.inflight_activities by type (what history leaves in flight), and aion.activity.oldest_inflight_age by type (the time since the oldest dispatch in flight, 0 with none), against the model; no ID attribute on any metric.
 	RuleTelCounters = "counters"
 	// RuleTelDurations (seeded): aion.activity.duration by type and outcome, aion.workflow.duration by type and status: count, sum, min, max and bucket counts (in the decorator's own bounds) of the durations history's RecordedAt gives, in seconds.
 	RuleTelDurations = "durations"
@@ -61,13 +61,14 @@ func WithTimeline() Option { return optionFunc(func(c *config) { c.timeline = tr
 // emits, as otelstore.New does, whatever engine it is written for: each
 // rule draws workflow histories from the seed (several workflows; runs
 // dispatching activities, retrying them, ending them with every outcome,
-// twice, or leaving them in flight; continue-as-new chains, signals,
-// schedules, timers, pauses, reopened runs, runs left open), appends them
-// through wrap over a fresh [eventstore.Memory] in random batches, with
-// stale appends and reads between, and compares what an SDK ManualReader
-// and a tracetest.SpanRecorder collected with a model of the histories
-// alone (the RuleTel* rules), in the names of the otelstore catalog. A
-// mismatch names the instrument, the attributes, want and got.
+// twice, or leaving them in flight; every close status, continue-as-new
+// chains, signals, schedules, timers, pauses, reopened runs, runs left
+// open), appends them through wrap over a fresh [eventstore.Memory] in
+// random batches, with stale appends and reads between, and compares what
+// an SDK ManualReader and a tracetest.SpanRecorder collected with a model
+// of the histories alone (the RuleTel* rules), in the names of the
+// otelstore catalog. A mismatch names the instrument, the attributes, want
+// and got.
 //
 // Now and then the caller's context ends once the inner store has committed
 // an append, before the call returns: the call committed, so the caller
@@ -274,9 +275,10 @@ func telGenerate(g *gen, scale int) []telWorkflow {
 			var acts []*act
 			if w == 0 && chain == 0 {
 				// Every history has each outcome, a retry and a duplicate
-				// terminal, whatever the seed; the first workflow's first
-				// run also leaves one in flight for its continue-as-new to
-				// abandon.
+				// terminal, next to the first and apart from it (appended
+				// again after a conflict), whatever the seed; the first
+				// workflow's first run also leaves one in flight for its
+				// continue-as-new to abandon.
 				for i := range 5 {
 					id := eventstore.ActivityID(len(wf.events) + 1)
 					add(eventstore.ActivityScheduled{Envelope: env(), ActivityID: id, ActivityType: pick(g, telActTypes...)})
@@ -285,6 +287,9 @@ func telGenerate(g *gen, scale int) []telWorkflow {
 					}
 					for range boolInt(i < 4) + boolInt(i == 1) {
 						add(telOutcome(i, env(), id, 1+uint32(boolInt(i == 0))))
+					}
+					if i == 3 {
+						add(telOutcome(2, env(), id-2, 1)) // the third's, cancelled
 					}
 				}
 			}
@@ -319,31 +324,32 @@ func telGenerate(g *gen, scale int) []telWorkflow {
 				}
 			}
 			// Close the run (the activities still in flight are abandoned),
-			// continue it as new, or leave it open.
-			// Every history has a continue-as-new (the first workflow's
-			// first run) and a run left open with an activity in flight
-			// (the second workflow's).
+			// continue it as new, or leave it open. Every history has a
+			// continue-as-new (the first workflow's first run), a run left
+			// open with an activity in flight (the second workflow's) and a
+			// run closed with each other status (the next four's first runs).
+			forced := w >= 2 && w < 6 && chain == 0
 			switch k := g.IntN(8); {
-			case w == 1 || k == 0 && w != 0:
+			case w == 1 || k == 0 && w != 0 && !forced:
 				if w == 1 {
 					add(eventstore.ActivityScheduled{Envelope: env(), ActivityID: eventstore.ActivityID(len(wf.events) + 1), ActivityType: pick(g, telActTypes...)})
 				}
-			case w == 0 && chain == 0 || k <= 2 && chain < 3:
+			case w == 0 && chain == 0 || k <= 2 && chain < 3 && !forced:
 				next := g.run()
 				add(eventstore.WorkflowContinuedAsNew{Envelope: env(), NewRunID: next})
 				run = next
 				continue
 			default:
-				closing := func() eventstore.Event {
+				closing := func(status int) eventstore.Event {
 					e := env()
-					return pick[eventstore.Event](g,
-						eventstore.WorkflowCompleted{Envelope: e},
-						eventstore.WorkflowFailed{Envelope: e},
-						eventstore.WorkflowCancelled{Envelope: e},
-						eventstore.WorkflowTimedOut{Envelope: e},
-					)
+					return []eventstore.Event{eventstore.WorkflowCompleted{Envelope: e}, eventstore.WorkflowFailed{Envelope: e},
+						eventstore.WorkflowCancelled{Envelope: e}, eventstore.WorkflowTimedOut{Envelope: e}}[status]
 				}
-				add(closing())
+				status := g.IntN(4)
+				if forced {
+					status = w - 2
+				}
+				add(closing(status))
 				if g.IntN(4) == 0 {
 					// Reopened: an activity dispatched, perhaps ended, and a
 					// second close, which abandons it if it did not.
@@ -353,7 +359,7 @@ func telGenerate(g *gen, scale int) []telWorkflow {
 					if g.IntN(2) == 0 {
 						add(telTerminal(g, env(), id, 1))
 					}
-					add(closing())
+					add(closing(g.IntN(4)))
 				}
 			}
 			break
@@ -770,33 +776,22 @@ func telAges(got *telGot, m *telModel) []error {
 
 // noIDs: IDs go on spans only, never on metrics.
 func noIDs(ms []metricdata.Metrics) []error {
-	var errs []error
 	for _, mt := range ms {
-		var sets []attribute.Set
-		switch d := mt.Data.(type) {
-		case metricdata.Sum[int64]:
-			for _, p := range d.DataPoints {
-				sets = append(sets, p.Attributes)
-			}
-		case metricdata.Histogram[float64]:
-			for _, p := range d.DataPoints {
-				sets = append(sets, p.Attributes)
-			}
-		case metricdata.Gauge[float64]:
-			for _, p := range d.DataPoints {
-				sets = append(sets, p.Attributes)
-			}
+		// Every kind of data has DataPoints, every point its Attributes.
+		points := reflect.Indirect(reflect.ValueOf(mt.Data))
+		if points.Kind() == reflect.Struct {
+			points = points.FieldByName("DataPoints")
 		}
-		for _, s := range sets {
+		for i := 0; points.Kind() == reflect.Slice && i < points.Len(); i++ {
+			s, _ := points.Index(i).FieldByName("Attributes").Interface().(attribute.Set)
 			for _, k := range []attribute.Key{keyWfID, keyRunID, keyActID} {
 				if s.HasValue(k) {
-					errs = append(errs, fmt.Errorf("%s %s: carries the ID attribute %s (IDs go on spans only)", mt.Name, showSet(s), k))
-					return errs
+					return []error{fmt.Errorf("%s %s: carries the ID attribute %s (IDs go on spans only)", mt.Name, showSet(s), k)}
 				}
 			}
 		}
 	}
-	return errs
+	return nil
 }
 
 // telClose reports whether two durations in seconds agree (the decorator

@@ -32,6 +32,11 @@ type telFaults struct {
 	idOnMetrics      bool   // aion.activities.dispatched carries aion.workflow.id
 	ageZero          bool   // the oldest in-flight age is always 0
 	lateCancel       bool   // a call whose context ended while it ran is recorded as failed, though it committed
+
+	countAs         [2]eventstore.WorkflowStatus // a run closed with status [0] counts on aion.workflows.completed as [1]
+	uncountedStatus eventstore.WorkflowStatus    // a run closed with it counts nothing on aion.workflows.completed
+	untimedStatus   eventstore.WorkflowStatus    // a run closed with it records no aion.workflow.duration
+	recountApart    bool                         // a duplicate terminal counts again unless it follows the first directly
 }
 
 // refTel is a small, correct telemetry decorator written from the catalog
@@ -48,6 +53,7 @@ type refTel struct {
 	mu   sync.Mutex
 	runs map[eventstore.RunID]*refRun
 	acts map[telActKey]*refAct
+	last map[eventstore.WorkflowID]*refAct // settled by the workflow's last event
 }
 
 type refRun struct {
@@ -68,7 +74,7 @@ type refAct struct {
 func newRefTel(f telFaults) TelemetryWrap {
 	return func(inner eventstore.Store, mp metric.MeterProvider, tp trace.TracerProvider) eventstore.Store {
 		m := mp.Meter("ref")
-		d := &refTel{Store: inner, f: f, tracer: tp.Tracer("ref"), runs: map[eventstore.RunID]*refRun{}, acts: map[telActKey]*refAct{}}
+		d := &refTel{Store: inner, f: f, tracer: tp.Tracer("ref"), runs: map[eventstore.RunID]*refRun{}, acts: map[telActKey]*refAct{}, last: map[eventstore.WorkflowID]*refAct{}}
 		d.opDur, _ = m.Float64Histogram(telOpDuration, metric.WithUnit("s"))
 		d.actDur, _ = m.Float64Histogram(telActDuration, metric.WithUnit("s"))
 		d.wfDur, _ = m.Float64Histogram(telWfDuration, metric.WithUnit("s"))
@@ -189,13 +195,21 @@ func (d *refTel) observe(ctx context.Context, wf eventstore.WorkflowID, events [
 		env := e.EventEnvelope()
 		run := d.runs[env.RunID]
 		closeRun := func(status eventstore.WorkflowStatus) {
-			d.completed.Add(ctx, 1, metric.WithAttributes(keyWfStatus.String(string(status))))
+			counted := status
+			if status == d.f.countAs[0] {
+				counted = d.f.countAs[1]
+			}
+			if status != d.f.uncountedStatus {
+				d.completed.Add(ctx, 1, metric.WithAttributes(keyWfStatus.String(string(counted))))
+			}
 			if run == nil {
 				return
 			}
 			if !run.closed {
 				run.closed = true
-				d.wfDur.Record(ctx, env.RecordedAt.Sub(run.start).Seconds(), metric.WithAttributes(keyWfType.String(run.typ), keyWfStatus.String(string(status))))
+				if status != d.f.untimedStatus {
+					d.wfDur.Record(ctx, env.RecordedAt.Sub(run.start).Seconds(), metric.WithAttributes(keyWfType.String(run.typ), keyWfStatus.String(string(status))))
+				}
 				run.span.SetAttributes(keyWfStatus.String(string(status)))
 				if status == eventstore.StatusFailed || status == eventstore.StatusTimedOut {
 					run.span.SetStatus(codes.Error, string(status))
@@ -212,6 +226,16 @@ func (d *refTel) observe(ctx context.Context, wf eventstore.WorkflowID, events [
 			}
 		}
 		act := func(id eventstore.ActivityID) *refAct { return d.acts[telActKey{env.RunID, id}] }
+		last := d.last[wf]
+		d.last[wf] = nil
+		terminal := func(id eventstore.ActivityID, outcome string) {
+			a := act(id)
+			if a != nil && a.done && d.f.recountApart && a != last {
+				d.actDone.Add(ctx, 1, metric.WithAttributes(keyActType.String(a.typ), keyOutcome.String(outcome)))
+			}
+			d.settle(ctx, a, outcome, env.RecordedAt)
+			d.last[wf] = a
+		}
 		if status, ok := closingStatus(e); ok {
 			closeRun(status)
 		}
@@ -243,7 +267,7 @@ func (d *refTel) observe(ctx context.Context, wf eventstore.WorkflowID, events [
 			d.acts[telActKey{env.RunID, e.ActivityID}] = &refAct{typ: e.ActivityType, start: env.RecordedAt, span: span}
 		case eventstore.ActivityFailed:
 			if e.Error.Kind != eventstore.Retryable {
-				d.settle(ctx, act(e.ActivityID), "failed", env.RecordedAt)
+				terminal(e.ActivityID, "failed")
 				continue
 			}
 			if a := act(e.ActivityID); a != nil && !a.done {
@@ -254,11 +278,11 @@ func (d *refTel) observe(ctx context.Context, wf eventstore.WorkflowID, events [
 				}
 			}
 		case eventstore.ActivityCompleted:
-			d.settle(ctx, act(e.ActivityID), "succeeded", env.RecordedAt)
+			terminal(e.ActivityID, "succeeded")
 		case eventstore.ActivityCancelled:
-			d.settle(ctx, act(e.ActivityID), "cancelled", env.RecordedAt)
+			terminal(e.ActivityID, "cancelled")
 		case eventstore.ActivityTimedOut:
-			d.settle(ctx, act(e.ActivityID), "timed_out", env.RecordedAt)
+			terminal(e.ActivityID, "timed_out")
 		}
 	}
 }
@@ -342,11 +366,9 @@ func TestTelemetryHistories(t *testing.T) {
 			openAct = openAct || !a.settled
 			retried = retried || len(a.retries) > 0
 		}
-		var statuses []string
+		statuses := map[string]bool{}
 		for _, r := range m.runs {
-			if r.closed {
-				statuses = append(statuses, r.status)
-			}
+			statuses[r.status] = true // every status, and "" for the runs left open
 		}
 		for _, wf := range wfs {
 			seen := map[telActKey]bool{}
@@ -373,7 +395,7 @@ func TestTelemetryHistories(t *testing.T) {
 				seen[k] = true
 			}
 		}
-		if !dup || !retried || !outcomes[outAbandoned] || !slices.Contains(statuses, "continued_as_new") || len(outcomes) < 5 || !openAct {
+		if !dup || !retried || !outcomes[outAbandoned] || len(statuses) < 6 || len(outcomes) < 5 || !openAct {
 			t.Errorf("seed %d: a class is missing: duplicate terminal %v, retry %v, outcomes %v, statuses %v, in flight at the end %v", seed, dup, retried, outcomes, statuses, openAct)
 		}
 	}
