@@ -326,8 +326,8 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 	// The marks stay as the caller left them: a decorator that wrote into
 	// a slice it kept, during a later call or from a goroutine, changed them.
 	for _, k := range kept {
-		if p, d := differ(k.v, k.mark, true); d != "" {
-			return fmt.Errorf("generated call %s: the caller's value%s changed after the call returned (%s): the decorator kept it and wrote into it later", k.call, p, d)
+		if !same(k.v.Interface(), k.mark.Interface()) {
+			return fmt.Errorf("generated call %s: the caller's value changed after the call returned (%s): the decorator kept it and wrote into it later", k.call, diff(k.v.Interface(), k.mark.Interface()))
 		}
 	}
 	return nil

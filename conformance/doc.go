@@ -33,7 +33,8 @@
 // read again, every refusal must write nothing. Once a call returned, its
 // caller's slices are overwritten with marks no generator draws: a store
 // that kept them answers with a mark later, a decorator that reads a kept
-// event or hands a mark on fails, without the race detector.
+// event, hands a mark on or writes over a mark fails, without the race
+// detector.
 //
 // A write whose context ends while it runs may commit and still return the
 // context's error from a store (the same append again settles it, which
@@ -57,8 +58,9 @@
 // catalog's attributes only, and not the pairing and resume counters, the
 // outbox's wait and waiting age, the keyspace's telemetry, the timeline's
 // links, racing appends of one workflow or restarts; it uses the OTel SDK,
-// which this package, unlike the library's, imports. Under the race detector the seeded rules run shorter and the
-// rule timeout doubles: run the suites without -race too. A panic or
+// which this package, unlike the library's, imports. Under the race
+// detector the seeded rules run shorter and the rule timeout doubles: run
+// the suites without -race too. A panic or
 // runtime.Goexit in the implementation fails that rule ([ErrRulePanicked],
 // [ErrRuleAborted]).
 //
@@ -74,7 +76,7 @@
 //
 // The package's own tests run every suite against deliberately broken
 // stores and decorators (one plausible bug each) and require each to be
-// caught. Those runs take about two minutes of CPU, so a plain
+// caught. Those runs take about 70 s of CPU (2 cores, 2026-12), so a plain
 // go test ./... skips them; CI runs them, without -race, by setting an
 // environment variable:
 //

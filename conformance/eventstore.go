@@ -401,6 +401,7 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 				if err := m.s.ScheduleTimer(m.ctx, e.WorkflowID, e.TimerID, e.FireAt, e.ArmedSeq); err != nil {
 					return fmt.Errorf("ScheduleTimer(timer %d of %d bytes): %w", i, len(id), err)
 				}
+				tick(m.ctx)
 				m.timers[timerKey{e.WorkflowID, e.TimerID}] = e
 			}
 			return nil

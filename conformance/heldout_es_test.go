@@ -27,9 +27,9 @@ func (h historiesBug) ReadHistories(ctx context.Context, ids []eventstore.Workfl
 	return h.read(ctx, ids)
 }
 
-// withHistories returns a store whose ReadHistories answers through bug,
+// brokenHistories returns a store whose ReadHistories answers through bug,
 // given each ID's history.
-func withHistories(bug func(ids []eventstore.WorkflowID, hist func(eventstore.WorkflowID) []eventstore.Event) [][]eventstore.Event) func() eventstore.Store {
+func brokenHistories(bug func(ids []eventstore.WorkflowID, hist func(eventstore.WorkflowID) []eventstore.Event) [][]eventstore.Event) func() eventstore.Store {
 	return func() eventstore.Store {
 		s := newESW()
 		return historiesBug{s, func(ctx context.Context, ids []eventstore.WorkflowID) ([][]eventstore.Event, error) {
@@ -246,7 +246,7 @@ func heldOutESCases() []classCase {
 	add("refused-retry", "ahead of the head, committed at the head", refusedRetryBug(true, true), RuleESConflictFound)
 	// 6. ReadHistories (all but the exact multiples were caught before).
 	for _, page := range []int{500, 1000} {
-		add("read-histories", fmt.Sprintf("the last history lost at a multiple of %d IDs", page), withHistories(func(ids []eventstore.WorkflowID, hist func(eventstore.WorkflowID) []eventstore.Event) [][]eventstore.Event {
+		add("read-histories", fmt.Sprintf("the last history lost at a multiple of %d IDs", page), brokenHistories(func(ids []eventstore.WorkflowID, hist func(eventstore.WorkflowID) []eventstore.Event) [][]eventstore.Event {
 			out := make([][]eventstore.Event, len(ids))
 			for i, id := range ids {
 				out[i] = []eventstore.Event{}
@@ -257,7 +257,7 @@ func heldOutESCases() []classCase {
 			return out
 		}), RuleESSizes)
 	}
-	add("read-histories", "a repeated ID answered once", withHistories(func(ids []eventstore.WorkflowID, hist func(eventstore.WorkflowID) []eventstore.Event) [][]eventstore.Event {
+	add("read-histories", "a repeated ID answered once", brokenHistories(func(ids []eventstore.WorkflowID, hist func(eventstore.WorkflowID) []eventstore.Event) [][]eventstore.Event {
 		var out [][]eventstore.Event
 		seen := map[eventstore.WorkflowID]bool{}
 		for _, id := range ids {
@@ -268,7 +268,7 @@ func heldOutESCases() []classCase {
 		}
 		return out
 	}), RuleESSizes)
-	add("read-histories", "a repeated ID answered empty", withHistories(func(ids []eventstore.WorkflowID, hist func(eventstore.WorkflowID) []eventstore.Event) [][]eventstore.Event {
+	add("read-histories", "a repeated ID answered empty", brokenHistories(func(ids []eventstore.WorkflowID, hist func(eventstore.WorkflowID) []eventstore.Event) [][]eventstore.Event {
 		out := make([][]eventstore.Event, len(ids))
 		seen := map[eventstore.WorkflowID]bool{}
 		for i, id := range ids {
@@ -280,7 +280,7 @@ func heldOutESCases() []classCase {
 		}
 		return out
 	}), RuleESSizes)
-	add("read-histories", "an unknown ID skipped, the rest shifted", withHistories(func(ids []eventstore.WorkflowID, hist func(eventstore.WorkflowID) []eventstore.Event) [][]eventstore.Event {
+	add("read-histories", "an unknown ID skipped, the rest shifted", brokenHistories(func(ids []eventstore.WorkflowID, hist func(eventstore.WorkflowID) []eventstore.Event) [][]eventstore.Event {
 		out := [][]eventstore.Event{}
 		for _, id := range ids {
 			if h := hist(id); len(h) > 0 {

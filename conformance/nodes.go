@@ -224,7 +224,8 @@ func (m *nodesModel) check() error {
 	for i := range 2 {
 		for s := range m.shards {
 			got, want := m.so[i].IsCurrentOwner(m.ctx, s), m.holder[s] == i
-			if tick(m.ctx); got != want {
+			tick(m.ctx)
+			if got != want {
 				return fmt.Errorf("node %c: IsCurrentOwner(%d) = %v, want %v", 'A'+i, s, got, want)
 			}
 		}
@@ -239,17 +240,20 @@ func (m *nodesModel) check() error {
 		var err error
 		for j, l := range lists {
 			lists[j].ids, err = l.call(m.ctx)
-			if tick(m.ctx); err != nil {
+			tick(m.ctx)
+			if err != nil {
 				return fmt.Errorf("node %c: %s: %w", 'A'+i, l.name, err)
 			}
 		}
 		due, err := m.node(i).ExpiredTimers(m.ctx, nodesTimerAt.Add(time.Hour))
-		if tick(m.ctx); err != nil {
+		tick(m.ctx)
+		if err != nil {
 			return fmt.Errorf("node %c: ExpiredTimers: %w", 'A'+i, err)
 		}
 		for s := range m.shards {
 			got, err := m.node(i).ReadHistory(m.ctx, m.wfs[s])
-			if tick(m.ctx); err != nil {
+			tick(m.ctx)
+			if err != nil {
 				return fmt.Errorf("node %c: ReadHistory: %w", 'A'+i, err)
 			}
 			if d := diff(got, m.history[s]); d != "" {
@@ -717,7 +721,8 @@ func nodesStaleOwnerRace(ctx context.Context, env *ruleEnv[Nodes], n Nodes) erro
 		for w, e := range r.envs {
 			if r.heads[w] == 0 {
 				err := m.node(old).Append(ctx, token, e.WorkflowID, []eventstore.Event{eventstore.WorkflowStarted{Envelope: e, WorkflowType: "conformance-stale-owner"}}, 0)
-				if tick(ctx); err != nil {
+				tick(ctx)
+				if err != nil {
 					return fmt.Errorf("node %c starting a workflow of shard 0 it holds: %w", 'A'+old, err)
 				}
 				r.heads[w] = 1
@@ -833,7 +838,8 @@ func (r *staleRace) round(ctx context.Context, old int, kill bool, round int) er
 	for w, e := range r.envs {
 		// The new holder appends next, at the head it reads.
 		hist, err := r.m.node(next).ReadHistory(ctx, e.WorkflowID)
-		if tick(ctx); err != nil {
+		tick(ctx)
+		if err != nil {
 			return fmt.Errorf("node %c: ReadHistory: %w", 'A'+next, err)
 		}
 		r.heads[w] = uint64(len(hist))
@@ -871,7 +877,8 @@ func acquireRetrying(ctx context.Context, so eventstore.ShardOwner, shard int) e
 	var err error
 	for try := 0; try < maxAcquireTries; try++ {
 		err = so.AcquireOwnedShard(ctx, shard)
-		if tick(ctx); !errors.Is(err, eventstore.ErrNotOwner) {
+		tick(ctx)
+		if !errors.Is(err, eventstore.ErrNotOwner) {
 			return err
 		}
 		select {

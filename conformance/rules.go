@@ -34,15 +34,15 @@ const (
 	RuleKSReadFromResume = "read-from-resume"
 	// RuleKSRecordsAreCopies: scribbling on the appended slice, a returned record or listing changes nothing stored.
 	RuleKSRecordsAreCopies = "records-are-copies"
-	// RuleKSConcurrentAppends (seeded): eight racers at one expectedSeq, round after round: one winner, losers told its head; free-running writers land every event once.
+	// RuleKSConcurrentAppends (seeded): eight racers at one expectedSeq, round after round: one winner, losers told its head; free-running writers land every event once, each at the seq it was told.
 	RuleKSConcurrentAppends = "concurrent-appends"
 	// RuleKSContextCancelled: every method answers a cancelled or expired context with its error, nothing written; a context cancelled during an append leaves all of it or none.
 	RuleKSContextCancelled = "context-cancelled"
 	// RuleKSZeroIDs: a zero workflow or run ID matches eventstore.ErrInvalidArgument in every method, reads too; nothing written.
 	RuleKSZeroIDs = "zero-ids-refused"
-	// RuleKSRetriedBatch: an accepted batch made again, identical, at the expectedSeq it was accepted at (just after, or after later appends) is a *eventstore.SequenceConflictError whose Found is the head, and writes nothing: a store does not deduplicate retries.
+	// RuleKSRetriedBatch: a batch accepted, or refused with a conflict, made again, identical, at the expectedSeq it was accepted at (just after, or after later appends) is a *eventstore.SequenceConflictError whose Found is the head, and writes nothing: a store neither deduplicates retries nor takes a refused batch the second time.
 	RuleKSRetriedBatch = "retried-batch-conflicts"
-	// RuleKSSizes: every page size and cap a store plausibly has, drawn at, below, above and at exact multiples: a stream of exactly 2,000 records read whole, in pages of exactly 1,000, from where exactly 1,000 remain and next to each; one run listed at 511 to 1,025 streams.
+	// RuleKSSizes: every page size and cap a store plausibly has, drawn at, below, above and at exact multiples: a stream of exactly 2,000 records read whole, in pages of exactly 1,000, from where exactly 256, 512, 1,000 and 1,024 remain and next to each; one run listed at 511 to 1,025 streams and at exactly 2,048 and 4,096 streams and one more.
 	RuleKSSizes = "sizes-and-pages"
 	// RuleKSAppendEvent: keyspace.AppendEvent returns the assigned StoreSeq.
 	RuleKSAppendEvent = "append-event"
@@ -63,7 +63,7 @@ const (
 // Outbox, ShardOwner and retention rules are skipped for a store without
 // the capability, unless it is required ([WithRequiredCapabilities]).
 const (
-	// RuleESConflictFound: a stale or ahead expectedSeq (also by 2^32, 2^63, the largest) gives a *eventstore.SequenceConflictError whose Found is the history length.
+	// RuleESConflictFound: a stale or ahead expectedSeq (also by 2^32, 2^63, the largest) gives a *eventstore.SequenceConflictError whose Found is the history length; the same append made again is a conflict again (a store does not remember refusals).
 	RuleESConflictFound = "append-conflict-found-is-actual-head"
 	// RuleESConflictWritesNone: histories, heads, listings and run chains are unchanged after a refused append.
 	RuleESConflictWritesNone = "append-conflict-writes-nothing"
@@ -85,13 +85,13 @@ const (
 	RuleESRunChain = "run-chain"
 	// RuleESListings: ListWorkflowIDs, ListActive and ListPaused through the lifecycle.
 	RuleESListings = "listings-follow-lifecycle"
-	// RuleESStreamHeads: each workflow once, with its history length; listings and Query past 4,096 workflows.
+	// RuleESStreamHeads: each workflow once, with its history length; listings and Query past 4,096 workflows, all paused (ListPaused, Query by status), then all running.
 	RuleESStreamHeads = "stream-heads"
-	// RuleESSizes: every page size and cap a store plausibly has, drawn at, below, above and at exact multiples: a history of exactly 2,000 events read whole and from where 1, 512, 999, 1,000, 1,001, 1,024 and 2,000 events remain; exactly 1,000 rows claimed whole; 2,049 due timers (IDs of 255, 256, 4,097 and 65,537 bytes among them) read with exactly 511 to 2,049 due; listings, StreamHeads, Query and (for an eventstore.HistoriesReader) ReadHistories at exactly 1,000 and 2,000 workflows and one more, with an unknown workflow and a repeated one.
+	// RuleESSizes: every page size and cap a store plausibly has, drawn at, below, above and at exact multiples: a history of exactly 2,000 events read whole and from where 1, 512, 999, 1,000, 1,001, 1,024 and 2,000 events remain; exactly 1,000 rows claimed whole; 4,097 due timers (IDs of 255, 256, 4,097 and 65,537 bytes among them) read with 511 to 1,025, 2,000, 2,049, 4,096 and 4,097 due; listings, StreamHeads, Query and (for an eventstore.HistoriesReader) ReadHistories of exactly 1,000 and 2,000 IDs and one more, an unknown one amid them and a repeated one last.
 	RuleESSizes = "sizes-and-pages"
 	// RuleESQuery: by type (differing in case only), status, both, limits (0, 1, negative, past 2^32, the largest), the zero filter, time bounds at a workflow's own StartedAt; every summary field.
 	RuleESQuery = "query"
-	// RuleESTimers: key-shaped timer IDs; due when FireAt <= asOf, earliest first; re-arming replaces; retirement fenced by fireAt and by armedSeq (also by bit 32 or 63 alone); bad IDs refused.
+	// RuleESTimers: key-shaped timer IDs and IDs differing only in spaces (" a", "a ", "a  b"); due when FireAt <= asOf, earliest first; re-arming replaces; retirement fenced by fireAt and by armedSeq (also by bit 32 or 63 alone); bad IDs refused.
 	RuleESTimers = "timers-fencing"
 	// RuleESPackages: composite keys that a careless store joins into one ("a/b"+"c" and "a"+"b/c", case, NUL, 300-byte shared prefixes); replacing, routing and re-routing, ErrNotFound for what is not stored, ErrInvalidArgument for empty names.
 	RuleESPackages = "packages-and-routes"
@@ -105,11 +105,11 @@ const (
 	RuleESAliasing = "aliasing"
 	// RuleESRetention: for a store with a PruneClosed method ([ClosedPruner]), pruning removes exactly the workflows whose current run closed strictly before the cutoff (not one closed at it, continued as new, reopened, running or paused), with their histories, chains, timers and outbox rows, and returns their number; a pruned workflow starts again at expectedSeq 0.
 	RuleESRetention = "retention/prune-closed"
-	// RuleOutboxAtomic: a refused or conflicting AppendWithOutbox (also one with rows and no events) stages no row and writes no event; a successful one commits both.
+	// RuleOutboxAtomic: a refused or conflicting AppendWithOutbox (also one with rows and no events, at every stale or ahead expectedSeq) stages no row and writes no event; a successful one commits both.
 	RuleOutboxAtomic = "outbox/append-atomic"
 	// RuleOutboxClaim: oldest first, the limit honoured (past 4,096, 2^32, the largest), a non-positive limit refused, CountClaimedOutboxRows following.
 	RuleOutboxClaim = "outbox/claim"
-	// RuleOutboxConcurrentClaims (seeded): racers claim small batches of the same pending rows at once and re-arm some of what they got: each row goes to one claimant until re-armed (handed out at most once more than re-armed), every row handed out is the staged row, and the rows left claimed and pending afterwards are what the racers were told.
+	// RuleOutboxConcurrentClaims (seeded): racers claim small batches of the same pending rows at once and re-arm some of what they got: each row goes to one claimant until re-armed (checked at every claim; handed out at most once more than re-armed), every row handed out is the staged row, and the rows left claimed and pending afterwards are what the racers were told.
 	RuleOutboxConcurrentClaims = "outbox/concurrent-claims"
 	// RuleOutboxRearm: a re-armed row is pending and claimable again; an unknown row is ErrNotFound, an empty key ErrInvalidArgument, and nothing changes then.
 	RuleOutboxRearm = "outbox/rearm"
@@ -155,13 +155,14 @@ const (
 // The decorator rules: [TestDecorator] runs each, for each capability
 // combination of the [Spy], as the subtest "<capabilities>/<rule>", where
 // <capabilities> is a [Capabilities] String ("store", "outbox",
-// "shardowner", "outbox+shardowner").
+// "historiesreader", "outbox+shardowner+historiesreader", the eight
+// combinations).
 const (
-	// RuleDecCapabilities: the wrapped store implements exactly the inner's optional interfaces.
+	// RuleDecCapabilities: the wrapped store implements exactly the inner's optional interfaces; a ShardCount() int method, which it need not have, answers the inner's, and there is none over a store without one.
 	RuleDecCapabilities = "capabilities"
 	// RuleDecUnwrap: Unwrap() eventstore.Store returns the inner store.
 	RuleDecUnwrap = "unwrap"
-	// RuleDecDifferential (seeded): generated calls (nil, empty, zero, boundary and large arguments with every field drawn, cancelled, expired, deadline-bound and deadline-free contexts, contexts cancelled during the call, repeated calls) against fresh Spy answers of the same shapes or any error of the set: the inner sees the caller's arguments, context values, Err and Deadline; the caller gets exactly the inner's answer, also when its context was cancelled while the inner took the call (a call that took effect is not reported as cancelled). Once a call returned, the caller's slices are poisoned (events, rows, IDs, shard numbers, strings, payload bytes): a decorator that reads a kept event later, or hands a poisoned value to the inner store on any later call, its own reads included, fails, without the race detector. The decorator's own reads (of what it resumes, say) are not counted as the caller's forward; any write is.
+	// RuleDecDifferential (seeded): generated calls (nil, empty, zero, boundary and large arguments with every field drawn, cancelled, expired, deadline-bound and deadline-free contexts, contexts cancelled during the call, repeated calls) against fresh Spy answers of the same shapes or any error of the set: the inner sees the caller's arguments, context values, Err and Deadline; the caller gets exactly the inner's answer, also when its context was cancelled while the inner took the call (a call that took effect is not reported as cancelled). Once a call returned, the caller's slices are poisoned (events, rows, IDs, shard numbers, strings, payload bytes): a decorator that reads a kept event later, or hands a poisoned value to the inner store on any later call, its own reads included, fails, without the race detector. At the end of the rule every caller's value must still be as the caller left it, so a decorator that wrote into a kept slice, during a later call or from a goroutine, fails; nested slices are nil, empty or short in turn. The decorator's own reads (of what it resumes, say) are not counted as the caller's forward; any write is.
 	RuleDecDifferential = "differential"
 	// RuleDecForward, followed by a method name: one call with distinctive arguments reaches the inner once, unchanged, with the caller's context values; results come back unchanged.
 	RuleDecForward = "forward/"

@@ -184,7 +184,8 @@ func (s suite[S]) runRule(ctx context.Context, cfg config, r rule[S], first, fre
 			}
 		}()
 		subject, err := first()
-		if tick(rctx); err == nil {
+		tick(rctx)
+		if err == nil {
 			err = r.run(rctx, &ruleEnv[S]{cfg: cfg, fresh: fresh}, subject)
 		}
 		returned = true
