@@ -352,7 +352,7 @@ func outboxConcurrentClaims(ctx context.Context, env *ruleEnv[eventstore.Store],
 func ksConcurrentStreams(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Store) error {
 	g := newGen(newRand(env.cfg.seed, RuleKSConcurrentStreams))
 	wf, run := g.workflow(), g.run()
-	perRacer := 8 * env.cfg.scale
+	perRacer := 64 * env.cfg.scale
 	sizes := make([]int, racers*perRacer)
 	for i := range sizes {
 		sizes[i] = 1 + g.IntN(3)
