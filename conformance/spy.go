@@ -171,7 +171,9 @@ func (s *Spy) SetError(err error) {
 
 // SetResults makes the named method (its Go name, as in [Call.Method]) return
 // results, which are its results other than the error, in order; nil stands
-// for a nil slice. The values are returned as given, not copied. It returns
+// for a nil slice. Each call gets a deep copy of its own, so that a caller
+// that edits what it got (a decorator's own read, say, releasing what it
+// has used) cannot change another call's answer or the record. It returns
 // an error matching [eventstore.ErrInvalidArgument] for an unknown method or
 // results that do not fit its signature, and changes nothing then.
 func (s *Spy) SetResults(method string, results ...any) error {
@@ -206,8 +208,8 @@ func (s *Spy) SetResults(method string, results ...any) error {
 }
 
 // call records one call and returns its results (the error last for a
-// method that returns one). The recorded results are a separate copy of the
-// defaults, so a caller that mutates what it got cannot change the record.
+// method that returns one). The recorded results are a separate copy, so a
+// caller that mutates what it got cannot change the record.
 func (s *Spy) call(method string, ctx context.Context, args ...any) []any {
 	if ctx != nil {
 		if cancel, ok := ctx.Value(spyCancelKey{}).(context.CancelFunc); ok {
@@ -218,7 +220,7 @@ func (s *Spy) call(method string, ctx context.Context, args ...any) []any {
 	defer s.mu.Unlock()
 	results := func() []any {
 		if o, ok := s.overrides[method]; ok {
-			return append([]any(nil), o...)
+			return deepCopy(o)
 		}
 		return spyDefaults(method)
 	}

@@ -209,6 +209,29 @@ func TestSpySetResults(t *testing.T) {
 	}
 }
 
+// A decorator's own read (a resume, say) may release what it got in place;
+// the caller's answer to the same set results, and the record, stay whole.
+func TestSpySetResultsCopiedPerCall(t *testing.T) {
+	spy := NewSpy(CapHistoriesReader)
+	set := [][]eventstore.Event{{eventstore.SignalReceived{SignalName: "a"}}, {}, nil}
+	if err := spy.SetResults("ReadHistories", set); err != nil {
+		t.Fatal(err)
+	}
+	r := spy.Store().(eventstore.HistoriesReader)
+	own, _ := r.ReadHistories(t.Context(), nil)
+	own[0], own[1], own[2] = nil, nil, []eventstore.Event{}
+	got, _ := r.ReadHistories(t.Context(), nil)
+	want := [][]eventstore.Event{{eventstore.SignalReceived{SignalName: "a"}}, {}, nil}
+	if !same(got, want) || !same(set, want) {
+		t.Errorf("after one caller edited its answer, the next got %s (set: %s), want %s", describe(got), describe(set), describe(want))
+	}
+	for i, c := range spy.Calls() {
+		if !same(c.Results[0], want) {
+			t.Errorf("call %d recorded %s, want %s", i+1, describe(c.Results[0]), describe(want))
+		}
+	}
+}
+
 func TestSpyCallsAreCopies(t *testing.T) {
 	spy := NewSpy(0)
 	ctx := t.Context()
