@@ -2185,7 +2185,7 @@ func TestAdversary(t *testing.T) {
 	// its verdicts must not change from run to run (the suites' own default
 	// is a fresh seed per run). A case is caught by its first failed rule:
 	// the rest of the suite is not run.
-	seed := optionFunc(func(c *config) { c.seed, c.noShrink, c.stopAtFirst = adversarySeed, true, true })
+	seed := optionFunc(func(c *config) { c.seed, c.noShrink, c.stopAtFirst, c.raceFor = adversarySeed, true, true, 0 })
 	t.Run("keyspace", func(t *testing.T) {
 		for _, tc := range ksCases() {
 			t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
 	"github.com/aionotel/aionotel/keyspace"
@@ -17,6 +18,25 @@ import (
 
 // racers is how many goroutines a concurrency rule races.
 const racers = 8
+
+// raceBudget is how long a contest or claims rule goes on racing past its
+// minimum rounds. A window of a few instructions between a store's check
+// and its write is hit in a small share of rounds, fewer still on a busy
+// machine, where two goroutines seldom run at the same instant; a fast
+// store, where such windows are, gets through many rounds in it, a slow
+// one (a database) only its minimum.
+const raceBudget = 250 * time.Millisecond
+
+// racing calls phase(0), phase(1), ... until one fails, at least once and
+// then while the rule's race budget (times its scale) lasts.
+func racing(cfg config, phase func(int) error) error {
+	start := time.Now()
+	for i := 0; ; i++ {
+		if err := phase(i); err != nil || time.Since(start) >= cfg.raceFor*time.Duration(cfg.scale) {
+			return err
+		}
+	}
+}
 
 // spawn runs f on a new goroutine of wg and stores its result in *errp; a
 // panic becomes an error matching ErrRulePanicked and a runtime.Goexit one
@@ -151,24 +171,26 @@ func ksConcurrentAppends(ctx context.Context, env *ruleEnv[keyspace.Store], s ke
 func ksContest(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Store, maxBatch int) error {
 	m, _ := newKSModel(ctx, uint64(env.cfg.seed), 24)(s)
 	rounds := 24 * env.cfg.scale
-	batches := make([][][]keyspace.ActivityEvent, rounds)
-	for r := range batches {
-		batches[r] = make([][]keyspace.ActivityEvent, racers)
-		for g := range racers {
-			batches[r][g] = m.batch(ksAppend{stream: 0, n: 1 + m.g.IntN(maxBatch), seed: m.g.Uint64()})
+	if err := racing(env.cfg, func(int) error {
+		batches := make([][][]keyspace.ActivityEvent, rounds)
+		for r := range batches {
+			batches[r] = make([][]keyspace.ActivityEvent, racers)
+			for g := range racers {
+				batches[r][g] = m.batch(ksAppend{stream: 0, n: 1 + m.g.IntN(maxBatch), seed: m.g.Uint64()})
+			}
 		}
-	}
-	winners, err := contest(ctx, rounds, 0, func(r, g int, head uint64) (int, error) {
-		_, err := s.AppendEvents(ctx, head, deepCopy(batches[r][g]))
-		return len(batches[r][g]), err
-	})
-	if err != nil {
+		winners, err := contest(ctx, rounds, m.head(m.keys[0]), func(r, g int, head uint64) (int, error) {
+			_, err := s.AppendEvents(ctx, head, deepCopy(batches[r][g]))
+			return len(batches[r][g]), err
+		})
+		for r, g := range winners {
+			for _, ev := range batches[r][g] {
+				m.recs[m.keys[0]] = append(m.recs[m.keys[0]], stored(ev, m.head(m.keys[0])))
+			}
+		}
 		return err
-	}
-	for r, g := range winners {
-		for _, ev := range batches[r][g] {
-			m.recs[m.keys[0]] = append(m.recs[m.keys[0]], stored(ev, m.head(m.keys[0])))
-		}
+	}); err != nil {
+		return err
 	}
 	return m.read(ksRead{from: abs(0)})
 }
@@ -186,46 +208,48 @@ func esConcurrentAppends(ctx context.Context, env *ruleEnv[eventstore.Store], s 
 		events []eventstore.Event
 		rows   []eventstore.OutboxRow
 	}
-	tries := make([][]entry, rounds)
 	if err := m.append(esAppend{wf: 0, n: 1, seed: 1}); err != nil {
 		return err
 	}
 	next := eventstore.ActivityID(0)
-	for r := range tries {
-		tries[r] = make([]entry, racers)
-		for g := range racers {
-			kinds := make([]string, 1+m.g.IntN(4))
-			for i := range kinds {
-				kinds[i] = pick(m.g, kSignal, kSchedule)
-			}
-			evs, rows := m.batch(w, esAppend{wf: 0, n: len(kinds), kinds: kinds, seed: m.g.Uint64(), rows: m.ob != nil && r%2 == 0})
-			// Every racer schedules activities of its own, so that the
-			// winners' rows never share a dispatch key.
-			ids := map[eventstore.ActivityID]eventstore.ActivityID{}
-			for i, ev := range evs {
-				if s, ok := ev.(eventstore.ActivityScheduled); ok {
-					ids[s.ActivityID], s.ActivityID = next, next
-					evs[i], next = s, next+1
+	if err := racing(env.cfg, func(int) error {
+		tries := make([][]entry, rounds)
+		for r := range tries {
+			tries[r] = make([]entry, racers)
+			for g := range racers {
+				kinds := make([]string, 1+m.g.IntN(4))
+				for i := range kinds {
+					kinds[i] = pick(m.g, kSignal, kSchedule)
 				}
+				evs, rows := m.batch(w, esAppend{wf: 0, n: len(kinds), kinds: kinds, seed: m.g.Uint64(), rows: m.ob != nil && r%2 == 0})
+				// Every racer schedules activities of its own, so that the
+				// winners' rows never share a dispatch key.
+				ids := map[eventstore.ActivityID]eventstore.ActivityID{}
+				for i, ev := range evs {
+					if s, ok := ev.(eventstore.ActivityScheduled); ok {
+						ids[s.ActivityID], s.ActivityID = next, next
+						evs[i], next = s, next+1
+					}
+				}
+				for i := range rows {
+					rows[i].Ordinal, rows[i].DispatchKey = ids[rows[i].Ordinal], ""
+				}
+				tries[r][g] = entry{evs, rows}
 			}
-			for i := range rows {
-				rows[i].Ordinal, rows[i].DispatchKey = ids[rows[i].Ordinal], ""
+		}
+		winners, err := contest(ctx, rounds, w.head(), func(r, g int, head uint64) (int, error) {
+			e := tries[r][g]
+			if e.rows != nil {
+				return len(e.events), m.ob.AppendWithOutbox(ctx, token, w.id, deepCopy(e.events), head, deepCopy(e.rows))
 			}
-			tries[r][g] = entry{evs, rows}
+			return len(e.events), s.Append(ctx, token, w.id, deepCopy(e.events), head)
+		})
+		for r, g := range winners {
+			m.apply(w, tries[r][g].events, tries[r][g].rows)
 		}
-	}
-	winners, err := contest(ctx, rounds, w.head(), func(r, g int, head uint64) (int, error) {
-		e := tries[r][g]
-		if e.rows != nil {
-			return len(e.events), m.ob.AppendWithOutbox(ctx, token, w.id, deepCopy(e.events), head, deepCopy(e.rows))
-		}
-		return len(e.events), s.Append(ctx, token, w.id, deepCopy(e.events), head)
-	})
-	if err != nil {
 		return err
-	}
-	for r, g := range winners {
-		m.apply(w, tries[r][g].events, tries[r][g].rows)
+	}); err != nil {
+		return err
 	}
 	if err := m.readFrom(w, abs(0), ctxLive, 0); err != nil {
 		return err
@@ -265,83 +289,86 @@ func outboxConcurrentClaims(ctx context.Context, env *ruleEnv[eventstore.Store],
 	}
 	var mu sync.Mutex
 	held := map[string]bool{} // handed out and not re-armed since
-	for round := range 3 * env.cfg.scale {
-		tick(ctx)
-		errs := race(racers, func(g int) error {
-			rng := newRand(env.cfg.seed, fmt.Sprint(RuleOutboxConcurrentClaims, round, g))
-			for rearmsLeft := 6; ; {
-				limit := 1 + rng.IntN(4)
-				got, err := ob.ClaimOutboxRows(ctx, limit)
-				if err != nil || len(got) > limit {
-					return fmt.Errorf("racer %d: ClaimOutboxRows(%d) returned %d rows, %v", g, limit, len(got), err)
-				}
-				if len(got) == 0 {
-					return nil
-				}
-				mu.Lock()
-				for _, r := range got {
-					if held[r.DispatchKey] {
-						mu.Unlock()
-						return fmt.Errorf("racer %d: ClaimOutboxRows handed out row %q, which another claimant holds: two claimants at once", g, r.DispatchKey)
+	return racing(env.cfg, func(phase int) error {
+		for r := range 3 * env.cfg.scale {
+			round := phase*3*env.cfg.scale + r
+			tick(ctx)
+			errs := race(racers, func(g int) error {
+				rng := newRand(env.cfg.seed, fmt.Sprint(RuleOutboxConcurrentClaims, round, g))
+				for rearmsLeft := 6; ; {
+					limit := 1 + rng.IntN(4)
+					got, err := ob.ClaimOutboxRows(ctx, limit)
+					if err != nil || len(got) > limit {
+						return fmt.Errorf("racer %d: ClaimOutboxRows(%d) returned %d rows, %v", g, limit, len(got), err)
 					}
-					held[r.DispatchKey] = true
-				}
-				mu.Unlock()
-				for _, r := range got {
-					if d := diff(r, want[r.DispatchKey]); d != "" {
-						return fmt.Errorf("racer %d: ClaimOutboxRows handed out row %q: %s", g, r.DispatchKey, d)
+					if len(got) == 0 {
+						return nil
 					}
-				}
-				if rearmsLeft > 0 && rng.IntN(3) == 0 {
-					rearmsLeft--
-					// Released before the re-arm takes effect: another racer
-					// may claim the row the moment it is pending again.
 					mu.Lock()
-					held[got[0].DispatchKey] = false
+					for _, r := range got {
+						if held[r.DispatchKey] {
+							mu.Unlock()
+							return fmt.Errorf("racer %d: ClaimOutboxRows handed out row %q, which another claimant holds: two claimants at once", g, r.DispatchKey)
+						}
+						held[r.DispatchKey] = true
+					}
 					mu.Unlock()
-					if err := ob.RearmOutboxPending(ctx, got[:1]); err != nil {
-						return fmt.Errorf("racer %d: RearmOutboxPending of a row it holds: %w", g, err)
+					for _, r := range got {
+						if d := diff(r, want[r.DispatchKey]); d != "" {
+							return fmt.Errorf("racer %d: ClaimOutboxRows handed out row %q: %s", g, r.DispatchKey, d)
+						}
+					}
+					if rearmsLeft > 0 && rng.IntN(3) == 0 {
+						rearmsLeft--
+						// Released before the re-arm takes effect: another racer
+						// may claim the row the moment it is pending again.
+						mu.Lock()
+						held[got[0].DispatchKey] = false
+						mu.Unlock()
+						if err := ob.RearmOutboxPending(ctx, got[:1]); err != nil {
+							return fmt.Errorf("racer %d: RearmOutboxPending of a row it holds: %w", g, err)
+						}
 					}
 				}
+			})
+			if err := errors.Join(errs...); err != nil {
+				return err
 			}
-		})
-		if err := errors.Join(errs...); err != nil {
-			return err
-		}
-		// Judge what the racers were told against the rows' final state:
-		// what is not held is pending, claimable once.
-		var pending, keys []string
-		for key := range want {
-			if !held[key] {
-				pending = append(pending, key)
+			// Judge what the racers were told against the rows' final state:
+			// what is not held is pending, claimable once.
+			var pending, keys []string
+			for key := range want {
+				if !held[key] {
+					pending = append(pending, key)
+				}
+			}
+			if n, err := ob.CountClaimedOutboxRows(ctx); err != nil || n != len(want)-len(pending) {
+				return fmt.Errorf("after the race: CountClaimedOutboxRows = %d, %v; want %d, the rows handed out and not re-armed", n, err, len(want)-len(pending))
+			}
+			got, err := ob.ClaimOutboxRows(ctx, math.MaxInt)
+			if err != nil {
+				return fmt.Errorf("after the race: ClaimOutboxRows: %w", err)
+			}
+			for _, r := range got {
+				keys = append(keys, r.DispatchKey)
+			}
+			slices.Sort(keys)
+			slices.Sort(pending)
+			if d := diff(keys, pending); d != "" {
+				return fmt.Errorf("after the race, ClaimOutboxRows finds (the rows re-armed and not claimed again): %s", d)
+			}
+			// The next round starts from every row pending.
+			all := make([]eventstore.OutboxRow, 0, len(want))
+			for key := range want {
+				all = append(all, eventstore.OutboxRow{DispatchKey: key})
+				held[key] = false
+			}
+			if err := ob.RearmOutboxPending(ctx, all); err != nil {
+				return fmt.Errorf("re-arming every row: %w", err)
 			}
 		}
-		if n, err := ob.CountClaimedOutboxRows(ctx); err != nil || n != len(want)-len(pending) {
-			return fmt.Errorf("after the race: CountClaimedOutboxRows = %d, %v; want %d, the rows handed out and not re-armed", n, err, len(want)-len(pending))
-		}
-		got, err := ob.ClaimOutboxRows(ctx, math.MaxInt)
-		if err != nil {
-			return fmt.Errorf("after the race: ClaimOutboxRows: %w", err)
-		}
-		for _, r := range got {
-			keys = append(keys, r.DispatchKey)
-		}
-		slices.Sort(keys)
-		slices.Sort(pending)
-		if d := diff(keys, pending); d != "" {
-			return fmt.Errorf("after the race, ClaimOutboxRows finds (the rows re-armed and not claimed again): %s", d)
-		}
-		// The next round starts from every row pending.
-		all := make([]eventstore.OutboxRow, 0, len(want))
-		for key := range want {
-			all = append(all, eventstore.OutboxRow{DispatchKey: key})
-			held[key] = false
-		}
-		if err := ob.RearmOutboxPending(ctx, all); err != nil {
-			return fmt.Errorf("re-arming every row: %w", err)
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // ksConcurrentStreams: racers create new streams of one run at once (each

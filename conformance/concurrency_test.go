@@ -1,10 +1,14 @@
 package conformance
 
 import (
+	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aionotel/aionotel/eventstore"
+	"github.com/aionotel/aionotel/keyspace"
 )
 
 // contest finds one winner per round and holds every loser to a conflict
@@ -67,5 +71,29 @@ func TestRaceReleasesEveryRacer(t *testing.T) {
 		if want := g == 2; errors.Is(err, ErrRulePanicked) != want {
 			t.Errorf("racer %d: err %v, want ErrRulePanicked: %v", g, err, want)
 		}
+	}
+}
+
+// TestRaceBudget: a contest goes on racing past its minimum rounds while
+// the race budget lasts, and stops at its minimum without one.
+func TestRaceBudget(t *testing.T) {
+	appends := func(budget time.Duration) int64 {
+		var n atomic.Int64
+		err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) {
+			s := &ksW{Memory: keyspace.NewMemory()}
+			s.appendEvents = func(ctx context.Context, exp uint64, evs []keyspace.ActivityEvent) (uint64, error) {
+				n.Add(1)
+				return s.Memory.AppendEvents(ctx, exp, evs)
+			}
+			return s, nil, nil
+		}, onlyRules(RuleKSConcurrentBatches), optionFunc(func(c *config) { c.raceFor = budget }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Load()
+	}
+	least, budgeted := appends(0), appends(2*time.Second)
+	if least != 24*racers || budgeted < 2*least {
+		t.Errorf("appends raced: %d without a budget (want 24 rounds of %d racers), %d with 2 s (want at least two phases)", least, racers, budgeted)
 	}
 }

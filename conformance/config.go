@@ -27,6 +27,7 @@ type config struct {
 	watchdog func(time.Duration) <-chan time.Time
 	seed     int64
 	scale    int
+	raceFor  time.Duration // see raceBudget; the self-tests set 0
 	require  Capabilities
 	nodes    func(t *testing.T) Nodes
 	// The package's own tests turn the minimiser off and select rules.
@@ -99,7 +100,7 @@ func WithRequiredCapabilities(caps Capabilities) Option {
 }
 
 func newConfig(opts []Option) config {
-	c := config{ruleTimeout: DefaultRuleTimeout, scale: 1}
+	c := config{ruleTimeout: DefaultRuleTimeout, scale: 1, raceFor: raceBudget}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)

@@ -46,8 +46,12 @@
 // The concurrency rules race real goroutines and judge what each caller
 // was told against the final state, in the manner of a linearizability
 // check (see each rule's doc). A black-box rule finds a non-atomic step
-// only when the schedule interleaves the racers inside it: run the suites
-// under -race and with -count for more schedules.
+// only when the schedule interleaves the racers inside it, so the rules
+// racing appends at one seq and claims go on drawing rounds for 250 ms
+// (times the scale) after their minimum: a fast store's window of a few
+// instructions is hit on a busy machine too, a database store pays only
+// the minimum. Run the suites under -race and with -count for more
+// schedules.
 //
 // # Limits
 //

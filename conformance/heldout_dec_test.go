@@ -17,7 +17,7 @@ import (
 func TestHeldOutDec(t *testing.T) {
 	expensiveSelfTest(t)
 	ctx := context.Background()
-	seed := optionFunc(func(c *config) { c.seed, c.noShrink, c.stopAtFirst = adversarySeed, true, true })
+	seed := optionFunc(func(c *config) { c.seed, c.noShrink, c.stopAtFirst, c.raceFor = adversarySeed, true, true, 0 })
 	histories := func(f func(hr eventstore.HistoriesReader, ctx context.Context, ids []eventstore.WorkflowID) ([][]eventstore.Event, error)) func(eventstore.Store) eventstore.Store {
 		return passWrap(faults{histories: f})
 	}
@@ -141,7 +141,7 @@ func TestHeldOutDec(t *testing.T) {
 	} {
 		for _, s := range append(tc.seeds, adversarySeed) {
 			t.Run(fmt.Sprintf("%s/seed-%d", tc.name, s), func(t *testing.T) {
-				opt := optionFunc(func(c *config) { c.seed, c.noShrink, c.stopAtFirst = s, true, true })
+				opt := optionFunc(func(c *config) { c.seed, c.noShrink, c.stopAtFirst, c.raceFor = s, true, true, 0 })
 				report(t, CheckTelemetry(ctx, newRefTel(tc.f), opt, WithTimeline()))
 			})
 		}

@@ -252,7 +252,7 @@ func esTwoSections() eventstore.Store {
 func TestHeldOutKS(t *testing.T) {
 	expensiveSelfTest(t)
 	ctx := context.Background()
-	seed := optionFunc(func(c *config) { c.seed, c.noShrink, c.stopAtFirst = adversarySeed, true, true })
+	seed := optionFunc(func(c *config) { c.seed, c.noShrink, c.stopAtFirst, c.raceFor = adversarySeed, true, true, 0 })
 	ks := []struct {
 		name string
 		new  func() keyspace.Store

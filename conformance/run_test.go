@@ -16,8 +16,11 @@ import (
 	"github.com/aionotel/aionotel/keyspace"
 )
 
-// Test-only options.
-func withoutShrinking() Option { return optionFunc(func(c *config) { c.noShrink = true }) }
+// Test-only options. withoutShrinking is the self-tests' run: no
+// minimiser, and the race rules only their minimum rounds.
+func withoutShrinking() Option {
+	return optionFunc(func(c *config) { c.noShrink, c.raceFor = true, 0 })
+}
 
 // onlyRules runs only the named rules.
 func onlyRules(names ...string) Option {
