@@ -111,14 +111,20 @@ func contest(ctx context.Context, rounds int, head uint64, try func(round, g int
 
 // ksConcurrentAppends: one-event racers at one expectedSeq, round after
 // round; then free-running writers that read the head and retry on a
-// conflict, whose every acknowledged append must be the record at the seq
-// it was told, the stream exactly those records.
+// conflict, each told the head its append made, whose every acknowledged
+// append must be the record at the seq it was told, the stream exactly
+// those records.
 func ksConcurrentAppends(ctx context.Context, env *ruleEnv[keyspace.Store], s keyspace.Store) error {
 	if err := ksContest(ctx, env, s, 1); err != nil {
 		return err
 	}
 	g := newGen(newRand(env.cfg.seed, RuleKSConcurrentAppends+"/free"))
-	key := keyspace.NewStreamKey(g.workflow(), g.run(), 1, 1)
+	return racing(env.cfg, func(int) error { return ksFreeWriters(ctx, s, keyspace.NewStreamKey(g.workflow(), g.run(), 1, 1)) })
+}
+
+// ksFreeWriters: racers append to one new stream at the head they read,
+// retrying on a conflict.
+func ksFreeWriters(ctx context.Context, s keyspace.Store, key keyspace.StreamKey) error {
 	const perWriter = 50
 	acks := make([][]uint64, racers) // the seq each writer's event was appended at
 	if err := errors.Join(race(racers, func(w int) error {
@@ -129,8 +135,11 @@ func ksConcurrentAppends(ctx context.Context, env *ruleEnv[keyspace.Store], s ke
 			}
 			ev := keyspace.ActivityEvent{WorkflowID: key.WorkflowID, RunID: key.RunID, ActivityID: key.ActivityID, Attempt: key.Attempt,
 				AgentID: fmt.Sprint("writer-", w), WorkerSeq: uint64(len(acks[w]))}
-			_, err = s.AppendEvents(ctx, head, []keyspace.ActivityEvent{ev})
+			got, err := s.AppendEvents(ctx, head, []keyspace.ActivityEvent{ev})
 			switch {
+			case err == nil && got != head+1:
+				// A head read again after the commit may count others' appends.
+				return fmt.Errorf("writer %d: AppendEvents(expectedSeq=%d) of one event returned head %d, want %d", w, head, got, head+1)
 			case err == nil:
 				acks[w] = append(acks[w], head)
 			case !errors.Is(err, eventstore.ErrSequenceConflict):
@@ -396,6 +405,11 @@ func ksConcurrentStreams(ctx context.Context, env *ruleEnv[keyspace.Store], s ke
 		}
 		heads := map[keyspace.StreamKey]uint64{}
 		for _, sum := range got {
+			// Each stream is one racer's append of sizes[i] records: never
+			// listed before it commits, nor in part.
+			if i := int(sum.Key.ActivityID &^ (1 << 32)); sum.Key.WorkflowID != wf || i >= len(sizes) || sum.Head != uint64(sizes[i]) {
+				return nil, nil, fmt.Errorf("%s: ListStreams lists %v at head %d, which no append made (each stream gets one whole batch)", what, sum.Key, sum.Head)
+			}
 			heads[sum.Key] = sum.Head
 		}
 		return heads, got, nil

@@ -201,6 +201,7 @@ func decCall(ctx context.Context, wrap wrapFunc, caps Capabilities, m reflect.Me
 		return err
 	}
 	g := newGen(newRand(int64(len(m.Name)), m.Name))
+	g.nanos = true
 	var args []reflect.Value
 	for try := 0; try == 0 || (apart && !distinct(args[1:]) && try <= 21); try++ {
 		args = g.args(context.WithValue(ctx, diffCtxKey{}, m.Name), m, 2)
@@ -246,7 +247,7 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 	g := newGen(newRand(env.cfg.seed, "differential/"+caps.String()))
 	// One combination, the one with every method, gets slices past 65,536
 	// elements: a cap does not depend on the inner's capabilities.
-	g.huge = caps == capAll && !raceDetector
+	g.huge, g.nanos = caps == capAll && !raceDetector, true
 	methods := methodsOf(caps)
 	rounds := decDiffRounds * env.cfg.scale
 	if raceDetector {
@@ -288,7 +289,7 @@ func decDifferential(ctx context.Context, env *ruleEnv[wrapFunc], wrap wrapFunc,
 			seed, nRes := g.Uint64(), m.Type.NumOut()-boolInt(returnsError(m.Type))
 			answers := func() []any {
 				ag := newGen(rand.New(rand.NewPCG(seed, 1)))
-				ag.huge = g.huge
+				ag.huge, ag.nanos = g.huge, true
 				out := make([]any, nRes)
 				for i := range out {
 					out[i] = ag.value(m.Type.Out(i), visit).Interface()
@@ -377,6 +378,10 @@ func compareCall(spy *Spy, w eventstore.Store, m reflect.Method, args []reflect.
 	before := len(spy.Calls())
 	callerCtx := args[0].Interface().(context.Context)
 	callerErr := callerCtx.Err() // before the call: the spy may cancel it during
+	given := make([]any, len(args)-1)
+	for i, a := range args[1:] {
+		given[i] = copyValue(a).Interface()
+	}
 	out, err := callMethod(w, m.Name, args)
 	if err != nil {
 		return err
@@ -392,8 +397,11 @@ func compareCall(spy *Spy, w eventstore.Store, m reflect.Method, args []reflect.
 	}
 	call := calls[0]
 	for i, a := range args[1:] {
-		if !same(call.Args[i], a.Interface()) {
-			return fmt.Errorf("%s: argument %d reached the inner store as %s, the caller passed %s", m.Name, i+1, describe(call.Args[i]), describe(a.Interface()))
+		if !same(a.Interface(), given[i]) {
+			return fmt.Errorf("%s changed the caller's argument %d in place: %s", m.Name, i+1, diff(a.Interface(), given[i]))
+		}
+		if !same(call.Args[i], given[i]) {
+			return fmt.Errorf("%s: argument %d reached the inner store as %s, the caller passed %s", m.Name, i+1, describe(call.Args[i]), describe(given[i]))
 		}
 	}
 	dl, ok := callerCtx.Deadline()

@@ -41,6 +41,7 @@ type gen struct {
 	used    map[uint64]bool
 	bigLeft *int // how many more values from bigSizes
 	huge    bool // the decorator generators make slices past 65,536
+	nanos   bool // times to the nanosecond (an event store keeps microseconds)
 }
 
 func newGen(rng *rand.Rand) *gen {
@@ -100,6 +101,7 @@ func (g *gen) size() int {
 var hostileStrings = []string{
 	"", "plain", "nul\x00inside", "\x00", "ünïcødé ✓ 日本語", "bad\xff\xfeutf8", "\xc3\x28",
 	"slash/and:colon|pipe\ttab\nnewline", "'quote\" \\back %s %%", "Mixed Case", "mixed case",
+	" led", "trailed ", "\tboth\n", // what a trimming store or decorator cuts
 }
 
 // str returns a string of a drawn shape and size.
@@ -162,9 +164,13 @@ var times = []time.Time{
 // zones are the locations times are drawn in besides UTC.
 var zones = []*time.Location{time.FixedZone("CET", 3600), time.FixedZone("", -9*3600-1800)}
 
-// time returns a non-zero instant at microsecond precision, mostly in UTC.
+// time returns a non-zero instant at microsecond precision (nanosecond
+// with nanos), mostly in UTC.
 func (g *gen) time() time.Time {
 	t := time.Unix(1_000_000_000+g.Int64N(2_000_000_000), g.Int64N(1_000_000)*1000)
+	if g.nanos {
+		t = t.Add(time.Duration(1 + g.IntN(999)))
+	}
 	switch g.IntN(12) {
 	case 1, 2, 3:
 		t = pick(g, times...)

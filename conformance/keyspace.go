@@ -388,7 +388,7 @@ func ksKeys(g *gen, n int) []keyspace.StreamKey {
 func newKSModel(ctx context.Context, idSeed uint64, n int) func(keyspace.Store) (*ksModel, error) {
 	return func(s keyspace.Store) (*ksModel, error) {
 		g := newGen(rand.New(rand.NewPCG(idSeed, 3)))
-		*g.bigLeft = 48
+		*g.bigLeft, g.nanos = 48, true
 		return &ksModel{ctx: ctx, s: s, g: g, keys: ksKeys(g, n), recs: map[keyspace.StreamKey][]keyspace.Record{}}, nil
 	}
 }
