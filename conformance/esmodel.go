@@ -21,9 +21,9 @@ import (
 // and ShardOwner method docs, the event docs and, for the lifecycle, the
 // Memory type doc. The generator only goes where those agree (every run
 // begins with WorkflowStarted, a continue-as-new batch carries the next
-// run's WorkflowStarted, events go to the current run, a closed run gets
-// only a WorkflowReopened), so no verdict rests on a choice left to the
-// store.
+// run's WorkflowStarted), so no verdict rests on a choice left to the
+// store; within that, lifecycle events come in every order and now and
+// then name an earlier run, as the Memory doc's Runs section has them.
 
 // ClosedPruner is the optional retention capability of an event store
 // (eventstore.Memory has it), checked when a store has the method
@@ -126,12 +126,16 @@ func newESModel(ctx context.Context, idSeed uint64, n, scale int) func(eventstor
 // table is shorter.
 func (m *esModel) wf(i int) *esWf {
 	for len(m.wfs) <= i {
-		w := &esWf{id: m.g.workflow(), wfType: pick(m.g, m.g.salt+"order", m.g.salt+"Order", m.g.salt+"ü/x")}
+		w := &esWf{id: m.g.workflow(), wfType: m.g.salt + wfTypes[len(m.wfs)%len(wfTypes)]}
 		m.wfs = append(m.wfs, w)
 		m.byID[w.id] = w
 	}
 	return m.wfs[i]
 }
+
+// wfTypes are the workflow types, by workflow: two differing in case only,
+// two sharing their first 300 bytes (a column cut at 255 merges them).
+var wfTypes = []string{"order", "Order", "ü/x", keyShapes[len(keyShapes)-2], keyShapes[len(keyShapes)-1]}
 
 // The event kinds the generator emits, by name: each makes one event (two
 // for continue-as-new), filled field by field, then given its lifecycle
@@ -141,14 +145,22 @@ const (
 	kDone, kFail, kRetry, kCancelAct, kTimeoutAct        = "activity-completed", "activity-failed", "activity-retry", "activity-cancelled", "activity-timed-out"
 	kPause, kResume, kReopen, kContinue                  = "pause", "resume", "reopen", "continue-as-new"
 	kComplete, kFailWf, kCancelWf, kTimeoutWf            = "complete", "fail", "cancel", "time-out"
+	// kLate, alone or before a plain kind, is an event of an earlier run
+	// than the current one (of that kind, or drawn); of the current run
+	// when there is none.
+	kLate = "late "
 )
 
-// nextKind draws a kind the lifecycle allows; a long-lived workflow is
-// seldom paused or closed.
+// nextKind draws a kind; a long-lived workflow is seldom paused or closed.
+// One time in ten it draws a lifecycle event out of the usual order: a
+// pause, resume or reopen where it changes nothing, a close of a paused or
+// closed run, an event of an earlier run.
 func nextKind(st *life, g *gen, long bool) string {
 	switch {
 	case st.status == "":
 		return kStart
+	case g.IntN(10) == 0 && (!long || g.IntN(8) == 0):
+		return pick(g, kPause, kResume, kReopen, kLate, kLate, pick(g, kComplete, kFailWf, kCancelWf, kTimeoutWf))
 	case st.status.Closed():
 		return kReopen
 	case st.status == eventstore.StatusPaused:
@@ -224,6 +236,15 @@ func (m *esModel) events(w *esWf, st *life, g *gen, kind string) []eventstore.Ev
 	started := func(e *eventstore.WorkflowStarted) { e.WorkflowType = w.wfType }
 	var evs []eventstore.Event
 	var jump eventstore.ActivityID
+	var early []eventstore.RunID // the runs a late event may name
+	if k, late := strings.CutPrefix(kind, kLate); late {
+		kind = cmp.Or(k, pick(g, kSignal, kPause, kResume, kReopen, kComplete, kFailWf))
+		for _, r := range w.runs {
+			if r.RunID != st.run {
+				early = append(early, r.RunID)
+			}
+		}
+	}
 	switch kind {
 	case kStart:
 		st.run = g.run()
@@ -256,6 +277,11 @@ func (m *esModel) events(w *esWf, st *life, g *gen, kind string) []eventstore.Ev
 	default:
 		evs = []eventstore.Event{plainKinds[kind](g, env(kind != kSignal || g.IntN(4) != 0))}
 	}
+	if len(early) > 0 {
+		e := evs[0].EventEnvelope()
+		e.RunID = pick(g, early...)
+		evs[0] = eventstore.WithEnvelope(evs[0], e)
+	}
 	for _, ev := range evs {
 		st.advance(ev)
 	}
@@ -263,24 +289,43 @@ func (m *esModel) events(w *esWf, st *life, g *gen, kind string) []eventstore.Ev
 	return evs
 }
 
-// advance moves st past ev, as the contract's lifecycle does.
+// advance moves st past ev, as the contract's lifecycle does; an event of
+// an earlier run leaves the current run as it is.
 func (st *life) advance(ev eventstore.Event) {
-	if s, ok := closingStatus(ev); ok {
-		st.status = s
+	if _, ok := ev.(eventstore.WorkflowStarted); !ok && ev.EventEnvelope().RunID != st.run {
+		return
 	}
+	st.status = statusAfter(st.status, ev)
 	switch e := ev.(type) {
 	case eventstore.WorkflowStarted:
 		*st = life{run: e.RunID, status: eventstore.StatusRunning}
-	case eventstore.WorkflowPaused:
-		st.status = eventstore.StatusPaused
-	case eventstore.WorkflowResumed, eventstore.WorkflowReopened:
-		st.status = eventstore.StatusRunning
 	case eventstore.ActivityScheduled:
 		st.open, st.next = append(slices.Clip(st.open), e.ActivityID), max(st.next, e.ActivityID+1)
 	}
 	if id, ok := settles(ev); ok {
 		st.open = slices.DeleteFunc(slices.Clone(st.open), func(x eventstore.ActivityID) bool { return x == id })
 	}
+}
+
+// statusAfter is the status of a run of status s after an event of it, as
+// the Memory doc states the lifecycle: a close from any status, a pause of
+// a running run only, a resume of a paused one, a reopen of a closed one.
+func statusAfter(s eventstore.WorkflowStatus, ev eventstore.Event) eventstore.WorkflowStatus {
+	to, moves := closingStatus(ev)
+	switch ev.(type) {
+	case eventstore.WorkflowStarted:
+		to, moves = eventstore.StatusRunning, true
+	case eventstore.WorkflowPaused:
+		to, moves = eventstore.StatusPaused, s == eventstore.StatusRunning
+	case eventstore.WorkflowResumed:
+		to, moves = eventstore.StatusRunning, s == eventstore.StatusPaused
+	case eventstore.WorkflowReopened:
+		to, moves = eventstore.StatusRunning, s.Closed()
+	}
+	if !moves {
+		return s
+	}
+	return to
 }
 
 // settles returns the activity a terminal event of it (not a retryable
@@ -329,12 +374,13 @@ type foreignEvent struct{ eventstore.SignalReceived }
 type esAppend struct {
 	wf, n    int
 	at       pos
-	kinds    []string // the kinds of the events, in order; empty: drawn
+	kinds    []string // the kinds of the events, in order, all made; empty: n drawn
 	seed     uint64
 	rows     bool // a row for every ActivityScheduled event (most, with partial), through AppendWithOutbox
 	partial  bool
 	rowsOnly bool // no events, rows for activities scheduled earlier without one
 	big      bool // a 1 MiB payload in every payload field met
+	tied     bool // every event at tieAt, every row at one CreatedAt: ties on the keys Query and claims sort by
 	flaw     esFlaw
 	where    int
 	mode     ctxMode
@@ -391,7 +437,7 @@ func (m *esModel) batch(w *esWf, a esAppend) ([]eventstore.Event, []eventstore.O
 			rows = append(rows, row(u.run, u.id))
 		}
 	}
-	for i := 0; !a.rowsOnly && len(events) < a.n && (a.kinds == nil || i < len(a.kinds)); i++ {
+	for i := 0; !a.rowsOnly && (a.kinds == nil && len(events) < a.n || i < len(a.kinds)); i++ {
 		kind := ""
 		if a.kinds == nil {
 			kind = nextKind(&st, g, a.wf == 0)
@@ -403,6 +449,16 @@ func (m *esModel) batch(w *esWf, a esAppend) ([]eventstore.Event, []eventstore.O
 			if s, ok := ev.(eventstore.ActivityScheduled); ok && a.rows && (!a.partial || g.IntN(4) != 0) {
 				rows = append(rows, row(s.RunID, s.ActivityID))
 			}
+		}
+	}
+	if a.tied {
+		for i, ev := range events {
+			env := ev.EventEnvelope()
+			env.RecordedAt = tieAt
+			events[i] = eventstore.WithEnvelope(ev, env)
+		}
+		for i := range rows {
+			rows[i].CreatedAt = rows[0].CreatedAt
 		}
 	}
 	if a.big {
@@ -610,8 +666,12 @@ func (m *esModel) apply(w *esWf, events []eventstore.Event, rows []eventstore.Ou
 			w.runs = append(w.runs, eventstore.RunSummary{RunID: env.RunID, WorkflowType: s.WorkflowType, StartedAt: env.RecordedAt, FirstSeq: env.Seq})
 		}
 		w.life.advance(ev)
-		run := &w.runs[len(w.runs)-1]
-		run.LastSeq, run.Status = env.Seq, w.life.status
+		i := len(w.runs) - 1
+		for w.runs[i].RunID != env.RunID {
+			i-- // a late event of an earlier run
+		}
+		run := &w.runs[i]
+		run.LastSeq, run.Status = env.Seq, statusAfter(run.Status, ev)
 		switch _, closing := closingStatus(ev); {
 		case closing:
 			run.ClosedAt = env.RecordedAt
@@ -735,7 +795,11 @@ func (m *esModel) chain(w *esWf) error {
 	}, func(got []eventstore.RunSummary) string { return diff(got, w.runs) })
 }
 
-func (m *esModel) listings() error {
+func (m *esModel) listings() error { return m.listed(true) }
+
+// listed judges ListActive and ListPaused, and with every the listings
+// of every workflow too (ListWorkflowIDs, StreamHeads).
+func (m *esModel) listed(every bool) error {
 	var all, active, paused []eventstore.WorkflowID
 	var heads []eventstore.StreamHead
 	for _, w := range m.wfs {
@@ -753,11 +817,14 @@ func (m *esModel) listings() error {
 	}
 	ours := func(id eventstore.WorkflowID) bool { return m.byID[id] != nil }
 	byID := func(a, b eventstore.WorkflowID) int { return bytes.Compare(a[:], b[:]) }
-	return errors.Join(judgeSet(m, "ListWorkflowIDs", m.s.ListWorkflowIDs, ours, byID, all),
-		judgeSet(m, "ListActive", m.s.ListActive, ours, byID, active),
-		judgeSet(m, "ListPaused", m.s.ListPaused, ours, byID, paused),
-		judgeSet(m, "StreamHeads", m.s.StreamHeads, func(h eventstore.StreamHead) bool { return ours(h.WorkflowID) },
-			func(a, b eventstore.StreamHead) int { return byID(a.WorkflowID, b.WorkflowID) }, heads))
+	errs := []error{judgeSet(m, "ListActive", m.s.ListActive, ours, byID, active),
+		judgeSet(m, "ListPaused", m.s.ListPaused, ours, byID, paused)}
+	if every {
+		errs = append(errs, judgeSet(m, "ListWorkflowIDs", m.s.ListWorkflowIDs, ours, byID, all),
+			judgeSet(m, "StreamHeads", m.s.StreamHeads, func(h eventstore.StreamHead) bool { return ours(h.WorkflowID) },
+				func(a, b eventstore.StreamHead) int { return byID(a.WorkflowID, b.WorkflowID) }, heads))
+	}
+	return errors.Join(errs...)
 }
 
 // judgeSet reads a listing twice and compares what of it is the rule's
@@ -777,8 +844,15 @@ func judgeSet[T any](m *esModel, what string, read func(context.Context) ([]T, e
 // queryVariants is how many filters query draws from.
 const queryVariants = 13
 
-// query runs Query with a filter of the variant and checks every summary
-// of the model's workflows it returns, and how many.
+// queryLimits are the limits query adds to each filter (variant /
+// queryVariants; 0 keeps the filter's): small ones against a store that
+// applies the limit before a filter, ones at and past a page against a
+// store that clamps it.
+var queryLimits = []int{0, 1, 2, 512, 1000, 1001, 1025, 4097}
+
+// query runs Query with a filter of the variant (and a limit of
+// queryLimits) and checks every summary of the model's workflows it
+// returns, and how many.
 func (m *esModel) query(variant int, seed uint64) error {
 	g := m.g.sub(seed)
 	var started []*esWf
@@ -807,6 +881,9 @@ func (m *esModel) query(variant int, seed uint64) error {
 			{Limit: math.MaxInt32 + 1},
 		}[variant%queryVariants]
 	}
+	if l := queryLimits[variant/queryVariants%len(queryLimits)]; l > 0 {
+		f.Limit = l
+	}
 	want := map[eventstore.WorkflowID]eventstore.WorkflowSummary{}
 	for _, w := range started {
 		r := w.runs[len(w.runs)-1]
@@ -826,6 +903,9 @@ func (m *esModel) query(variant int, seed uint64) error {
 					return fmt.Sprintf("Query(%+v) returned %v twice", f, s.WorkflowID)
 				}
 				n, seen[s.WorkflowID] = n+1, true
+				if s == want[s.WorkflowID] {
+					continue // equal without reflection: the common case, cheap at 4,097
+				}
 				if d := diff(s, want[s.WorkflowID]); d != "" {
 					return fmt.Sprintf("Query(%+v) returned %v: %s", f, s.WorkflowID, d)
 				}
@@ -865,13 +945,19 @@ var lookalike = strings.NewReplacer("a", "A", "A", "a", "/", ":", ":", "/", "u",
 
 // timerOrder orders timers earliest first, then by workflow and ID.
 func timerOrder(a, b eventstore.TimerEntry) int {
-	return cmp.Or(a.FireAt.Compare(b.FireAt), strings.Compare(a.WorkflowID.String()+string(a.TimerID), b.WorkflowID.String()+string(b.TimerID)))
+	if c := a.FireAt.Compare(b.FireAt); c != 0 {
+		return c
+	}
+	return cmp.Or(bytes.Compare(a.WorkflowID[:], b.WorkflowID[:]), strings.Compare(string(a.TimerID), string(b.TimerID)))
 }
 
 // armed returns the armed timers, in timerOrder.
 func (m *esModel) armed() []eventstore.TimerEntry {
 	return slices.SortedFunc(maps.Values(m.timers), timerOrder)
 }
+
+// tieAt is the instant of the events of a tied append.
+var tieAt = time.Unix(1_600_000_000, 1000).UTC()
 
 // farAhead is a time after every one drawn.
 var farAhead = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -992,8 +1078,9 @@ func (m *esModel) cancelRow(variant int, seed uint64) error {
 	return m.count()
 }
 
-// cancelWf cancels the open rows of a workflow (every run): variant 1 an
-// unknown workflow (none), 2 the zero one (ErrInvalidArgument).
+// cancelWf cancels the open rows of a workflow (every run), whose keys
+// come back in staging order (as Memory and pgstore return them): variant
+// 1 an unknown workflow (none), 2 the zero one (ErrInvalidArgument).
 func (m *esModel) cancelWf(w *esWf, variant int) error {
 	id := w.id
 	switch variant % 5 {
@@ -1016,8 +1103,8 @@ func (m *esModel) cancelWf(w *esWf, variant int) error {
 	if err != nil {
 		return fmt.Errorf("SettleWorkflowOutboxRowsCancelled: %w", err)
 	}
-	if d := diff(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))); d != "" {
-		return fmt.Errorf("SettleWorkflowOutboxRowsCancelled returned the keys (sorted) %s: exactly the workflow's open rows, of every run", d)
+	if d := diff(got, want); d != "" {
+		return fmt.Errorf("SettleWorkflowOutboxRowsCancelled returned the keys %s: exactly the workflow's open rows, of every run, in staging order", d)
 	}
 	return m.count()
 }
@@ -1239,8 +1326,9 @@ var badShards = []int{-1, math.MinInt, 1 << 32, math.MaxInt}
 // shard 0 through AcquireOwnedShards and 7 through AcquireOwnedShard, 1 a
 // list holding a bad shard (none acquired), 2 publishes shard 0, 3 a bad
 // shard, 4 sets the empty scope (no workflow listed) and 5 clears it, 6
-// widens the clear scope (no change). Then IsCurrentOwner must follow, of
-// shard 0 and of bad shards, and be false with a done context.
+// widens the empty scope by no shard or the clear one by shard 0 (no
+// change), each followed by every scoped read. Then IsCurrentOwner must
+// follow, of shard 0 and of bad shards, and be false with a done context.
 func (m *esModel) shard(variant int, seed uint64) error {
 	so, g := m.so, m.g.sub(seed)
 	bad := pick(g, badShards...)
@@ -1291,12 +1379,12 @@ func (m *esModel) shard(variant int, seed uint64) error {
 		m.noScope = scope != nil
 		return errors.Join(m.listings(), m.expired(3, seed), m.query(0, seed))
 	case 6:
+		widen := []int{0}
 		if m.noScope {
-			so.SetOwnedShards(m.ctx, nil)
-			m.noScope = false
+			widen = []int{}
 		}
-		so.ExtendOwnedShards(m.ctx, []int{0})
-		return m.listings()
+		so.ExtendOwnedShards(m.ctx, widen)
+		return errors.Join(m.listings(), m.expired(3, seed))
 	}
 	if got := so.IsCurrentOwner(m.ctx, 0); got != m.shard0 {
 		return fmt.Errorf("IsCurrentOwner(0) = %v, want %v", got, m.shard0)

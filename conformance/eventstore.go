@@ -135,40 +135,65 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.chain(2)
 	}),
 	esScript(RuleESListings, 0, func(b *esb) {
-		for _, k := range []string{kStart, kPause, kResume, kComplete, kReopen, kPause} {
+		// Every lifecycle event in every state: a pause of a paused or
+		// closed run, a resume of a running or closed one, a reopen of an
+		// open one change nothing; a close of a paused or closed run closes
+		// it.
+		for _, k := range []string{kStart, kPause, kResume, kComplete, kReopen, kPause, kPause, kComplete, kResume, kPause, kFailWf, kReopen, kResume, kReopen, kPause, kReopen} {
 			b.add(0, k)
 			b.listings()
 		}
+		b.chain(0)
 		for i, k := range []string{kFailWf, kCancelWf, kTimeoutWf, kContinue} {
 			b.add(1+i, kStart, k)
 		}
 		b.listings()
+		// Late events of workflow 4's first run, after its second started:
+		// they change that run only, never which run is current.
+		for _, k := range []string{kComplete, kPause, kReopen, kPause, kSignal, kFailWf} {
+			b.add(4, kLate+k)
+			b.listings()
+			b.chain(4)
+		}
 	}),
 	esScript(RuleESStreamHeads, 0, func(b *esb) {
-		b.add(0, kStart)
-		b.add(1, kStart, kSignal)
-		b.add(2, append(start, signals5...)...)
+		b.add(0, kStart, kPause)
+		b.add(1, kStart, kSignal, kPause)
+		b.add(2, append(start, append(signals5, kPause)...)...)
 		b.listings()
-		// Past 4,096 workflows, paused, then running: no listing or Query
-		// may stop there.
-		paused, resumed := make([]esAppend, 4097), make([]esAppend, 4097)
-		for wf := range paused {
-			paused[wf] = esAppend{wf: 3 + wf, n: 2, kinds: []string{kStart, kPause}, seed: b.rng.Uint64()}
-			resumed[wf] = esAppend{wf: 3 + wf, n: 1, kinds: []string{kResume}, seed: b.rng.Uint64()}
+		// Up to 4,097 workflows started paused, all at one instant (ties on
+		// the StartedAt Query may sort by), then resumed one by one: each
+		// listing at, below and past a page of 512, 1,000 and 1,024, at
+		// multiples of each and past 4,096 (in the second phase only the
+		// listings that change), Query by status at and past them; then
+		// Query with a filter and a limit past a page.
+		for _, phase := range []struct {
+			kinds       []string
+			from, query int // the first workflow; Query of the paused, of the running
+		}{{[]string{kStart, kPause}, 3, 7}, {[]string{kResume}, 0, 8}} {
+			from := phase.from
+			for _, n := range []int{511, 512, 513, 999, 1000, 1001, 1023, 1024, 1025, 4096, 4097} {
+				var as []esAppend
+				for ; from < n; from++ {
+					as = append(as, esAppend{wf: from, n: len(phase.kinds), kinds: phase.kinds, seed: b.rng.Uint64(), tied: true})
+				}
+				b.many(fmt.Sprintf("workflows %v up to %d", phase.kinds, n), as)
+				b.listed(phase.from > 0) // all four in the first phase
+				if n%512 < 2 || n%1000 < 2 {
+					b.query(phase.query)
+				}
+			}
 		}
-		b.many("4,097 more workflows started and paused", paused)
-		b.listings()
-		b.query(0)
-		b.query(7)
-		b.many("the 4,097 resumed", resumed)
-		b.listings()
-		b.query(10)
+		for i, v := range []int{0, 1, 2, 4, 6, 8} {
+			b.query(v + queryVariants*(5+i%3)) // limits 1,001, 1,025 and 4,097
+		}
 	}),
 	esScript(RuleESQuery, 0, func(b *esb) {
 		for wf, k := range []string{kSignal, kPause, kComplete, kContinue, kFailWf, kSignal, kPause, kTimeoutWf} {
 			b.add(wf, kStart, k)
 		}
-		for v := range 3 * queryVariants {
+		// Every filter, alone and with each limit, from two pivots.
+		for v := range 2 * queryVariants * len(queryLimits) {
 			b.query(v)
 		}
 	}),
@@ -321,8 +346,10 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.claim(10)
 	}),
 	esScript(RuleOutboxSettleWorkflow, CapOutbox, func(b *esb) {
-		for wf := range 2 {
-			b.app(esAppend{wf: wf, n: 4, rows: true, kinds: []string{kStart, kSchedule, kSchedule, kSchedule}})
+		// Twelve rows of workflow 0: staging order is not the order of
+		// their keys (the conventional key of ordinal 10 sorts before 2's).
+		for wf, n := range []int{11, 3} {
+			b.app(esAppend{wf: wf, n: 1 + n, rows: true, kinds: append(start, repeat(kSchedule, n)...)})
 		}
 		b.app(esAppend{wf: 0, n: 3, rows: true, kinds: []string{kContinue, kSchedule}})
 		b.claim(1)
@@ -350,6 +377,7 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.shard(5)
 		b.shard(6)
 		b.shard(4)
+		b.shard(6)
 		b.done(ctxCancelled)
 		b.shard(5)
 		b.done(ctxExpired)
@@ -373,24 +401,41 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 	}),
 	// The costly fixed rule, then the model rule, the longest, run last.
 	esScript(RuleESSizes, 0, func(b *esb) {
-		// A history of exactly 2,000 events, read whole and from where
-		// exactly 1,000 (a page) remain, and next to it.
+		// A chain of 1,025 runs (continued as new 1,024 times), read at,
+		// below and past 100, 512, 1,000 and 1,024 runs; its history of
+		// 2,049 events read whole and from where exactly 1,000 (a page)
+		// remain, and next to it.
 		b.add(0, kStart)
-		for _, n := range []int{500, 500, 500, 499} {
-			b.add(0, repeat(kSignal, n)...)
+		runs := 1
+		for _, n := range []int{100, 101, 512, 513, 1000, 1001, 1024, 1025} {
+			b.add(0, repeat(kContinue, n-runs)...)
+			runs = n
+			b.chain(0)
 		}
 		b.all(0)
-		for _, rest := range []int64{1, 512, 513, 999, 1000, 1001, 1024, 1025, 2000} {
+		for _, rest := range []int64{1, 512, 513, 999, 1000, 1001, 1024, 1025, 2000, 2048, 2049} {
 			b.read(0, rel(1-rest))
 		}
-		// Exactly 1,000 rows staged, claimed whole.
-		b.app(esAppend{wf: 1, n: 1001, rows: true, kinds: append(start, repeat(kSchedule, 1000)...)})
+		// Rows staged at one instant (ties on the CreatedAt claims may sort
+		// by): exactly 1,000 claimed whole, then of 1,025 more a page of
+		// 1,024 and the one left.
+		b.app(esAppend{wf: 1, n: 1001, rows: true, tied: true, kinds: append(start, repeat(kSchedule, 1000)...)})
 		b.claim(math.MaxInt)
-		// 4,097 due timers on one workflow, one second apart, IDs of every
-		// length a column or an index cuts (255, 256, 4,097 and 65,537
-		// bytes among them), read with exactly 512, 1,000, 1,024 and 4,096
-		// due, next to each, 2,000 and 2,049.
-		timerAt := func(i int) time.Time { return time.Unix(1_600_000_000+int64(i), 0).UTC() }
+		b.app(esAppend{wf: 1, n: 1025, rows: true, tied: true, kinds: repeat(kSchedule, 1025)})
+		b.claim(1024)
+		b.claim(math.MaxInt)
+		// 4,097 due timers on one workflow, one second apart but for the
+		// 3,072nd to the 4,096th, due at one instant (a page of 512, 1,000
+		// or 1,024 ends amid them), IDs of every length a column or an
+		// index cuts (255, 256, 4,097 and 65,537 bytes among them), read
+		// with exactly 512, 1,000, 1,024 and 4,096 due, next to each,
+		// 2,000, 2,048, 2,049 and 3,071.
+		timerAt := func(i int) time.Time {
+			if i >= 3071 && i < 4096 {
+				i = 3071
+			}
+			return time.Unix(1_600_000_000+int64(i), 0).UTC()
+		}
 		b.push("ScheduleTimer of 4,097 timers", func(m *esModel) error {
 			for i := range 4097 {
 				id := fmt.Sprintf("%s%05d", m.g.salt, i)
@@ -406,7 +451,7 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 			}
 			return nil
 		})
-		for _, due := range []int{511, 512, 513, 999, 1000, 1001, 1023, 1024, 1025, 2000, 2049, 4096, 4097} {
+		for _, due := range []int{511, 512, 513, 999, 1000, 1001, 1023, 1024, 1025, 2000, 2048, 2049, 3071, 4096, 4097} {
 			b.push(fmt.Sprintf("ExpiredTimers with %d due", due), func(m *esModel) error { return m.expiredAsOf(timerAt(due - 1)) })
 		}
 		// Exactly 1,000 and 2,000 workflows, then one more: the listings
@@ -494,8 +539,16 @@ func (b *esb) histories(n int) {
 	b.push(fmt.Sprintf("ReadHistories(workflows 0 to %d, an unknown one amid them, workflow 0 again)", n-3), func(m *esModel) error { return m.histories(n) })
 }
 
-func (b *esb) listings() {
-	b.push("ListWorkflowIDs, ListActive, ListPaused, StreamHeads", (*esModel).listings)
+func (b *esb) listings() { b.listed(true) }
+
+// listed judges ListActive and ListPaused, with every ListWorkflowIDs and
+// StreamHeads too.
+func (b *esb) listed(every bool) {
+	what := "ListActive, ListPaused"
+	if every {
+		what = "ListWorkflowIDs, " + what + ", StreamHeads"
+	}
+	b.push(what, func(m *esModel) error { return m.listed(every) })
 }
 
 // done calls every method but the appends with a done context.
@@ -623,7 +676,7 @@ func esModelRule(ctx context.Context, env *ruleEnv[eventstore.Store], s eventsto
 		case r < 31:
 			b.listings()
 		case r < 33:
-			b.query(rng.IntN(queryVariants))
+			b.query(rng.IntN(queryVariants * len(queryLimits)))
 		case r < 40:
 			switch rng.IntN(5) {
 			case 0:

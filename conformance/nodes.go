@@ -217,7 +217,8 @@ func newNodesModel(ctx context.Context, idSeed uint64) func(Nodes) (*nodesModel,
 func (m *nodesModel) node(i int) eventstore.Store { return []eventstore.Store{m.A, m.B}[i] }
 
 // check compares every node's view with the model: IsCurrentOwner of each
-// shard, and each workflow's history and listing through each live node.
+// shard, and each workflow's history and its place in every scoped read
+// (the listings, StreamHeads, ExpiredTimers) through each live node.
 // Each call that returned is progress for the watchdog: on a slow machine
 // the whole check may take longer than the rule timeout.
 func (m *nodesModel) check() error {
@@ -236,7 +237,15 @@ func (m *nodesModel) check() error {
 			name string
 			call func(context.Context) ([]eventstore.WorkflowID, error)
 			ids  []eventstore.WorkflowID
-		}{{"ListWorkflowIDs", m.node(i).ListWorkflowIDs, nil}, {"ListActive", m.node(i).ListActive, nil}, {"ListPaused", m.node(i).ListPaused, nil}}
+		}{{"ListWorkflowIDs", m.node(i).ListWorkflowIDs, nil}, {"ListActive", m.node(i).ListActive, nil}, {"ListPaused", m.node(i).ListPaused, nil},
+			{"StreamHeads", func(ctx context.Context) ([]eventstore.WorkflowID, error) {
+				hs, err := m.node(i).StreamHeads(ctx)
+				ids := make([]eventstore.WorkflowID, len(hs))
+				for k, h := range hs {
+					ids[k] = h.WorkflowID
+				}
+				return ids, err
+			}, nil}}
 		var err error
 		for j, l := range lists {
 			lists[j].ids, err = l.call(m.ctx)
@@ -261,7 +270,7 @@ func (m *nodesModel) check() error {
 			}
 			inScope := m.scopes[i] == nil || slices.Contains(m.scopes[i], s)
 			written := len(m.history[s]) > 0
-			for j, want := range []bool{written && inScope, written && inScope && !m.paused[s], written && inScope && m.paused[s]} {
+			for j, want := range []bool{written && inScope, written && inScope && !m.paused[s], written && inScope && m.paused[s], written && inScope} {
 				if slices.Contains(lists[j].ids, m.wfs[s]) != want {
 					return fmt.Errorf("node %c: %s lists the workflow of shard %d: %v, want %v (scope %v)", 'A'+i, lists[j].name, s, !want, want, m.scopes[i])
 				}

@@ -34,7 +34,7 @@ const (
 	RuleKSReadFromResume = "read-from-resume"
 	// RuleKSRecordsAreCopies: scribbling on the appended slice, a returned record or listing changes nothing stored.
 	RuleKSRecordsAreCopies = "records-are-copies"
-	// RuleKSConcurrentAppends (seeded): eight racers at one expectedSeq, round after round: one winner, losers told its head; free-running writers land every event once, each at the seq it was told.
+	// RuleKSConcurrentAppends (seeded): eight racers at one expectedSeq, round after round: one winner, losers told its head; free-running writers land every event once, each at the seq it was told, and are told the head their append made.
 	RuleKSConcurrentAppends = "concurrent-appends"
 	// RuleKSContextCancelled: every method answers a cancelled or expired context with its error, nothing written; a context cancelled during an append leaves all of it or none.
 	RuleKSContextCancelled = "context-cancelled"
@@ -54,7 +54,7 @@ const (
 	RuleKSModel = "model"
 	// RuleKSConcurrentBatches (seeded): racers append multi-event batches at one expectedSeq, round after round: one winner, the stream exactly the winners' batches.
 	RuleKSConcurrentBatches = "concurrent-batches"
-	// RuleKSConcurrentStreams (seeded): racers create new streams of one run at once while listing it: every first append succeeds, a listing shows every stream whose append returned before it started, whole, and the final listing is every stream, in order, with its head.
+	// RuleKSConcurrentStreams (seeded): racers create new streams of one run at once while listing it: every first append succeeds, a listing shows every stream whose append returned before it started, whole, and no stream before its append commits or in part, and the final listing is every stream, in order, with its head.
 	RuleKSConcurrentStreams = "concurrent-streams"
 )
 
@@ -83,13 +83,13 @@ const (
 	RuleESReadHistoryFrom = "read-history-from"
 	// RuleESRunChain: runs across continue-as-new, oldest first, with every summary field.
 	RuleESRunChain = "run-chain"
-	// RuleESListings: ListWorkflowIDs, ListActive and ListPaused through the lifecycle.
+	// RuleESListings: ListWorkflowIDs, ListActive and ListPaused through the lifecycle: every lifecycle event in every state (a pause, resume or reopen that changes nothing, a close of a paused or closed run) and late events of an earlier run, which change that run only.
 	RuleESListings = "listings-follow-lifecycle"
-	// RuleESStreamHeads: each workflow once, with its history length; listings and Query past 4,096 workflows, all paused (ListPaused, Query by status), then all running.
+	// RuleESStreamHeads: each workflow once, with its history length; every listing at, below and past 512, 1,000 and 1,024 workflows and at 4,096 and 4,097, all paused then resumed, StartedAt tied; Query by status at those sizes, and with a filter and a limit past 1,000.
 	RuleESStreamHeads = "stream-heads"
-	// RuleESSizes: every page size and cap a store plausibly has, drawn at, below, above and at exact multiples: a history of exactly 2,000 events read whole and from where 1, 512, 999, 1,000, 1,001, 1,024 and 2,000 events remain; exactly 1,000 rows claimed whole; 4,097 due timers (IDs of 255, 256, 4,097 and 65,537 bytes among them) read with 511 to 1,025, 2,000, 2,049, 4,096 and 4,097 due; listings, StreamHeads, Query and (for an eventstore.HistoriesReader) ReadHistories of exactly 1,000 and 2,000 IDs and one more, an unknown one amid them and a repeated one last.
+	// RuleESSizes: every page size and cap a store plausibly has, drawn at, below, above and at exact multiples: a chain of 1,025 runs read at 100 to 1,025 runs; its history of 2,049 events read whole and from where 1 to 2,049 events remain; rows staged at one CreatedAt: 1,000 claimed whole, then 1,024 of 1,025; 4,097 timers (IDs of 255, 256, 4,097 and 65,537 bytes among them), 1,025 due at one instant, read with 511 to 1,025, 2,000, 2,048, 2,049, 3,071, 4,096 and 4,097 due; listings, StreamHeads, Query and (for an eventstore.HistoriesReader) ReadHistories of exactly 1,000 and 2,000 IDs and one more, an unknown one amid them and a repeated one last.
 	RuleESSizes = "sizes-and-pages"
-	// RuleESQuery: by type (differing in case only), status, both, limits (0, 1, negative, past 2^32, the largest), the zero filter, time bounds at a workflow's own StartedAt; every summary field.
+	// RuleESQuery: by type (differing in case only), status, both, limits (0, 1, negative, past 2^32, the largest), the zero filter, time bounds at a workflow's own StartedAt; every filter with each limit of 1, 2, 512, 1,000, 1,001, 1,025 and 4,097; every summary field.
 	RuleESQuery = "query"
 	// RuleESTimers: key-shaped timer IDs and IDs differing only in spaces (" a", "a ", "a  b"); due when FireAt <= asOf, earliest first; re-arming replaces; retirement fenced by fireAt and by armedSeq (also by bit 32 or 63 alone); bad IDs refused.
 	RuleESTimers = "timers-fencing"
@@ -115,7 +115,7 @@ const (
 	RuleOutboxRearm = "outbox/rearm"
 	// RuleOutboxSettle: a cancelled row stops being claimable and counted; a key differing in case or separator only, or unknown, is ErrNotFound.
 	RuleOutboxSettle = "outbox/settle-cancelled"
-	// RuleOutboxSettleWorkflow: exactly the workflow's open rows' keys, of every run, nothing the second time.
+	// RuleOutboxSettleWorkflow: exactly the workflow's open rows' keys, of every run, in staging order, nothing the second time.
 	RuleOutboxSettleWorkflow = "outbox/settle-workflow"
 	// RuleOutboxTerminalSettles: completed, terminally failed, cancelled and timed out activities settle their rows, a retryable failure does not; across continue-as-new, a terminal settles only its own run's rows.
 	RuleOutboxTerminalSettles = "outbox/terminal-settles"
@@ -127,7 +127,7 @@ const (
 	RuleShardPublishNotOwner = "shardowner/publish-requires-acquire"
 	// RuleShardNegative: a shard no store has (-1, the smallest int, 1<<32, the largest) is ErrInvalidArgument, alone or in a list, and never owned.
 	RuleShardNegative = "shardowner/negative-shard-refused"
-	// RuleShardScopeEveryShard: SetOwnedShards(nil), and widening it, lists every workflow; the empty scope none; a done context changes no scope.
+	// RuleShardScopeEveryShard: SetOwnedShards(nil), and widening it, lists every workflow; the empty scope none, widened by no shard too (ExpiredTimers alike); a done context changes no scope.
 	RuleShardScopeEveryShard = "shardowner/nil-scope-lists-every-shard"
 )
 
@@ -142,7 +142,7 @@ const (
 	RuleNodesHandoff = "nodes/handoff"
 	// RuleNodesKill: the shard of a killed holder (Nodes.Kill) is fenced until the survivor acquires it; then the dead node's writes of every kind fail with ErrNotOwner, and so do its claims of ownership: acquiring (renewing) a shard the survivor holds, publishing the shards it held and published before its death.
 	RuleNodesKill = "nodes/kill"
-	// RuleNodesReadsAcross: histories, ListWorkflowIDs, ListActive, ListPaused, timers and outbox rows written through one node are read (and claimed) through the other, within each node's scope, also after SetOwnedShards and ExtendOwnedShards of one shard or several (adoption), after a kill, and after the other node changed what this one wrote (a pause resumed, a timer re-armed); a non-holder's rows-only AppendWithOutbox fails with ErrNotOwner and stages nothing.
+	// RuleNodesReadsAcross: histories, ListWorkflowIDs, ListActive, ListPaused, StreamHeads, timers and outbox rows written through one node are read (and claimed) through the other, within each node's scope, also after SetOwnedShards and ExtendOwnedShards of one shard or several (adoption), after a kill, and after the other node changed what this one wrote (a pause resumed, a timer re-armed); a non-holder's rows-only AppendWithOutbox fails with ErrNotOwner and stages nothing.
 	RuleNodesReadsAcross = "nodes/reads-across"
 	// RuleNodesStaleOwnerRace (seeded): a holder's goroutines keep appending (Append, and for an Outbox AppendWithOutbox with a row) while it gives the shard up (released, round after round, then killed) and the other node acquires it: every append the old holder was told landed is in the new holder's first read after its acquisition returned, every append started after that fails with ErrNotOwner, and none that failed is in the history (a fence check and a write in two steps lets a stale owner's write land after the takeover).
 	RuleNodesStaleOwnerRace = "nodes/stale-owner-race"

@@ -49,8 +49,11 @@ type Store interface {
 	// ReadHistoryFrom returns the events with Seq >= fromSeq, in order.
 	// Conformance rules: read-history-from, aliasing, model.
 	ReadHistoryFrom(ctx context.Context, workflowID WorkflowID, fromSeq uint64) ([]Event, error)
-	// ReadRunChain returns the workflow's runs, oldest first. Conformance
-	// rules: run-chain, model.
+	// ReadRunChain returns the workflow's runs, oldest first, each as its
+	// own events left it: the lifecycle of the Runs section of [Memory]'s
+	// doc is every store's (a pause of a closed run changes nothing, a late
+	// event of an earlier run changes that run only). Conformance rules:
+	// run-chain, listings-follow-lifecycle, model.
 	ReadRunChain(ctx context.Context, workflowID WorkflowID) ([]RunSummary, error)
 	// ListWorkflowIDs returns every workflow with a history (in the owned
 	// shards, for a ShardOwner with a scope set). Conformance rules:
@@ -134,7 +137,7 @@ type Outbox interface {
 	// outbox/settle-cancelled, model.
 	SettleOutboxRowCancelled(ctx context.Context, dispatchKey string) error
 	// SettleWorkflowOutboxRowsCancelled cancels every open row of a workflow
-	// and returns their dispatch keys. Conformance rules:
+	// and returns their dispatch keys, in staging order. Conformance rules:
 	// outbox/settle-workflow, model.
 	SettleWorkflowOutboxRowsCancelled(ctx context.Context, workflowID WorkflowID) ([]string, error)
 }
