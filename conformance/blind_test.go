@@ -32,6 +32,24 @@ import (
 // told a head read again after its commit) needs races to show.
 var blindOpts = optionFunc(func(c *config) { c.seed, c.noShrink, c.stopAtFirst = adversarySeed, true, true })
 
+// blindVerdict judges a blind case's check: a baseline (a faithful
+// wrapper, named so) must pass, a broken one must fail.
+func blindVerdict(t *testing.T, name, promise string, err error) {
+	t.Helper()
+	switch baseline := strings.HasPrefix(name, "baseline"); {
+	case baseline && err != nil:
+		t.Fatalf("the faithful baseline fails: %v", err)
+	case !baseline && err == nil:
+		t.Fatalf("not caught: %s", promise)
+	case !baseline:
+		var rules []string
+		for _, re := range RuleErrors(err) {
+			rules = append(rules, re.Rule)
+		}
+		t.Logf("caught by %v", rules)
+	}
+}
+
 type blindKSCase struct {
 	name, promise string
 	mk            func(m *ksW) *ksW
@@ -339,14 +357,7 @@ func TestBlindKS(t *testing.T) {
 			err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) {
 				return c.mk(&ksW{Memory: keyspace.NewMemory()}), nil, nil
 			}, blindOpts)
-			if err == nil {
-				t.Fatalf("not caught: %s", c.promise)
-			}
-			var rules []string
-			for _, re := range RuleErrors(err) {
-				rules = append(rules, re.Rule)
-			}
-			t.Logf("caught by %v", rules)
+			blindVerdict(t, c.name, c.promise, err)
 		})
 	}
 }
@@ -558,14 +569,7 @@ func TestBlindDec(t *testing.T) {
 	for _, c := range blindCases() {
 		t.Run(c.name, func(t *testing.T) {
 			err := CheckDecorator(t.Context(), c.wrap, blindOpts)
-			if err == nil {
-				t.Fatalf("not caught: %s", c.promise)
-			}
-			var rules []string
-			for _, re := range RuleErrors(err) {
-				rules = append(rules, re.Rule)
-			}
-			t.Logf("caught by %v", rules)
+			blindVerdict(t, c.name, c.promise, err)
 		})
 	}
 }
@@ -692,20 +696,7 @@ func TestBlindTelemetry(t *testing.T) {
 	for _, c := range blindTelCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			err := CheckTelemetry(t.Context(), c.wrap, WithTimeline(), blindOpts)
-			if c.name == "baseline-otelstore-must-pass" {
-				if err != nil {
-					t.Fatalf("the baseline fails: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("not caught: %s", c.promise)
-			}
-			var rules []string
-			for _, re := range RuleErrors(err) {
-				rules = append(rules, re.Rule)
-			}
-			t.Logf("caught by %v", rules)
+			blindVerdict(t, c.name, c.promise, err)
 		})
 	}
 }
