@@ -81,7 +81,7 @@
 // The package's own tests run every suite against deliberately broken
 // stores and decorators (one plausible bug each) and require each to be
 // caught: the classes, the adversaries and two held-out sets, about 75 s
-// of CPU, and two blind sets written from the docs alone, about 85 s more
+// of CPU, and three blind sets written from the docs alone, about 95 s more
 // (2 cores, 2026-12). A plain go test ./... skips them; CI runs them,
 // without -race, by setting an environment variable:
 //

@@ -149,6 +149,10 @@ const (
 	// than the current one (of that kind, or drawn); of the current run
 	// when there is none.
 	kLate = "late "
+	// kRestart is a WorkflowStarted of the current run again, which
+	// restarts it in place; kCanAlone a continue-as-new before the next
+	// run has an event (its NewRunID creates no run).
+	kRestart, kCanAlone = "restart", "continued-as-new alone"
 )
 
 // nextKind draws a kind; a long-lived workflow is seldom paused or closed.
@@ -160,7 +164,7 @@ func nextKind(st *life, g *gen, long bool) string {
 	case st.status == "":
 		return kStart
 	case g.IntN(10) == 0 && (!long || g.IntN(8) == 0):
-		return pick(g, kPause, kResume, kReopen, kLate, kLate, pick(g, kComplete, kFailWf, kCancelWf, kTimeoutWf))
+		return pick(g, kPause, kResume, kReopen, kLate, kLate, kRestart, pick(g, kComplete, kFailWf, kCancelWf, kTimeoutWf, kCanAlone))
 	case st.status.Closed():
 		return kReopen
 	case st.status == eventstore.StatusPaused:
@@ -207,6 +211,7 @@ var plainKinds = map[string]func(*gen, eventstore.Envelope) eventstore.Event{
 	kTrigger: plain[eventstore.ScheduleTriggered], kPause: plain[eventstore.WorkflowPaused], kResume: plain[eventstore.WorkflowResumed],
 	kReopen: plain[eventstore.WorkflowReopened], kComplete: plain[eventstore.WorkflowCompleted], kFailWf: plain[eventstore.WorkflowFailed],
 	kCancelWf: plain[eventstore.WorkflowCancelled], kTimeoutWf: plain[eventstore.WorkflowTimedOut],
+	kCanAlone: plain[eventstore.WorkflowContinuedAsNew],
 }
 
 func plain[E eventstore.Event](g *gen, env eventstore.Envelope) eventstore.Event {
@@ -249,10 +254,12 @@ func (m *esModel) events(w *esWf, st *life, g *gen, kind string) []eventstore.Ev
 	case kStart:
 		st.run = g.run()
 		evs = []eventstore.Event{mk(g, env(true), started)}
+	case kRestart:
+		evs = []eventstore.Event{mk(g, env(true), started)}
 	case kContinue:
 		next := g.run()
 		can := mk(g, env(true), func(e *eventstore.WorkflowContinuedAsNew) { e.NewRunID = next })
-		st.run = next
+		st.run, st.next = next, 0 // the new run's ordinals start at 0
 		evs = []eventstore.Event{can, mk(g, env(true), started)}
 	case kSchedule:
 		// The next ordinal past 2^32 or 2^63 now and then: a store keeping
@@ -298,7 +305,11 @@ func (st *life) advance(ev eventstore.Event) {
 	st.status = statusAfter(st.status, ev)
 	switch e := ev.(type) {
 	case eventstore.WorkflowStarted:
-		*st = life{run: e.RunID, status: eventstore.StatusRunning}
+		next := st.next // a run restarted in place keeps its ordinals
+		if e.RunID != st.run {
+			next = 0
+		}
+		*st = life{run: e.RunID, status: eventstore.StatusRunning, next: next}
 	case eventstore.ActivityScheduled:
 		st.open, st.next = append(slices.Clip(st.open), e.ActivityID), max(st.next, e.ActivityID+1)
 	}
@@ -417,7 +428,7 @@ func (m *esModel) batch(w *esWf, a esAppend) ([]eventstore.Event, []eventstore.O
 	row := func(run eventstore.RunID, id eventstore.ActivityID) eventstore.OutboxRow {
 		r := filled[eventstore.OutboxRow](g)
 		r.RunID, r.Ordinal, r.WorkflowID = run, id, pick(g, w.id, eventstore.WorkflowID{})
-		m.clock = m.clock.Add(time.Second)
+		m.clock = m.clock.Add(time.Second + time.Millisecond + time.Microsecond) // microseconds a cut to the millisecond loses
 		r.CreatedAt, r.DispatchKey = m.clock, ""
 		// A key shape not staged yet now and then: "a" and "A", "a/b" and
 		// "a:b", two long keys sharing 300 bytes must all be distinct; or
@@ -663,7 +674,13 @@ func (m *esModel) apply(w *esWf, events []eventstore.Event, rows []eventstore.Ou
 		ev = eventstore.WithEnvelope(ev, env)
 		w.events, w.known = append(w.events, ev), append(w.known, known)
 		if s, ok := ev.(eventstore.WorkflowStarted); ok {
-			w.runs = append(w.runs, eventstore.RunSummary{RunID: env.RunID, WorkflowType: s.WorkflowType, StartedAt: env.RecordedAt, FirstSeq: env.Seq})
+			// A run started again is restarted in place: its type and
+			// StartedAt are the new event's.
+			if i := slices.IndexFunc(w.runs, func(r eventstore.RunSummary) bool { return r.RunID == env.RunID }); i >= 0 {
+				w.runs[i].WorkflowType, w.runs[i].StartedAt = s.WorkflowType, env.RecordedAt
+			} else {
+				w.runs = append(w.runs, eventstore.RunSummary{RunID: env.RunID, WorkflowType: s.WorkflowType, StartedAt: env.RecordedAt, FirstSeq: env.Seq})
+			}
 		}
 		w.life.advance(ev)
 		i := len(w.runs) - 1

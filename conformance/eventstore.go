@@ -133,6 +133,12 @@ var eventStoreSuite = suite[eventstore.Store]{name: SuiteEventStore, rules: []ru
 		b.add(1, kStart, kContinue, kSignal)
 		b.chain(1)
 		b.chain(2)
+		// A run started again is restarted in place, running or closed; a
+		// continue-as-new alone creates no run.
+		for _, k := range []string{kStart, kRestart, kCanAlone, kRestart, kCanAlone, kStart} {
+			b.add(3, k)
+			b.chain(3)
+		}
 	}),
 	esScript(RuleESListings, 0, func(b *esb) {
 		// Every lifecycle event in every state: a pause of a paused or

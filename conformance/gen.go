@@ -155,10 +155,13 @@ func (g *gen) u64() uint64 {
 
 // times are the instants every store must keep exactly (to the
 // microsecond): the Unix epoch and just before it, the 2^31 and 2^32
-// second boundaries, far past and future.
+// second boundaries, far past and future, and past the years 1678 to 2262
+// that int64 nanoseconds since 1970 hold.
 var times = []time.Time{
 	time.Unix(0, 0), time.Unix(-1, 999_999_000), time.Unix(1<<31-1, 0), time.Unix(1<<31, 1000),
 	time.Unix(1<<32, 0), time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2200, 12, 31, 23, 59, 59, 999_999_000, time.UTC),
+	time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC), time.Date(1677, 9, 21, 0, 12, 43, 145_224_000, time.UTC),
+	time.Date(2262, 4, 11, 23, 47, 16, 854_776_000, time.UTC), time.Date(2500, 6, 30, 12, 0, 0, 1000, time.UTC),
 }
 
 // zones are the locations times are drawn in besides UTC.

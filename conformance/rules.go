@@ -81,7 +81,7 @@ const (
 	RuleESReadHistory = "read-history"
 	// RuleESReadHistoryFrom: the events with Seq >= fromSeq, from any fromSeq, also past 2^32, 2^63 and the largest.
 	RuleESReadHistoryFrom = "read-history-from"
-	// RuleESRunChain: runs across continue-as-new, oldest first, with every summary field.
+	// RuleESRunChain: runs across continue-as-new, oldest first, with every summary field; a run started again is restarted in place (type, StartedAt), running or closed; a continue-as-new alone creates no run.
 	RuleESRunChain = "run-chain"
 	// RuleESListings: ListWorkflowIDs, ListActive and ListPaused through the lifecycle: every lifecycle event in every state (a pause, resume or reopen that changes nothing, a close of a paused or closed run) and late events of an earlier run, which change that run only.
 	RuleESListings = "listings-follow-lifecycle"
