@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -29,29 +28,15 @@ import (
 
 // A second blind set: broken implementations written from the
 // documentation only, in classes the earlier sets do not name. A case
-// marked missed is one the suites still miss, a known gap: it is skipped
-// unless AIONOTEL_BLIND_ALL=1, and TestBlind2MissesAreBugs shows its bug
-// directly. Of its 28 cases the suites caught 19 when written (2026-12):
+// marked missed is one the suites still miss, a known gap: TestBlind*
+// run these cases with the first set's and skip it (see blindSkip), and
+// TestBlind2MissesAreBugs shows its bug directly. Of its 28 cases the suites caught 19 when written (2026-12):
 // event store 9 of 13, keyspace 5 of 6, decorator 4 of 5, telemetry 1 of
 // 4. Drawn since: rows' CreatedAt below the millisecond, times past the
 // years int64 nanoseconds hold, a run started again (restarted in place)
 // and a continue-as-new before the next run's first event: 23 of 28.
 
-func blind2Skip(t *testing.T, missed bool) {
-	t.Helper()
-	if missed && os.Getenv("AIONOTEL_BLIND_ALL") != "1" {
-		t.Skip("missed by the suite when written; AIONOTEL_BLIND_ALL=1 runs it")
-	}
-}
-
 // ---- event stores ----
-
-type blind2ESCase struct {
-	name, promise string
-	missed        bool
-	store         func() eventstore.Store
-	nodes         func() Nodes
-}
 
 // blind2FirstStart returns the first WorkflowStarted of run in hist.
 func blind2FirstStart(hist []eventstore.Event, run eventstore.RunID) (eventstore.WorkflowStarted, int) {
@@ -68,14 +53,14 @@ func blind2FirstStart(hist []eventstore.Event, run eventstore.RunID) (eventstore
 	return first, n
 }
 
-func blind2ESCases() []blind2ESCase {
-	var cases []blind2ESCase
+func blind2ESCases() []blindESCase {
+	var cases []blindESCase
 	add := func(name, promise string, missed bool, f func(s *besW)) {
-		cases = append(cases, blind2ESCase{name: name, promise: promise, missed: missed, store: besStore(f)})
+		cases = append(cases, blindESCase{name: name, promise: promise, missed: missed, store: besStore(f)})
 	}
 	addNodes := func(name, promise string, missed bool, build func(p *besPair)) {
 		st, nd := besNodeCase(build)
-		cases = append(cases, blind2ESCase{name: name, promise: promise, missed: missed, store: st, nodes: nd})
+		cases = append(cases, blindESCase{name: name, promise: promise, missed: missed, store: st, nodes: nd})
 	}
 
 	add("outbox-row-created-at-ms", "It stores what it accepts exactly: ... times to at least the microsecond (a staged row's CreatedAt)", false, func(s *besW) {
@@ -260,31 +245,10 @@ func blind2ESCases() []blind2ESCase {
 	return cases
 }
 
-func TestBlind2ES(t *testing.T) {
-	expensiveSelfTest(t)
-	for _, c := range blind2ESCases() {
-		t.Run(c.name, func(t *testing.T) {
-			blind2Skip(t, c.missed)
-			opts := []Option{blindOpts, WithRequiredCapabilities(CapOutbox | CapShardOwner)}
-			if c.nodes != nil {
-				opts = append(opts, WithNodes(func(*testing.T) Nodes { return c.nodes() }))
-			}
-			err := CheckEventStore(t.Context(), func() (eventstore.Store, func(), error) { return c.store(), nil, nil }, opts...)
-			blindVerdict(t, c.name, c.promise, err)
-		})
-	}
-}
-
 // ---- keyspace ----
 
-type blind2KSCase struct {
-	name, promise string
-	missed        bool
-	mk            func(m *ksW) *ksW
-}
-
-func blind2KSCases() []blind2KSCase {
-	return []blind2KSCase{
+func blind2KSCases() []blindKSCase {
+	return []blindKSCase{
 		{name: "tool-arguments-jsonb-normalised", promise: "Every store keeps every field exactly as given (a jsonb column compacts JSON arguments)",
 			mk: func(m *ksW) *ksW {
 				return blindMapContent(m, func(c keyspace.Content) keyspace.Content {
@@ -356,34 +320,15 @@ func blind2KSCases() []blind2KSCase {
 	}
 }
 
-func TestBlind2KS(t *testing.T) {
-	expensiveSelfTest(t)
-	for _, c := range blind2KSCases() {
-		t.Run(c.name, func(t *testing.T) {
-			blind2Skip(t, c.missed)
-			err := CheckKeyspace(t.Context(), func() (keyspace.Store, func(), error) {
-				return c.mk(&ksW{Memory: keyspace.NewMemory()}), nil, nil
-			}, blindOpts)
-			blindVerdict(t, c.name, c.promise, err)
-		})
-	}
-}
-
 // ---- decorators ----
-
-type blind2DecCase struct {
-	name, promise string
-	missed        bool
-	wrap          func(eventstore.Store) eventstore.Store
-}
 
 // valuelessCtx keeps cancellation and deadline but no values.
 type valuelessCtx struct{ context.Context }
 
 func (valuelessCtx) Value(any) any { return nil }
 
-func blind2DecCases() []blind2DecCase {
-	return []blind2DecCase{
+func blind2DecCases() []blindDecCase {
+	return []blindDecCase{
 		{name: "read-history-via-from-1", promise: "forwards every call once with the caller's arguments",
 			wrap: decWrap(func() *decHooks {
 				return &decHooks{readHistory: func(inner eventstore.Store, ctx context.Context, wf eventstore.WorkflowID) ([]eventstore.Event, error) {
@@ -424,17 +369,6 @@ func blind2DecCases() []blind2DecCase {
 					return inner.IsCurrentOwner(context.WithoutCancel(ctx), shard)
 				}}
 			})},
-	}
-}
-
-func TestBlind2Dec(t *testing.T) {
-	expensiveSelfTest(t)
-	for _, c := range blind2DecCases() {
-		t.Run(c.name, func(t *testing.T) {
-			blind2Skip(t, c.missed)
-			err := CheckDecorator(t.Context(), c.wrap, blindOpts)
-			blindVerdict(t, c.name, c.promise, err)
-		})
 	}
 }
 
@@ -557,19 +491,13 @@ func b2EmptyErrorType(inst string, s attribute.Set) attribute.Set {
 	return attribute.NewSet(append(s.ToSlice(), attribute.String("error.type", ""))...)
 }
 
-type blind2TelCase struct {
-	name, promise string
-	missed        bool
-	wrap          TelemetryWrap
-}
-
-func blind2TelCases(t *testing.T) []blind2TelCase {
+func blind2TelCases(t *testing.T) []blindTelCase {
 	withMP := func(f func(string, attribute.Set) attribute.Set) TelemetryWrap {
 		return func(inner eventstore.Store, mp metric.MeterProvider, tp trace.TracerProvider) eventstore.Store {
 			return blindOtelWith(t, inner, b2MP{mp, f}, tp)
 		}
 	}
-	return []blind2TelCase{
+	return []blindTelCase{
 		{name: "db-attributes-set-after-start", missed: true, promise: "Spans are created with db.operation.name and db.system.name, where a sampler sees them",
 			wrap: func(inner eventstore.Store, mp metric.MeterProvider, tp trace.TracerProvider) eventstore.Store {
 				return blindOtelWith(t, inner, mp, b2TP{tp})
@@ -585,20 +513,9 @@ func blind2TelCases(t *testing.T) []blind2TelCase {
 	}
 }
 
-func TestBlind2Telemetry(t *testing.T) {
-	expensiveSelfTest(t)
-	for _, c := range blind2TelCases(t) {
-		t.Run(c.name, func(t *testing.T) {
-			blind2Skip(t, c.missed)
-			err := CheckTelemetry(t.Context(), c.wrap, WithTimeline(), blindOpts)
-			blindVerdict(t, c.name, c.promise, err)
-		})
-	}
-}
-
 // ---- the misses, shown directly ----
 
-func blind2ES(t *testing.T, name string) blind2ESCase {
+func blind2ES(t *testing.T, name string) blindESCase {
 	t.Helper()
 	for _, c := range blind2ESCases() {
 		if c.name == name {
@@ -606,7 +523,7 @@ func blind2ES(t *testing.T, name string) blind2ESCase {
 		}
 	}
 	t.Fatalf("no case %q", name)
-	return blind2ESCase{}
+	return blindESCase{}
 }
 
 // b2Sampler records the attributes every span was sampled with.
@@ -666,7 +583,7 @@ func TestBlind2MissesAreBugs(t *testing.T) {
 		t.Logf("free shard 1 listed twice: %v; IsCurrentOwner(1)=%v", err, a.IsCurrentOwner(ctx, 1))
 	})
 	t.Run("recovers-inner-panic", func(t *testing.T) {
-		var c blind2DecCase
+		var c blindDecCase
 		for _, d := range blind2DecCases() {
 			if d.name == "recovers-inner-panic" {
 				c = d
@@ -726,7 +643,7 @@ func TestBlind2MissesAreBugs(t *testing.T) {
 		}
 	})
 	t.Run("exception-events-always", func(t *testing.T) {
-		var c blind2TelCase
+		var c blindTelCase
 		for _, k := range blind2TelCases(t) {
 			if k.name == "exception-events-always" {
 				c = k
