@@ -259,8 +259,9 @@ func (m *esModel) events(w *esWf, st *life, g *gen, kind string) []eventstore.Ev
 	case kContinue:
 		next := g.run()
 		can := mk(g, env(true), func(e *eventstore.WorkflowContinuedAsNew) { e.NewRunID = next })
-		st.run, st.next = next, 0 // the new run's ordinals start at 0
-		evs = []eventstore.Event{can, mk(g, env(true), started)}
+		first := env(true)
+		first.RunID = next
+		evs = []eventstore.Event{can, mk(g, first, started)}
 	case kSchedule:
 		// The next ordinal past 2^32 or 2^63 now and then: a store keeping
 		// them narrower settles or dispatches the wrong row.
@@ -673,20 +674,17 @@ func (m *esModel) apply(w *esWf, events []eventstore.Event, rows []eventstore.Ou
 		env.WorkflowID, env.Seq = w.id, w.head()+1
 		ev = eventstore.WithEnvelope(ev, env)
 		w.events, w.known = append(w.events, ev), append(w.known, known)
+		// The event's run: the current one, an earlier one (a late event),
+		// or, for a WorkflowStarted, a new one. A run started again is
+		// restarted in place: its type and StartedAt are the new event's.
+		i := slices.IndexFunc(w.runs, func(r eventstore.RunSummary) bool { return r.RunID == env.RunID })
 		if s, ok := ev.(eventstore.WorkflowStarted); ok {
-			// A run started again is restarted in place: its type and
-			// StartedAt are the new event's.
-			if i := slices.IndexFunc(w.runs, func(r eventstore.RunSummary) bool { return r.RunID == env.RunID }); i >= 0 {
-				w.runs[i].WorkflowType, w.runs[i].StartedAt = s.WorkflowType, env.RecordedAt
-			} else {
-				w.runs = append(w.runs, eventstore.RunSummary{RunID: env.RunID, WorkflowType: s.WorkflowType, StartedAt: env.RecordedAt, FirstSeq: env.Seq})
+			if i < 0 {
+				i, w.runs = len(w.runs), append(w.runs, eventstore.RunSummary{RunID: env.RunID, FirstSeq: env.Seq})
 			}
+			w.runs[i].WorkflowType, w.runs[i].StartedAt = s.WorkflowType, env.RecordedAt
 		}
 		w.life.advance(ev)
-		i := len(w.runs) - 1
-		for w.runs[i].RunID != env.RunID {
-			i-- // a late event of an earlier run
-		}
 		run := &w.runs[i]
 		run.LastSeq, run.Status = env.Seq, statusAfter(run.Status, ev)
 		switch _, closing := closingStatus(ev); {
